@@ -1,0 +1,40 @@
+"""Turn an entry point's typed argument dataclass into an argparse command line."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import sys
+import typing
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+_SCALARS = {"int": int, "float": float, "str": str, "Path": Path}
+
+
+def _scalar_type(annotation: str):
+    # annotations arrive as strings (from __future__ import annotations): "int", "Path | None", "list[str]"
+    base = annotation.replace(" | None", "").replace("Optional[", "").rstrip("]")
+    if base.startswith("list["):
+        return _SCALARS.get(base[5:], str), True
+    return _SCALARS.get(base, str), False
+
+
+def parse_dataclass(cls: type[T], argv: list[str] | None, prog: str, description: str = "") -> T:
+    """Every field becomes ``--field-name``; fields without a default are required; list fields take nargs."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    for f in dataclasses.fields(cls):
+        kind, many = _scalar_type(f.type if isinstance(f.type, str) else typing.get_type_hints(cls)[f.name].__name__)
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        default = None if required else (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=kind, required=required,
+                            default=default, nargs="+" if many else None, help=f.metadata.get("help"))
+    return cls(**vars(parser.parse_args(argv)))
+
+
+def setup_logging() -> None:
+    """Log lines go to stderr, which every rule redirects into its log file."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)

@@ -1,0 +1,1 @@
+"""Data layer: dataset registry (hf:/local:/synthetic:), prepared-parquet schema, negation subset."""

@@ -1,0 +1,86 @@
+"""Hugging Face Hub datasets, with an on-disk mirror for machines that cannot reach the Hub.
+
+Mirror layout: <mirror>/<hub id>/<config or "default">/<split>/ holding either a
+`Dataset.save_to_disk` folder or the Hub's parquet-conversion files (*.parquet).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from maskbench.data.schema import DataError
+
+MIRROR_ENV = "MASKBENCH_HF_MIRROR"
+
+
+def mirror_split_dir(mirror, hub_id: str, config: str | None, split: str) -> Path:
+    return Path(mirror) / hub_id / (config or "default") / split
+
+
+def _is_saved_dataset(folder: Path) -> bool:
+    return (folder / "state.json").is_file() or (folder / "dataset_dict.json").is_file()
+
+
+def _load_mirror(folder: Path, split: str):
+    import datasets
+
+    if _is_saved_dataset(folder):
+        loaded = datasets.load_from_disk(str(folder))
+        if isinstance(loaded, datasets.DatasetDict):
+            if split not in loaded:
+                raise DataError(
+                    f"{folder}: field 'split' has value {split!r} not among saved splits {list(loaded)}"
+                )
+            loaded = loaded[split]
+        return loaded
+    files = sorted(str(p) for p in folder.glob("*.parquet"))
+    if files:
+        return datasets.load_dataset("parquet", data_files=files, split="train")
+    return None
+
+
+def _load_hub(hub_id: str, config: str | None, split: str, revision: str | None):
+    import datasets
+
+    return datasets.load_dataset(hub_id, name=config, split=split, revision=revision)
+
+
+def load_hf_frame(
+    hub_id: str,
+    config: str | None,
+    split: str,
+    revision: str | None = None,
+    mirror=None,
+) -> tuple[pd.DataFrame, str]:
+    """Return (frame, where): the split as pandas and a description of where it came from.
+
+    mirror defaults to $MASKBENCH_HF_MIRROR; the mirror is tried before the Hub.
+    """
+    mirror = mirror or os.environ.get(MIRROR_ENV) or None
+    tried = []
+    if mirror:
+        folder = mirror_split_dir(mirror, hub_id, config, split)
+        if folder.is_dir():
+            dataset = _load_mirror(folder, split)
+            if dataset is not None:
+                return dataset.to_pandas(), str(folder)
+            tried.append(f"mirror {folder} (no save_to_disk files and no *.parquet)")
+        else:
+            tried.append(f"mirror {folder} (no such folder)")
+    else:
+        tried.append(f"mirror (not set: ${MIRROR_ENV} or spec 'mirror')")
+    # Any Hub failure (offline, unknown config, bad revision) ends up in one message with the mirror attempt.
+    try:
+        dataset = _load_hub(hub_id, config, split, revision)
+    except Exception as err:
+        reason = (str(err).splitlines() or [""])[0][:300]
+        tried.append(f"Hub datasets.load_dataset({hub_id!r}, name={config!r}, split={split!r}, "
+                     f"revision={revision!r}) -> {type(err).__name__}: {reason}")
+        raise DataError(
+            f"hf:{hub_id}: field 'split' has value {split!r} (config {config!r}) that could not be loaded; "
+            f"tried: " + "; ".join(tried)
+        ) from err
+    return dataset.to_pandas(), f"hf:{hub_id}/{config or 'default'}/{split}"

@@ -1,0 +1,150 @@
+"""The prepared-data contract: one parquet per dataset with id/text_a/text_b/label columns.
+
+Label names live in the parquet schema metadata (key b"maskbench") so that a prepared file is
+self-describing: the int label is an index into that list.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+REQUIRED_COLUMNS = ("id", "text_a", "text_b", "label")
+TEXT_COLUMNS = ("id", "text_a", "text_b")
+META_KEY = b"maskbench"
+
+
+class DataError(ValueError):
+    """Bad data or a bad dataset spec; the message names the file (or dataset), the field and the value."""
+
+
+def _check_labels(labels, where) -> None:
+    if not isinstance(labels, list | tuple) or not labels:
+        raise DataError(f"{where}: field 'labels' must be a non-empty list of label names, got {labels!r}")
+    for name in labels:
+        if not isinstance(name, str) or not name:
+            raise DataError(f"{where}: field 'labels' has invalid label name {name!r}")
+    seen = set()
+    for name in labels:
+        if name in seen:
+            raise DataError(f"{where}: field 'labels' has duplicated value {name!r}")
+        seen.add(name)
+
+
+def _first_bad(series: pd.Series, bad: pd.Series):
+    value = series[bad.to_numpy()].iloc[0]
+    # Plain Python values read better in messages than np.float64(0.0).
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def validate_frame(df: pd.DataFrame, labels, where) -> None:
+    """Raise DataError on the first violation of the prepared-data contract."""
+    _check_labels(labels, where)
+    for column in REQUIRED_COLUMNS:
+        if column not in df.columns:
+            raise DataError(
+                f"{where}: field {column!r} is missing (required columns {list(REQUIRED_COLUMNS)}, "
+                f"found {list(df.columns)})"
+            )
+    if len(df) == 0:
+        raise DataError(f"{where}: field 'id' has 0 values (empty split, no rows)")
+
+    for column in TEXT_COLUMNS:
+        series = df[column]
+        null = series.isna()
+        if null.any():
+            row = int(np.flatnonzero(null.to_numpy())[0])
+            raise DataError(f"{where}: field {column!r} has a null value at row {row}")
+        not_str = ~series.map(lambda v: isinstance(v, str)).astype(bool)
+        if not_str.any():
+            value = _first_bad(series, not_str)
+            raise DataError(
+                f"{where}: field {column!r} has non-string value {value!r} ({type(value).__name__})"
+            )
+
+    duplicated = df["id"].duplicated()
+    if duplicated.any():
+        raise DataError(f"{where}: field 'id' has duplicated value {_first_bad(df['id'], duplicated)!r}")
+
+    label = df["label"]
+    null = label.isna()
+    if null.any():
+        row = int(np.flatnonzero(null.to_numpy())[0])
+        raise DataError(f"{where}: field 'label' has a null value at row {row}")
+    if pd.api.types.is_bool_dtype(label):
+        raise DataError(f"{where}: field 'label' has non-integer value {label.iloc[0]!r} (bool)")
+    if not pd.api.types.is_integer_dtype(label):
+        not_int = ~label.map(_is_int).astype(bool)
+        if not_int.any():
+            value = _first_bad(label, not_int)
+            raise DataError(f"{where}: field 'label' has non-integer value {value!r} ({type(value).__name__})")
+    values = label.to_numpy(dtype=np.int64)
+    out_of_range = (values < 0) | (values >= len(labels))
+    if out_of_range.any():
+        value = int(values[np.flatnonzero(out_of_range)[0]])
+        raise DataError(
+            f"{where}: field 'label' has value {value} outside the range 0..{len(labels) - 1} "
+            f"of labels {list(labels)}"
+        )
+
+
+def _replace_atomically(path: Path, write) -> None:
+    """Write through a temporary file in the target directory so readers never see a partial file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_prepared(df: pd.DataFrame, labels, path, meta: dict) -> None:
+    """Validate, then write df as parquet with {"labels": labels, **meta} under the b"maskbench" key."""
+    path = Path(path)
+    validate_frame(df, labels, path)
+    frame = df.reset_index(drop=True).copy()
+    frame["label"] = frame["label"].astype("int64")
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    payload = {**meta, "labels": list(labels)}
+    metadata = dict(table.schema.metadata or {})
+    metadata[META_KEY] = json.dumps(payload).encode("utf-8")
+    table = table.replace_schema_metadata(metadata)
+    _replace_atomically(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def read_prepared(path) -> tuple[pd.DataFrame, list[str], dict]:
+    """Return (df, labels, meta) of a prepared parquet; meta includes "labels"."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: field 'path' has value {str(path)!r} but no such file exists")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as err:
+        raise DataError(f"{path}: field 'path' has value {str(path)!r} that is not readable parquet: {err}") from err
+    raw = (table.schema.metadata or {}).get(META_KEY)
+    if raw is None:
+        raise DataError(f"{path}: field 'metadata' has no {META_KEY.decode()!r} key (not a prepared file)")
+    try:
+        meta = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: field 'metadata' has invalid JSON value {raw[:80]!r}") from err
+    labels = meta.get("labels")
+    _check_labels(labels, path)
+    df = table.to_pandas()
+    validate_frame(df, labels, path)
+    return df, list(labels), meta

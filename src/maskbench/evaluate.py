@@ -1,0 +1,139 @@
+"""Predictions and metrics of one model on every evaluation set of its task.
+
+    python -m maskbench.evaluate --model-dir M --data mnli_dev.parquet hans.parquet \
+        --eval-sets '[{"name": "mnli_dev", "metric": "accuracy"},
+                      {"name": "hans", "metric": "hans", "merge": {"neutral": "non-entailment",
+                                                                   "contradiction": "non-entailment"}}]' \
+        --task mnli --row baseline --seed 1 --out-dir results/.../eval/baseline/seed~1
+
+writes ``<out-dir>/<name>.json`` (metrics) and ``<out-dir>/<name>.predictions.parquet`` for each set. The model
+predicts in its own label space; ``merge`` maps its label names onto the evaluation set's (HANS has only
+entailment / non-entailment, FEVER-Symmetric no NOT ENOUGH INFO). The model is loaded once for all sets, and
+every set is checked before the first forward pass.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from maskbench import runtime
+from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.data.schema import DataError, read_prepared
+from maskbench.metrics import compute_metrics
+from maskbench.models import load_classifier, model_labels
+from maskbench.train import EncodedPairs, predict_proba
+
+log = logging.getLogger("maskbench.evaluate")
+
+GROUP_COLUMNS = ("heuristic", "subcase")
+
+
+@dataclass
+class EvaluateArgs:
+    model_dir: Path = field(metadata={"help": "checkpoint folder written by maskbench.finetune"})
+    data: list[Path] = field(metadata={"help": "prepared evaluation parquets, in the order of --eval-sets"})
+    eval_sets: str = field(metadata={"help": "JSON list of {name, metric, merge} in the order of --data"})
+    out_dir: Path = field(metadata={"help": "folder for <name>.json and <name>.predictions.parquet"})
+    task: str = field(default="", metadata={"help": "recorded in the JSON"})
+    row: str = field(default="", metadata={"help": "Table 1 row the model belongs to (recorded)"})
+    seed: int = field(default=-1, metadata={"help": "the model's seed (recorded)"})
+    max_length: int = field(default=128, metadata={"help": "truncation length"})
+    batch_size: int = field(default=256, metadata={"help": "evaluation batch size"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
+    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+
+
+@dataclass
+class EvalSet:
+    name: str
+    data: Path
+    metric: str = "accuracy"
+    merge: dict[str, str] = field(default_factory=dict)
+
+
+def parse_eval_sets(args: EvaluateArgs) -> list[EvalSet]:
+    specs = json.loads(args.eval_sets)
+    if len(specs) != len(args.data):
+        raise ValueError(f"--eval-sets names {len(specs)} sets but --data gives {len(args.data)} files")
+    return [EvalSet(name=s["name"], data=Path(d), metric=s.get("metric", "accuracy"), merge=s.get("merge", {}))
+            for s, d in zip(specs, args.data, strict=True)]
+
+
+def map_predictions(model_label_names: list[str], merge: dict[str, str], eval_labels: list[str], where: str):
+    """The evaluation-space name of every model label; refuse an evaluation set the model cannot answer."""
+    unknown = sorted(set(merge) - set(model_label_names))
+    if unknown:
+        raise DataError(f"{where}: field 'merge' names {unknown[0]!r}, which is not a model label {model_label_names}")
+    mapped = [merge.get(name, name) for name in model_label_names]
+    unreachable = sorted(set(eval_labels) - set(mapped))
+    if unreachable:
+        raise DataError(
+            f"{where}: field 'label' has value {unreachable[0]!r} that the model (labels {model_label_names}, "
+            f"merge {merge}) can never predict"
+        )
+    return np.array(mapped, dtype=object)
+
+
+def score(model, tokenizer, names, eval_set: EvalSet, frame, eval_labels, mapped, args, device) -> tuple[dict, pd.DataFrame]:
+    started = time.perf_counter()
+    data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, None, args.max_length)
+    probs = predict_proba(model, data, args.batch_size, device)
+    seconds = time.perf_counter() - started
+    pred_index = probs.argmax(axis=1)
+    gold = np.array(eval_labels, dtype=object)[frame.label.to_numpy()]
+    pred = mapped[pred_index]
+    groups = {c: frame[c].astype(str).tolist() for c in GROUP_COLUMNS if c in frame and eval_set.metric == "hans"}
+    metrics = compute_metrics(eval_set.metric, gold.tolist(), pred.tolist(), groups or None)
+    predictions = pd.DataFrame({"id": frame.id, "gold": gold.astype(str), "pred": pred.astype(str),
+                                "model_pred": np.array(names, dtype=object)[pred_index].astype(str)})
+    for j, name in enumerate(names):
+        predictions[f"prob_{name}"] = probs[:, j]
+    return {"metrics": metrics, "n_examples": int(len(frame)), "seconds": seconds}, predictions
+
+
+def evaluate(args: EvaluateArgs) -> list[str]:
+    """Score the model on every set; return the JSON paths written."""
+    eval_sets = parse_eval_sets(args)
+    runtime.set_threads(args.threads)
+    device = runtime.pick_device(args.device)
+    model, tokenizer = load_classifier(args.model_dir)
+    names = model_labels(model)
+    loaded = []
+    for eval_set in eval_sets:  # every file is read and checked before the first forward pass
+        frame, eval_labels, meta = read_prepared(eval_set.data)
+        mapped = map_predictions(names, eval_set.merge, eval_labels, str(eval_set.data))
+        loaded.append((eval_set, frame, eval_labels, meta, mapped))
+    written = []
+    for eval_set, frame, eval_labels, meta, mapped in loaded:
+        result, predictions = score(model, tokenizer, names, eval_set, frame, eval_labels, mapped, args, device)
+        pred_path = args.out_dir / f"{eval_set.name}.predictions.parquet"
+        json_path = args.out_dir / f"{eval_set.name}.json"
+        runtime.atomic_write_parquet(predictions, pred_path)
+        runtime.atomic_write_json(json_path, {
+            "track": "nlu", "task": args.task, "row": args.row, "seed": args.seed, "eval_set": eval_set.name,
+            "metric_kind": eval_set.metric, **result, "predictions": str(pred_path), "data": str(eval_set.data),
+            "dataset_meta": meta, "model": {"dir": str(args.model_dir), "labels": names, "merge": eval_set.merge},
+            "provenance": runtime.provenance(args),
+        })
+        log.info("%s: %s", eval_set.name, {k: round(v, 2) for k, v in result["metrics"].items() if "/" not in k})
+        written.append(str(json_path))
+    return written
+
+
+def main(argv=None) -> int:
+    setup_logging()
+    args = parse_dataclass(EvaluateArgs, argv, "python -m maskbench.evaluate", __doc__.splitlines()[0])
+    evaluate(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

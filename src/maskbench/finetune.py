@@ -1,0 +1,122 @@
+"""Entry point: fine-tune a classifier on a prepared training set (the baseline of every table).
+
+    python -m maskbench.finetune --train T.parquet --dev D.parquet --model-spec JSON --hparams JSON \
+        --seed 1 --loss ce --out-dir results/nlu/mnli/models/method~finetune/loss~ce/seed~1
+
+Writes into ``--out-dir``: ``model.safetensors``, ``config.json``, the tokenizer files, ``train_curve.csv``
+and, last, ``train_summary.json`` — a folder without the summary is an unfinished run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from maskbench import runtime
+from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.data.schema import read_prepared
+from maskbench.losses import get_loss
+from maskbench.models import build_model_and_tokenizer
+from maskbench.train import EncodedPairs, TrainHParams, fit, predict_proba
+
+log = logging.getLogger("maskbench.finetune")
+
+
+@dataclass
+class FinetuneArgs:
+    train: Path = field(metadata={"help": "prepared training parquet"})
+    out_dir: Path = field(metadata={"help": "checkpoint folder to write"})
+    model_spec: str = field(metadata={"help": "JSON model spec (config `model:`)"})
+    seed: int = field(metadata={"help": "fixes initialisation, data order and dropout"})
+    dev: Path | None = field(default=None, metadata={"help": "prepared ID dev parquet, scored after each epoch"})
+    hparams: str = field(default="{}", metadata={"help": "JSON of TrainHParams fields"})
+    loss: str = field(default="ce", metadata={"help": "objective name in maskbench.losses"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
+    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+
+
+def parse_args(argv=None) -> FinetuneArgs:
+    return parse_dataclass(FinetuneArgs, argv, "python -m maskbench.finetune", __doc__.splitlines()[0])
+
+
+def parse_hparams(text: str) -> TrainHParams:
+    values = json.loads(text)
+    known = {f.name for f in dataclasses.fields(TrainHParams)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"--hparams: unknown field(s) {unknown}; known: {sorted(known)}")
+    return TrainHParams(**values)
+
+
+def accuracy_on(frame: pd.DataFrame, tokenizer, hp: TrainHParams, device):
+    data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, None, hp.max_length)
+
+    def score(model) -> float:
+        probs = predict_proba(model, data, hp.eval_batch_size, device)
+        return float((probs.argmax(1) == frame.label.to_numpy()).mean() * 100)
+
+    return score
+
+
+def main(argv=None) -> int:
+    setup_logging()
+    args = parse_args(argv)
+    hp = parse_hparams(args.hparams)
+    spec = json.loads(args.model_spec)
+    loss_fn = get_loss(args.loss)
+    train_df, labels, _ = read_prepared(args.train)
+    dev = None
+    if args.dev is not None:
+        dev, dev_labels, _ = read_prepared(args.dev)
+        if dev_labels != labels:
+            raise ValueError(f"{args.dev}: field 'labels' is {dev_labels}, but the training set has {labels}")
+    runtime.set_threads(args.threads)
+    device = runtime.pick_device(args.device)
+    runtime.seed_everything(args.seed)
+    log.info("fine-tuning on %s (%d examples, labels %s) on %s, seed %d", args.train, len(train_df), labels,
+             device, args.seed)
+
+    args.out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{args.out_dir.name}.", dir=args.out_dir.parent))
+    try:
+        texts = pd.concat([train_df.text_a, train_df.text_b])
+        model, tokenizer = build_model_and_tokenizer(spec, labels, texts, staging)
+        n_params = sum(p.numel() for p in model.parameters())
+        log.info("model: %s, %.2fM parameters", type(model).__name__, n_params / 1e6)
+        data = EncodedPairs(tokenizer, train_df.text_a, train_df.text_b, train_df.label, hp.max_length)
+        evaluate = accuracy_on(dev, tokenizer, hp, device) if dev is not None else None
+        started = time.perf_counter()
+        curve = fit(model, data, loss_fn, hp, args.seed, device, evaluate)
+        seconds = time.perf_counter() - started
+        model.save_pretrained(staging, safe_serialization=True)
+        tokenizer.save_pretrained(staging)
+        pd.DataFrame(curve).to_csv(staging / "train_curve.csv", index=False)
+        summary = {
+            "train": str(args.train), "n_train": len(train_df), "labels": labels, "loss": args.loss,
+            "hparams": dataclasses.asdict(hp), "model_spec": spec, "n_parameters": n_params,
+            "train_seconds": seconds, "device": str(device),
+            "final_dev_accuracy": next((p["dev_accuracy"] for p in reversed(curve) if "dev_accuracy" in p), None),
+            "provenance": runtime.provenance(args, args.seed),
+        }
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        for item in staging.iterdir():
+            item.replace(args.out_dir / item.name)
+        # the summary goes last: its presence marks a finished run
+        runtime.atomic_write_json(args.out_dir / "train_summary.json", summary)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    log.info("wrote %s in %.1fs", args.out_dir, seconds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

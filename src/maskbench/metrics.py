@@ -1,0 +1,131 @@
+"""Classification metrics for the evaluation JSONs (all values are percentages, 0-100).
+
+Paper A ("Debiasing Masks") Table 1 reports plain accuracy for MNLI Val., HANS, MNLI Neg., QQP Val.,
+FEVER Val. and FEVER Symmetric, and for PAWS both the overall score and "PAWS (¬)", the accuracy on
+the examples whose gold label is not_duplicate (the anti-bias subset for lexical overlap).
+HANS is additionally broken down by heuristic and label, the way McCoy et al. (2019) report it.
+
+gold and pred are label *names* in the evaluation set's label space; the caller has already merged
+labels where needed (e.g. neutral/contradiction -> non-entailment for HANS).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+KINDS = ("accuracy", "hans", "paws", "fever_symmetric")
+
+PAWS_NEGATIVE = "not_duplicate"
+PAWS_POSITIVE = "duplicate"
+
+
+def _check_pair(gold: Sequence, pred: Sequence) -> tuple[list, list]:
+    gold, pred = list(gold), list(pred)
+    if len(gold) != len(pred):
+        raise ValueError(f"gold has {len(gold)} labels but pred has {len(pred)}")
+    if not gold:
+        raise ValueError("cannot compute metrics on an empty evaluation set")
+    return gold, pred
+
+
+def accuracy(gold: Sequence, pred: Sequence) -> float:
+    """Share of examples whose prediction equals the gold label, in percent.
+
+    This is the number paper A reports in every Table 1 column except PAWS' overall score.
+    """
+    gold, pred = _check_pair(gold, pred)
+    return 100.0 * sum(g == p for g, p in zip(gold, pred, strict=True)) / len(gold)
+
+
+def weighted_f1(gold: Sequence, pred: Sequence) -> float:
+    """Per-class F1 averaged with weights proportional to each class's gold support, in percent.
+
+    Equal to sklearn's ``f1_score(average="weighted")``: classes that only occur in pred have zero
+    weight, and a class with no true positives has F1 = 0. Reported for every eval set as a
+    secondary score; a Table 1 column can select it in the columns config (e.g. for PAWS).
+    """
+    gold, pred = _check_pair(gold, pred)
+    support = Counter(gold)
+    predicted = Counter(pred)
+    true_pos = Counter(g for g, p in zip(gold, pred, strict=True) if g == p)
+    total = 0.0
+    for label, n_gold in support.items():
+        # F1 = 2TP / (2TP + FP + FN) = 2TP / (|gold == label| + |pred == label|); never 0/0 since n_gold > 0
+        total += n_gold * 2 * true_pos[label] / (n_gold + predicted[label])
+    return 100.0 * total / len(gold)
+
+
+def group_accuracy(gold: Sequence, pred: Sequence, keys: Sequence) -> dict[str, float]:
+    """Accuracy within each group of examples sharing the same key, in percent (keys as str)."""
+    gold, pred = _check_pair(gold, pred)
+    keys = list(keys)
+    if len(keys) != len(gold):
+        raise ValueError(f"group keys have {len(keys)} entries but there are {len(gold)} examples")
+    hits: Counter = Counter()
+    counts: Counter = Counter()
+    for g, p, k in zip(gold, pred, keys, strict=True):
+        counts[str(k)] += 1
+        hits[str(k)] += g == p
+    return {k: 100.0 * hits[k] / counts[k] for k in sorted(counts)}
+
+
+def per_label_accuracy(gold: Sequence, pred: Sequence) -> dict[str, float]:
+    """Accuracy on the examples of each gold label (i.e. per-class recall), in percent.
+
+    Only labels that occur in gold get an entry: a label absent from the eval set has no accuracy.
+    """
+    return group_accuracy(gold, pred, gold)
+
+
+def _hans_breakdown(gold: list, pred: list, groups: dict[str, Sequence] | None) -> dict[str, float]:
+    if not groups or "heuristic" not in groups:
+        raise ValueError('metric kind "hans" needs groups["heuristic"] (one heuristic per example)')
+    heuristics = [str(h) for h in groups["heuristic"]]
+    out = {f"accuracy/heuristic={h}": v for h, v in group_accuracy(gold, pred, heuristics).items()}
+    # "\x00" cannot occur in a heuristic or label name, so splitting the joint key back is unambiguous
+    joint = group_accuracy(gold, pred, [f"{h}\x00{g}" for h, g in zip(heuristics, gold, strict=True)])
+    for key, value in joint.items():
+        h, label = key.split("\x00")
+        out[f"accuracy/heuristic={h}/label={label}"] = value
+    if "subcase" in groups:
+        for s, v in group_accuracy(gold, pred, groups["subcase"]).items():
+            out[f"accuracy/subcase={s}"] = v
+    return out
+
+
+def _paws_subsets(gold: list, pred: list) -> dict[str, float]:
+    by_label = per_label_accuracy(gold, pred)
+    out = {}
+    # a named subset with no gold examples is left out rather than reported as NaN (not valid JSON)
+    if PAWS_NEGATIVE in by_label:
+        out["non_duplicate_accuracy"] = by_label[PAWS_NEGATIVE]
+    if PAWS_POSITIVE in by_label:
+        out["duplicate_accuracy"] = by_label[PAWS_POSITIVE]
+    return out
+
+
+def compute_metrics(
+    kind: str, gold: Sequence, pred: Sequence, groups: dict[str, Sequence] | None = None
+) -> dict[str, float]:
+    """All metrics of one evaluation set, keyed as in the evaluation JSON's "metrics" field.
+
+    Every kind reports ``accuracy``, ``weighted_f1`` and ``accuracy/label=<gold label>``.
+    ``"hans"`` adds ``accuracy/heuristic=<h>``, ``accuracy/heuristic=<h>/label=<l>`` and, when
+    groups has "subcase", ``accuracy/subcase=<s>``; it requires groups["heuristic"].
+    ``"paws"`` adds ``non_duplicate_accuracy`` (paper A's "PAWS (¬)": accuracy on gold == not_duplicate)
+    and ``duplicate_accuracy``. ``"accuracy"`` and ``"fever_symmetric"`` add nothing else.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown metric kind {kind!r}; expected one of {', '.join(KINDS)}")
+    gold, pred = _check_pair(gold, pred)
+    for name, values in (groups or {}).items():
+        if len(values) != len(gold):
+            raise ValueError(f"groups[{name!r}] has {len(values)} entries but there are {len(gold)} examples")
+    metrics = {"accuracy": accuracy(gold, pred), "weighted_f1": weighted_f1(gold, pred)}
+    metrics.update({f"accuracy/label={k}": v for k, v in per_label_accuracy(gold, pred).items()})
+    if kind == "hans":
+        metrics.update(_hans_breakdown(gold, pred, groups))
+    elif kind == "paws":
+        metrics.update(_paws_subsets(gold, pred))
+    return metrics

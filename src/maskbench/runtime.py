@@ -1,0 +1,104 @@
+"""What every entry point needs: seeding, the device, atomic writes and a provenance record."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch (CPU and CUDA) so that data order, initialisation and dropout repeat."""
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+
+
+def pick_device(requested: str = "auto"):
+    """CUDA when present (or asked for), otherwise the CPU."""
+    import torch
+
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device {requested!r} was requested but torch sees no CUDA device")
+    return torch.device(requested)
+
+
+def set_threads(threads: int | None) -> None:
+    import torch
+
+    if threads and threads > 0:
+        torch.set_num_threads(threads)
+
+
+def versions() -> dict[str, str]:
+    """Installed versions, read from package metadata (importing torch just to ask would cost seconds)."""
+    out = {"python": platform.python_version()}
+    for name in ("maskbench", "torch", "transformers", "datasets", "pandas", "numpy"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def provenance(args: Any, seed: int | None = None) -> dict[str, Any]:
+    """The resolved arguments, seed and library versions, recorded in every output JSON."""
+    record = {"argv": sys.argv[1:], "versions": versions()}
+    if seed is not None:
+        record["seed"] = seed
+    if hasattr(args, "__dataclass_fields__"):
+        record["args"] = {k: _jsonable(getattr(args, k)) for k in args.__dataclass_fields__}
+    return record
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write via a temporary file in the same folder and rename, so a killed job never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_jsonable) + "\n")
+
+
+def atomic_write_parquet(frame, path: str | os.PathLike) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,63 @@
+"""Checks of the workflow config that a JSON schema cannot express: names that must refer to each other.
+
+The Snakefile calls `check_references` right after `snakemake.utils.validate`, so a dangling name stops the
+run before any job starts, with the key path in the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def check_references(config: Mapping) -> None:
+    datasets = config["datasets"]
+    subsets = config.get("negation_subsets", {}) or {}
+    tasks = config["tasks"]
+    clash = sorted(set(datasets) & set(subsets))
+    if clash:
+        raise ConfigError(f"config: negation_subsets.{clash[0]} has the name of a dataset; pick another name")
+    for name, spec in datasets.items():
+        if spec["task"] not in tasks:
+            raise ConfigError(f"config: datasets.{name}.task has value {spec['task']!r}, which is not a task "
+                              f"{sorted(tasks)}")
+        if spec["source"].startswith("synthetic:"):
+            for key in ("split", "n"):
+                if key not in spec:
+                    raise ConfigError(f"config: datasets.{name}.{key} is required for a synthetic source")
+        elif "labels" not in spec:
+            raise ConfigError(f"config: datasets.{name}.labels is required for source {spec['source']!r}")
+        if spec["source"].startswith("hf:") and "split" not in spec:
+            raise ConfigError(f"config: datasets.{name}.split is required for source {spec['source']!r}")
+    for name, sub in subsets.items():
+        if sub["from"] not in datasets:
+            raise ConfigError(f"config: negation_subsets.{name}.from has value {sub['from']!r}, which is not a dataset")
+    for task, spec in tasks.items():
+        for role in ("train", "dev"):
+            ref = spec[role]
+            if ref not in datasets:
+                raise ConfigError(f"config: tasks.{task}.{role} has value {ref!r}, which is not a dataset")
+            if datasets[ref]["task"] != task:
+                raise ConfigError(f"config: tasks.{task}.{role} names {ref!r}, a dataset of task "
+                                  f"{datasets[ref]['task']!r}")
+        for eval_set in spec["eval_sets"]:
+            if eval_set not in datasets and eval_set not in subsets:
+                raise ConfigError(f"config: tasks.{task}.eval_sets.{eval_set} is neither a dataset nor a "
+                                  f"negation subset")
+    model = config["model"]
+    if model["init"] == "pretrained" and not model.get("path"):
+        raise ConfigError("config: model.path is required when model.init is 'pretrained'")
+    if model["init"] == "scratch" and "bert_config" not in model:
+        raise ConfigError("config: model.bert_config is required when model.init is 'scratch'")
+    table = (config.get("report") or {}).get("table1")
+    if table:
+        for column, ref in table["columns"].items():
+            if ref["task"] not in tasks:
+                raise ConfigError(f"config: report.table1.columns.{column}.task has value {ref['task']!r}, "
+                                  f"which is not a task")
+            if ref["eval_set"] not in tasks[ref["task"]]["eval_sets"]:
+                raise ConfigError(f"config: report.table1.columns.{column}.eval_set has value "
+                                  f"{ref['eval_set']!r}, which is not an eval set of task {ref['task']!r}")

@@ -1,0 +1,120 @@
+"""Fine-tuning and evaluation entry points on tiny synthetic data (seconds on a CPU)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from maskbench import evaluate as evaluate_cli
+from maskbench import finetune as finetune_cli
+from maskbench.data.schema import DataError, write_prepared
+from maskbench.data.synthetic import generate
+from maskbench.evaluate import map_predictions
+from maskbench.train import linear_schedule, warmup_steps
+
+TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
+              "bert_config": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+                              "intermediate_size": 32, "max_position_embeddings": 64}}
+TINY_HP = {"epochs": 1, "batch_size": 16, "learning_rate": 1e-3, "warmup": 0.1, "max_length": 64, "log_every": 2}
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("data")
+    for split, n in (("train", 64), ("dev", 32), ("hans", 40)):
+        frame, labels = generate("nli", split, n, seed=0, rho=0.9)
+        write_prepared(frame, labels, folder / f"{split}.parquet", {"dataset": split, "task": "mnli"})
+    return folder
+
+
+def run_finetune(data_dir, out_dir, seed=1):
+    return finetune_cli.main([
+        "--train", str(data_dir / "train.parquet"), "--dev", str(data_dir / "dev.parquet"),
+        "--model-spec", json.dumps(TINY_MODEL), "--hparams", json.dumps(TINY_HP),
+        "--seed", str(seed), "--out-dir", str(out_dir), "--threads", "1"])
+
+
+@pytest.fixture(scope="module")
+def checkpoint(data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("ckpt") / "seed~1"
+    assert run_finetune(data_dir, out) == 0
+    return out
+
+
+def test_finetune_writes_a_complete_checkpoint(checkpoint):
+    names = {p.name for p in checkpoint.iterdir()}
+    assert {"model.safetensors", "config.json", "vocab.txt", "train_curve.csv", "train_summary.json"} <= names
+    summary = json.loads((checkpoint / "train_summary.json").read_text())
+    assert summary["n_train"] == 64 and summary["labels"] == ["entailment", "neutral", "contradiction"]
+    assert summary["provenance"]["seed"] == 1 and "torch" in summary["provenance"]["versions"]
+    curve = pd.read_csv(checkpoint / "train_curve.csv")
+    assert curve.train_loss.notna().any() and curve.dev_accuracy.notna().any()
+    assert not [p for p in checkpoint.parent.iterdir() if p.name.startswith(".")]  # no staging left
+
+
+def test_same_seed_gives_bit_identical_weights(data_dir, checkpoint, tmp_path):
+    from safetensors.torch import load_file
+
+    assert run_finetune(data_dir, tmp_path / "again", seed=1) == 0
+    assert run_finetune(data_dir, tmp_path / "other", seed=2) == 0
+    first, again = load_file(checkpoint / "model.safetensors"), load_file(tmp_path / "again" / "model.safetensors")
+    other = load_file(tmp_path / "other" / "model.safetensors")
+    assert all(torch.equal(first[k], again[k]) for k in first)
+    assert not all(torch.equal(first[k], other[k]) for k in first)
+
+
+def test_a_failed_fine_tuning_leaves_nothing_that_looks_complete(data_dir, tmp_path, monkeypatch):
+    def explode(*args, **kwargs):
+        raise RuntimeError("killed half-way")
+
+    monkeypatch.setattr(finetune_cli, "fit", explode)
+    out = tmp_path / "seed~1"
+    with pytest.raises(RuntimeError, match="half-way"):
+        run_finetune(data_dir, out)
+    assert not (out / "train_summary.json").exists() and not (out / "model.safetensors").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_evaluate_writes_one_json_and_predictions_per_set(data_dir, checkpoint, tmp_path):
+    sets = [{"name": "dev", "metric": "accuracy"},
+            {"name": "hans", "metric": "hans", "merge": {"neutral": "non-entailment", "contradiction": "non-entailment"}}]
+    assert evaluate_cli.main([
+        "--model-dir", str(checkpoint), "--data", str(data_dir / "dev.parquet"), str(data_dir / "hans.parquet"),
+        "--eval-sets", json.dumps(sets), "--task", "mnli", "--row", "baseline", "--seed", "1",
+        "--out-dir", str(tmp_path), "--threads", "1"]) == 0
+    hans = json.loads((tmp_path / "hans.json").read_text())
+    assert hans["n_examples"] == 40 and hans["row"] == "baseline" and hans["seed"] == 1
+    preds = pd.read_parquet(tmp_path / "hans.predictions.parquet")
+    assert set(preds.pred) <= {"entailment", "non-entailment"}
+    # the JSON's accuracy is exactly what the saved predictions say
+    assert hans["metrics"]["accuracy"] == pytest.approx((preds.gold == preds.pred).mean() * 100)
+    assert "accuracy/heuristic=lexical_overlap" in hans["metrics"]
+    probs = preds[[c for c in preds if c.startswith("prob_")]].to_numpy()
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_map_predictions_merges_and_refuses_unreachable_labels():
+    mapped = map_predictions(["entailment", "neutral", "contradiction"],
+                             {"neutral": "non-entailment", "contradiction": "non-entailment"},
+                             ["entailment", "non-entailment"], "hans.parquet")
+    assert mapped.tolist() == ["entailment", "non-entailment", "non-entailment"]
+    with pytest.raises(DataError, match=r"hans.parquet: field 'label' has value 'non-entailment'"):
+        map_predictions(["entailment", "neutral", "contradiction"], {}, ["entailment", "non-entailment"], "hans.parquet")
+    with pytest.raises(DataError, match="field 'merge'"):
+        map_predictions(["a", "b"], {"c": "a"}, ["a"], "x.parquet")
+
+
+def test_linear_warmup_then_decay_by_hand():
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([param], lr=1.0)
+    sched = linear_schedule(opt, warmup=2, total=6)
+    rates = []
+    for _ in range(6):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    # step 0: 1/2, step 1: 2/2, then (6-2)/4, (6-3)/4, (6-4)/4, (6-5)/4
+    assert rates == pytest.approx([0.5, 1.0, 1.0, 0.75, 0.5, 0.25])
+    assert warmup_steps(0.2, 100) == 20 and warmup_steps(2000, 100) == 2000

@@ -1,0 +1,166 @@
+"""The workflow itself: lint, dry runs of every config, config and data errors, and the smoke DAG end to end."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def snakemake(*args, workdir=None, env=None, timeout=600):
+    cmd = [*SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), *args]
+    if workdir is not None:
+        cmd += ["--directory", str(workdir)]
+    # the rules call `python`: make it this interpreter (the one with maskbench installed)
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    full_env = {**os.environ, "PATH": path, "HF_HUB_OFFLINE": "1", **(env or {})}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir or REPO, env=full_env)
+
+
+def planned_jobs(output: str) -> dict[str, int]:
+    """The 'Job stats' table of a dry run: rule -> count."""
+    table = output.split("Job stats:")[-1]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+def test_lint_is_clean():
+    result = snakemake("--lint", "--cores", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("configfile,expected", [
+    (None, {"prepare_dataset": 10, "negation_subset": 1, "finetune_baseline": 9, "evaluate_mnli": 3, "table1": 1}),
+    ("configs/smoke.yaml", {"prepare_dataset": 10, "finetune_baseline": 6, "evaluate_fever": 2, "figure_id_ood": 1}),
+    ("configs/minilm.yaml", {"finetune_baseline": 9, "table1": 1}),
+])
+def test_dry_run_plans_every_job(configfile, expected, tmp_path):
+    args = ["-n", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
+    result = snakemake(*args, workdir=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = planned_jobs(result.stdout)
+    for rule, count in expected.items():
+        assert jobs.get(rule) == count, (rule, jobs)
+
+
+def test_paper_config_plans_the_full_reproduction_on_slurm(tmp_path):
+    env = {"MASKBENCH_SLURM_ACCOUNT": "acct", "MASKBENCH_SLURM_PARTITION": "cpu",
+           "MASKBENCH_SLURM_GPU_PARTITION": "gpu"}
+    result = snakemake("-n", "--configfile", str(REPO / "configs/paper.yaml"), "--profile",
+                       str(REPO / "profiles/slurm"), workdir=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = planned_jobs(result.stdout)
+    # 3 tasks x 5 seeds of bert-base, each scored on all its evaluation sets
+    assert jobs["finetune_baseline"] == 15 and jobs["prepare_dataset"] == 10 and jobs["negation_subset"] == 1
+    assert jobs["evaluate_mnli"] == jobs["evaluate_qqp"] == jobs["evaluate_fever"] == 5
+    training = [b for b in result.stdout.split("\n\n") if "rule finetune_baseline:" in b]
+    assert training and all("gpu=1" in b and "slurm_partition=gpu" in b and "slurm_account=acct" in b
+                            for b in training)
+    assert "results/paper/nlu/mnli/bert-base-uncased/models" in result.stdout
+
+
+def write_config(tmp_path, edit) -> Path:
+    config = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
+    edit(config)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.parametrize("edit,named", [
+    (lambda c: c["finetune"].update(epochs="three"), "epochs"),
+    (lambda c: c.update(finetun={"epochs": 1}), "finetun"),
+    (lambda c: c["datasets"]["hans"].update(source="ftp:hans"), "source"),
+    (lambda c: c["tasks"]["mnli"].update(train="mnli_trian"), "tasks.mnli.train"),
+    (lambda c: c["tasks"]["mnli"]["eval_sets"]["hans"].update(metric="f2"), "metric"),
+])
+def test_a_wrong_config_stops_before_any_job_naming_the_key(tmp_path, edit, named):
+    result = snakemake("-n", "--cores", "1", "--configfile", str(write_config(tmp_path, edit)), workdir=tmp_path)
+    assert result.returncode != 0
+    assert named in result.stdout + result.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_bad_data_stops_before_training_naming_file_field_and_value(tmp_path):
+    bad = tmp_path / "bad_train.jsonl"
+    rows = [{"id": f"r{i}", "premise": "a b", "hypothesis": "a", "label": "maybe" if i == 3 else "entailment"}
+            for i in range(6)]
+    bad.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+    def edit(config):
+        config["datasets"]["mnli_train"] = {
+            "task": "mnli", "source": "local:bad_train.jsonl", "labels": ["entailment", "neutral", "contradiction"],
+            "columns": {"id": "id", "text_a": "premise", "text_b": "hypothesis", "label": "label"}}
+
+    result = snakemake("--cores", "2", "--configfile", str(write_config(tmp_path, edit)), workdir=tmp_path)
+    assert result.returncode != 0
+    log = (tmp_path / "results/logs/prepare_dataset/mnli_train.log").read_text()
+    assert "bad_train.jsonl" in log and "'label'" in log and "'maybe'" in log
+    assert not (tmp_path / "results/nlu/data/prepared/mnli_train.parquet").exists()
+    assert not list((tmp_path / "results").rglob("model.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("smoke")
+    result = snakemake("--cores", "2", "--configfile", str(REPO / "configs/smoke.yaml"), workdir=workdir)
+    assert result.returncode == 0, result.stderr[-5000:]
+    return workdir
+
+
+@pytest.mark.slow
+def test_smoke_dag_builds_table1_figure_and_dataset_table(smoke_run):
+    tables = smoke_run / "results/tables"
+    long = pd.read_csv(tables / "table1.csv")
+    assert list(long.columns[:8]) == ["row", "task", "eval_set", "metric", "mean", "std", "n_seeds", "paper"]
+    assert set(long.row) == {"baseline"}  # rows of methods not built yet are left out, never filled
+    assert len(long) == 8 and (long.n_seeds == 2).all()
+    assert long["mean"].between(0, 100).all() and (long["std"] >= 0).all()
+    paper = dict(zip(long.eval_set + "/" + long.metric, long.paper, strict=True))
+    assert paper["hans/accuracy"] == 61.97 and paper["paws/non_duplicate_accuracy"] == 23.37
+    md = (tables / "table1.md").read_text()
+    assert "Baseline" in md and "(84.38)" in md and "Undertrained" not in md
+    assert "\\begin{tabular}" in (tables / "table1.tex").read_text()
+    assert (smoke_run / "results/figures/id_ood.png").stat().st_size > 5000
+    datasets = pd.read_csv(tables / "datasets.csv").set_index("dataset")
+    assert 0 < datasets.loc["mnli_negation", "n_examples"] < datasets.loc["mnli_negation_pool", "n_examples"]
+    hans = json.loads(next(smoke_run.rglob("eval/baseline/seed~1/hans.json")).read_text())
+    assert any(k.startswith("accuracy/heuristic=") for k in hans["metrics"])
+    assert list(smoke_run.glob("results/benchmarks/rules/finetune_baseline/*/seed~1.tsv"))
+
+
+@pytest.mark.slow
+def test_smoke_rerun_does_nothing_and_resumes_only_what_is_missing(smoke_run):
+    result = snakemake("-n", "--cores", "2", "--configfile", str(REPO / "configs/smoke.yaml"), workdir=smoke_run)
+    assert "Nothing to be done" in result.stdout + result.stderr
+    # the state a run killed while training qqp seed 2 leaves: that checkpoint unfinished (its summary is
+    # written last), nothing downstream of it yet; the rerun redoes that model and its dependants only
+    summary = next(smoke_run.rglob("qqp/*/models/method~finetune/loss~ce/seed~2/train_summary.json"))
+    evals = list(smoke_run.rglob("qqp/*/eval/baseline/seed~2/*"))
+    tables = list((smoke_run / "results/tables").glob("table1.*")) + list((smoke_run / "results/figures").iterdir())
+    moved = {p: p.read_bytes() for p in [summary, *evals, *tables]}
+    for path in moved:
+        path.unlink()
+    try:
+        result = snakemake("-n", "--cores", "2", "--configfile", str(REPO / "configs/smoke.yaml"), workdir=smoke_run)
+    finally:
+        for path, content in moved.items():
+            path.write_bytes(content)
+    jobs = planned_jobs(result.stdout)
+    assert jobs == {"finetune_baseline": 1, "evaluate_qqp": 1, "table1": 1, "figure_id_ood": 1, "all": 1, "total": 5}
+
+
+@pytest.mark.slow
+def test_smoke_report_is_written(smoke_run):
+    report = smoke_run / "report.html"
+    result = snakemake("--report", str(report), "--configfile", str(REPO / "configs/smoke.yaml"), workdir=smoke_run)
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = report.read_text(errors="ignore")
+    assert "Table 1" in text and "id_ood.png" in text
