@@ -22,11 +22,14 @@ wildcard_constraints:
     subset=alternation(SUBSETS),
     task=alternation(TASKS),
     seed=r"\d+",
-    row=alternation(ROWS),
+    row=alternation(NEURAL_ROWS + BIAS_ROWS),
+    source=alternation(list(SOURCES)),
+    loss=r"[a-z_]+",
 
 
 include: "rules/data.smk"
 include: "rules/train.smk"
+include: "rules/bias.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
 
@@ -44,7 +47,7 @@ rule prepare_all:
 
 rule train_all:
     input:
-        baseline_checkpoints(),
+        trained_models(),
 
 
 rule evaluate_all:

@@ -25,6 +25,13 @@ DATASETS = list(config["datasets"])
 SUBSETS = list(config.get("negation_subsets", {}))
 ROWS = list(config["report"]["table1"]["rows"]) if config["report"].get("table1") else ["baseline"]
 COMPUTE = config["compute"]
+SOURCES = config["bias"]["sources"]
+SD = config["standard_debiasing"]
+NEURAL_SOURCES = [s for s, spec in SOURCES.items() if spec["kind"] != "overlap_lr"]
+# every configured bias source is trained, evaluated and reported (how biased is it?), used by a row or not
+BIAS_ROWS = [f"bias_{s}" for s in SOURCES]
+# rows whose models the evaluate_<task> rules score (the overlap bias model scores itself)
+NEURAL_ROWS = ROWS + [f"bias_{s}" for s in NEURAL_SOURCES]
 
 
 def alternation(names):
@@ -52,8 +59,34 @@ def checkpoint_dir(task, seed):
     return f"{R}/{TRACK}/{task}/{MODEL}/models/method~finetune/loss~ce/seed~{seed}"
 
 
-def baseline_checkpoints():
-    return [f"{checkpoint_dir(t, s)}/train_summary.json" for t in TASKS for s in SEEDS]
+def trained_models():
+    """Every checkpoint and bias source of the configured rows (the `train_all` stage)."""
+    rows = [row_model(t, row, s)["summary"] for row in NEURAL_ROWS for t in TASKS for s in row_seeds(row)]
+    overlap = [f"{bias_dir(t, 'overlap', s)}/train_probs.parquet" for t in TASKS for s in bias_seeds()
+               if "overlap" in SOURCES]
+    return rows + overlap
+
+
+def debiased_dir(task, loss, source, seed):
+    return f"{R}/{TRACK}/{task}/{MODEL}/models/method~finetune/loss~{loss}/bias~{source}/seed~{seed}"
+
+
+def bias_seed(seed):
+    """The bias model a model seed uses: its own seed (paper A), or the one shared seed of `bias.seed`."""
+    shared = config["bias"]["seed"]
+    return int(seed) if shared is None else int(shared)
+
+
+def bias_seeds():
+    return sorted({bias_seed(s) for s in SEEDS})
+
+
+def bias_dir(task, source, seed):
+    return f"{R}/{TRACK}/{task}/{MODEL}/bias/{source}/seed~{seed}"
+
+
+def row_seeds(row):
+    return bias_seeds() if row in BIAS_ROWS else SEEDS
 
 
 def evaluation_json(task, row, seed, eval_set):
@@ -77,7 +110,7 @@ def evaluation_jsons(rows=None):
         evaluation_json(t, row, s, e)
         for row in (rows or ROWS)
         for t in TASKS
-        for s in SEEDS
+        for s in row_seeds(row)
         for e in config["tasks"][t]["eval_sets"]
     ]
 
@@ -89,7 +122,7 @@ def final_outputs():
         f"{R}/tables/table1.tex",
         f"{R}/figures/id_ood.png",
         f"{R}/tables/datasets.csv",
-    ]
+    ] + ([f"{R}/tables/bias_models.csv"] if BIAS_ROWS else [])
 
 
 # ------------------------------------------------------------------------------------- input functions
@@ -114,19 +147,22 @@ def task_train_data(wildcards):
     return {"train": prepared_path(spec["train"]), "dev": prepared_path(spec["dev"])}
 
 
-def row_model(task, seed):
-    """The checkpoint a Table 1 row is evaluated with (only the baseline row exists so far)."""
-    return {
-        "model": f"{checkpoint_dir(task, seed)}/model.safetensors",
-        "summary": f"{checkpoint_dir(task, seed)}/train_summary.json",
-    }
+def row_model(task, row, seed):
+    """The checkpoint a row is evaluated with: the baseline, a debiased model, or a neural bias model."""
+    if row == "baseline":
+        folder = checkpoint_dir(task, seed)
+    elif row in SD:
+        folder = debiased_dir(task, SD[row]["loss"], SD[row]["bias"], seed)
+    else:
+        folder = bias_dir(task, row.removeprefix("bias_"), seed)
+    return {"model": f"{folder}/model.safetensors", "summary": f"{folder}/train_summary.json"}
 
 
 def eval_inputs_of(task):
     """Input function of evaluate_<task>, returning the row's checkpoint and every evaluation set of the task."""
 
     def eval_inputs(wildcards):
-        return {**row_model(task, wildcards.seed), "data": [prepared_path(e) for e in eval_set_names(task)]}
+        return {**row_model(task, wildcards.row, wildcards.seed), "data": [prepared_path(e) for e in eval_set_names(task)]}
 
     return eval_inputs
 
@@ -137,3 +173,72 @@ def model_dir_of(wildcards, input):
 
 def training_gpus():
     return COMPUTE["gpus_per_training_job"]
+
+
+# ------------------------------------------------------------------------------------------ bias sources
+def weak_learner_options(wildcards):
+    """Command-line options that make a fine-tuning run a bias model of the given source."""
+    spec = SOURCES[wildcards.source]
+    opts = []
+    if spec["kind"] == "hypothesis_only":
+        opts.append("--input-view text_b_only")
+    subset = spec.get("train_subset", {}).get(wildcards.task)
+    if subset:
+        opts.append(f"--train-subset {int(subset)}")
+    return " ".join(opts)
+
+
+def weak_learner_model(wildcards):
+    return as_json(SOURCES[wildcards.source].get("model", config["model"]))
+
+
+def weak_learner_hparams(wildcards):
+    spec = SOURCES[wildcards.source]
+    return as_json({**config["finetune"], **({"epochs": spec["epochs"]} if "epochs" in spec else {})})
+
+
+def overlap_inputs_of(task):
+    """Input function of bias_overlap_<task>: training set, evaluation sets and the word-vector source."""
+
+    def overlap_inputs(wildcards):
+        inputs = {"train": prepared_path(config["tasks"][task]["train"]),
+                  "data": [prepared_path(e) for e in eval_set_names(task)]}
+        if not SOURCES["overlap"].get("vectors"):
+            # offline stand-in for fastText: the baseline's input embeddings (the first seed's)
+            inputs["embeddings"] = f"{checkpoint_dir(task, SEEDS[0])}/model.safetensors"
+        return inputs
+
+    return overlap_inputs
+
+
+def overlap_options_of(task):
+    spec = SOURCES.get("overlap", {})
+    opts = [f"--features {spec.get('features', {}).get(task, 'overlap')}"]
+    if spec.get("binary_positive", {}).get(task):
+        opts.append(f"--binary-positive {shlex.quote(spec['binary_positive'][task])}")
+    opts.append(f"--vectors {shlex.quote(spec['vectors'])}" if spec.get("vectors")
+                else f"--embeddings-from {checkpoint_dir(task, SEEDS[0])}")
+    return " ".join(opts)
+
+
+# losses that also read a teacher, the CE baseline of the same seed (maskbench.losses.NEEDS; a test keeps the two
+# in step without importing torch here)
+TEACHER_LOSSES = {"conf_reg"}
+
+
+def debiased_inputs(wildcards):
+    spec = config["tasks"][wildcards.task]
+    inputs = {"train": prepared_path(spec["train"]), "dev": prepared_path(spec["dev"]),
+              "bias": f"{bias_dir(wildcards.task, wildcards.source, bias_seed(wildcards.seed))}/train_probs.parquet"}
+    if wildcards.loss in TEACHER_LOSSES:
+        inputs["teacher"] = f"{checkpoint_dir(wildcards.task, wildcards.seed)}/train_probs.parquet"
+    return inputs
+
+
+def teacher_option(wildcards, input):
+    return f"--teacher-probs {input.teacher}" if "teacher" in input.keys() else ""
+
+
+def debiased_loss_hparams(wildcards):
+    rows = [r for r, s in SD.items() if s["loss"] == wildcards.loss and s["bias"] == wildcards.source]
+    return as_json(SD[rows[0]].get("loss_hparams", {}) if rows else {})

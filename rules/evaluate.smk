@@ -9,6 +9,8 @@ for _task in TASKS:
             f"evaluate_{_task}"
         input:
             unpack(eval_inputs_of(_task)),
+        wildcard_constraints:
+            row=alternation(NEURAL_ROWS),
         output:
             metrics=[evaluation_json(_task, "{row}", "{seed}", e) for e in eval_set_names(_task)],
             predictions=[evaluation_predictions(_task, "{row}", "{seed}", e) for e in eval_set_names(_task)],

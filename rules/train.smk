@@ -7,6 +7,8 @@ rule finetune_baseline:
     output:
         model=f"{R}/{TRACK}/{{task}}/{MODEL}/models/method~finetune/loss~ce/seed~{{seed}}/model.safetensors",
         summary=f"{R}/{TRACK}/{{task}}/{MODEL}/models/method~finetune/loss~ce/seed~{{seed}}/train_summary.json",
+        # the baseline's own training-set probabilities: the teacher of confidence regularisation
+        probs=f"{R}/{TRACK}/{{task}}/{MODEL}/models/method~finetune/loss~ce/seed~{{seed}}/train_probs.parquet",
     params:
         model_spec=as_json(config["model"]),
         hparams=as_json(config["finetune"]),
@@ -25,4 +27,5 @@ rule finetune_baseline:
     shell:
         "python -m maskbench.finetune --train {input.train} --dev {input.dev}"
         " --model-spec {params.model_spec} --hparams {params.hparams} --loss ce"
-        " --seed {wildcards.seed} --threads {threads} --out-dir {params.out_dir} > {log} 2>&1"
+        " --seed {wildcards.seed} --threads {threads} --out-dir {params.out_dir}"
+        " --train-probs-out {output.probs} > {log} 2>&1"

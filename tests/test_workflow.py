@@ -37,9 +37,14 @@ def test_lint_is_clean():
 
 
 @pytest.mark.parametrize("configfile,expected", [
-    (None, {"prepare_dataset": 10, "negation_subset": 1, "finetune_baseline": 9, "evaluate_mnli": 3, "table1": 1}),
-    ("configs/smoke.yaml", {"prepare_dataset": 10, "finetune_baseline": 6, "evaluate_fever": 2, "figure_id_ood": 1}),
-    ("configs/minilm.yaml", {"finetune_baseline": 9, "table1": 1}),
+    # 3 tasks x 3 seeds; two SD rows; one shared bias seed, three neural bias models per task (+ the LR)
+    (None, {"prepare_dataset": 10, "negation_subset": 1, "finetune_baseline": 9, "finetune_debiased": 18,
+            "train_bias_model": 9, "bias_overlap_mnli": 1, "evaluate_mnli": 3 * 3 + 3, "table1": 1,
+            "bias_models_table": 1}),
+    ("configs/smoke.yaml", {"prepare_dataset": 10, "finetune_baseline": 6, "finetune_debiased": 18,
+                            "train_bias_model": 9, "bias_overlap_qqp": 1, "evaluate_fever": 4 * 2 + 3,
+                            "figure_id_ood": 1}),
+    ("configs/minilm.yaml", {"finetune_baseline": 9, "finetune_debiased": 18, "table1": 1}),
 ])
 def test_dry_run_plans_every_job(configfile, expected, tmp_path):
     args = ["-n", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
@@ -59,8 +64,12 @@ def test_paper_config_plans_the_full_reproduction_on_slurm(tmp_path):
     jobs = planned_jobs(result.stdout)
     # 3 tasks x 5 seeds of bert-base, each scored on all its evaluation sets
     assert jobs["finetune_baseline"] == 15 and jobs["prepare_dataset"] == 10 and jobs["negation_subset"] == 1
-    assert jobs["evaluate_mnli"] == jobs["evaluate_qqp"] == jobs["evaluate_fever"] == 5
-    training = [b for b in result.stdout.split("\n\n") if "rule finetune_baseline:" in b]
+    # every row (baseline, two SD rows) per seed, plus the weak learners, each seeded like the main model
+    assert jobs["finetune_debiased"] == 2 * 15 and jobs["train_bias_model"] == 3 * 15
+    assert jobs["evaluate_mnli"] == jobs["evaluate_qqp"] == jobs["evaluate_fever"] == 3 * 5 + 3 * 5
+    assert "results/paper/nlu/qqp/bert-base-uncased/models/method~finetune/loss~reweight/bias~underparam" in result.stdout
+    training = [b for b in result.stdout.split("\n\n")
+                if "rule finetune_baseline:" in b or "rule finetune_debiased:" in b or "rule train_bias_model:" in b]
     assert training and all("gpu=1" in b and "slurm_partition=gpu" in b and "slurm_account=acct" in b
                             for b in training)
     assert "results/paper/nlu/mnli/bert-base-uncased/models" in result.stdout
@@ -120,13 +129,16 @@ def test_smoke_dag_builds_table1_figure_and_dataset_table(smoke_run):
     tables = smoke_run / "results/tables"
     long = pd.read_csv(tables / "table1.csv")
     assert list(long.columns[:8]) == ["row", "task", "eval_set", "metric", "mean", "std", "n_seeds", "paper"]
-    assert set(long.row) == {"baseline"}  # rows of methods not built yet are left out, never filled
-    assert len(long) == 8 and (long.n_seeds == 2).all()
+    # rows of methods not built yet (the mask rows) are left out, never filled
+    assert list(dict.fromkeys(long.row)) == ["baseline", "sd_undertrained", "sd_overlap_poe", "sd_underparam_confreg"]
+    assert len(long) == 4 * 8 and (long.n_seeds == 2).all()
     assert long["mean"].between(0, 100).all() and (long["std"] >= 0).all()
-    paper = dict(zip(long.eval_set + "/" + long.metric, long.paper, strict=True))
-    assert paper["hans/accuracy"] == 61.97 and paper["paws/non_duplicate_accuracy"] == 23.37
+    paper = long.set_index(["row", "eval_set", "metric"]).paper
+    assert paper["baseline", "hans", "accuracy"] == 61.97 and paper["baseline", "paws", "non_duplicate_accuracy"] == 23.37
+    assert paper["sd_undertrained", "hans", "accuracy"] == 67.06
+    assert long[long.row == "sd_overlap_poe"].paper.isna().all()  # a row the paper does not have
     md = (tables / "table1.md").read_text()
-    assert "Baseline" in md and "(84.38)" in md and "Undertrained" not in md
+    assert "Baseline" in md and "(84.38)" in md and "Undertrained SD" in md and "MD" not in md
     assert "\\begin{tabular}" in (tables / "table1.tex").read_text()
     assert (smoke_run / "results/figures/id_ood.png").stat().st_size > 5000
     datasets = pd.read_csv(tables / "datasets.csv").set_index("dataset")
@@ -134,6 +146,10 @@ def test_smoke_dag_builds_table1_figure_and_dataset_table(smoke_run):
     hans = json.loads(next(smoke_run.rglob("eval/baseline/seed~1/hans.json")).read_text())
     assert any(k.startswith("accuracy/heuristic=") for k in hans["metrics"])
     assert list(smoke_run.glob("results/benchmarks/rules/finetune_baseline/*/seed~1.tsv"))
+    bias = pd.read_csv(tables / "bias_models.csv")
+    assert set(bias.source) == {"undertrained", "underparam", "hyponly", "overlap"}
+    assert bias["mean"].between(0, 100).all()
+    assert len(bias) == 4 * 7 and (bias.n_seeds == 1).all()  # 4 sources x 7 evaluation sets, one shared seed
 
 
 @pytest.mark.slow
@@ -154,7 +170,9 @@ def test_smoke_rerun_does_nothing_and_resumes_only_what_is_missing(smoke_run):
         for path, content in moved.items():
             path.write_bytes(content)
     jobs = planned_jobs(result.stdout)
-    assert jobs == {"finetune_baseline": 1, "evaluate_qqp": 1, "table1": 1, "figure_id_ood": 1, "all": 1, "total": 5}
+    # qqp seed 2's baseline and its evaluation redo, and the conf-reg model it is the teacher of; nothing else
+    assert jobs == {"finetune_baseline": 1, "finetune_debiased": 1, "evaluate_qqp": 2, "table1": 1,
+                    "figure_id_ood": 1, "all": 1, "total": 7}
 
 
 @pytest.mark.slow
@@ -163,4 +181,4 @@ def test_smoke_report_is_written(smoke_run):
     result = snakemake("--report", str(report), "--configfile", str(REPO / "configs/smoke.yaml"), workdir=smoke_run)
     assert result.returncode == 0, result.stderr[-3000:]
     text = report.read_text(errors="ignore")
-    assert "Table 1" in text and "id_ood.png" in text
+    assert "Table 1" in text and "id_ood.png" in text and "bias_models.csv" in text

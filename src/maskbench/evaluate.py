@@ -28,7 +28,7 @@ from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import DataError, read_prepared
 from maskbench.metrics import compute_metrics
-from maskbench.models import load_classifier, model_labels
+from maskbench.models import input_view, load_classifier, model_labels
 from maskbench.train import EncodedPairs, predict_proba
 
 log = logging.getLogger("maskbench.evaluate")
@@ -84,7 +84,7 @@ def map_predictions(model_label_names: list[str], merge: dict[str, str], eval_la
 
 def score(model, tokenizer, names, eval_set: EvalSet, frame, eval_labels, mapped, args, device) -> tuple[dict, pd.DataFrame]:
     started = time.perf_counter()
-    data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, None, args.max_length)
+    data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, None, args.max_length, input_view(model))
     probs = predict_proba(model, data, args.batch_size, device)
     seconds = time.perf_counter() - started
     pred_index = probs.argmax(axis=1)

@@ -19,14 +19,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from maskbench import runtime
+from maskbench.bias.probs import read_probs, write_probs
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import read_prepared
-from maskbench.losses import get_loss
+from maskbench.losses import NEEDS, get_loss
 from maskbench.models import build_model_and_tokenizer
-from maskbench.train import EncodedPairs, TrainHParams, fit, predict_proba
+from maskbench.train import INPUT_VIEWS, EncodedPairs, TrainHParams, fit, predict_proba
 
 log = logging.getLogger("maskbench.finetune")
 
@@ -40,6 +42,13 @@ class FinetuneArgs:
     dev: Path | None = field(default=None, metadata={"help": "prepared ID dev parquet, scored after each epoch"})
     hparams: str = field(default="{}", metadata={"help": "JSON of TrainHParams fields"})
     loss: str = field(default="ce", metadata={"help": "objective name in maskbench.losses"})
+    loss_hparams: str = field(default="{}", metadata={"help": "JSON of the objective's hyper-parameters"})
+    bias_probs: Path | None = field(default=None, metadata={"help": "bias model probabilities of the training set"})
+    teacher_probs: Path | None = field(default=None, metadata={"help": "teacher probabilities of the training set"})
+    train_subset: int = field(default=0, metadata={"help": "train on a random subset of this size (0: all)"})
+    input_view: str = field(default="pair", metadata={"help": "pair, text_a_only or text_b_only"})
+    train_probs_out: Path | None = field(default=None, metadata={
+        "help": "also write the trained model's probabilities on the whole training set (a bias source)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
@@ -57,8 +66,8 @@ def parse_hparams(text: str) -> TrainHParams:
     return TrainHParams(**values)
 
 
-def accuracy_on(frame: pd.DataFrame, tokenizer, hp: TrainHParams, device):
-    data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, None, hp.max_length)
+def accuracy_on(frame: pd.DataFrame, tokenizer, hp: TrainHParams, device, view: str):
+    data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, None, hp.max_length, view)
 
     def score(model) -> float:
         probs = predict_proba(model, data, hp.eval_batch_size, device)
@@ -67,13 +76,49 @@ def accuracy_on(frame: pd.DataFrame, tokenizer, hp: TrainHParams, device):
     return score
 
 
+def training_subset(n_examples: int, size: int, seed: int, where: str) -> np.ndarray:
+    """Row positions of a random subset: shuffle with the run's seed and keep the first `size`, as paper A's
+    undertrained weak learners do."""
+    if not 0 < size <= n_examples:
+        raise ValueError(f"{where}: --train-subset {size} must lie in 1..{n_examples} (the training set's size)")
+    return np.random.default_rng(seed).permutation(n_examples)[:size]
+
+
+def objective_inputs(args: FinetuneArgs, train_df: pd.DataFrame, labels: list[str], task: str | None) -> dict:
+    """The per-example tensors the objective needs, read and checked before any model is built."""
+    import torch
+
+    needs = NEEDS[args.loss]
+    files = {"bias": ("bias_probs", args.bias_probs), "teacher": ("teacher_probs", args.teacher_probs)}
+    out = {}
+    for need, (key, path) in files.items():
+        if need in needs and path is None:
+            raise ValueError(f"loss {args.loss!r} needs --{key.replace('_', '-')}")
+        if need not in needs and path is not None:
+            raise ValueError(f"loss {args.loss!r} does not use --{key.replace('_', '-')} {path}")
+        if path is not None:
+            out[key] = torch.tensor(read_probs(path, train_df.id, labels, task), dtype=torch.float32)
+    unsupported = needs - set(files)
+    if unsupported:
+        raise ValueError(f"loss {args.loss!r} needs {sorted(unsupported)}, which fine-tuning does not provide")
+    return out
+
+
 def main(argv=None) -> int:
     setup_logging()
     args = parse_args(argv)
     hp = parse_hparams(args.hparams)
     spec = json.loads(args.model_spec)
-    loss_fn = get_loss(args.loss)
-    train_df, labels, _ = read_prepared(args.train)
+    loss_fn = get_loss(args.loss, **json.loads(args.loss_hparams))
+    if args.input_view not in INPUT_VIEWS:
+        raise ValueError(f"--input-view {args.input_view!r} is unknown; choose one of {INPUT_VIEWS}")
+    train_df, labels, train_meta = read_prepared(args.train)
+    full_train = train_df
+    example_tensors = objective_inputs(args, train_df, labels, train_meta.get("task"))
+    if args.train_subset:
+        rows = training_subset(len(train_df), args.train_subset, args.seed, str(args.train))
+        train_df = train_df.iloc[rows].reset_index(drop=True)
+        example_tensors = {k: v[rows] for k, v in example_tensors.items()}
     dev = None
     if args.dev is not None:
         dev, dev_labels, _ = read_prepared(args.dev)
@@ -92,16 +137,27 @@ def main(argv=None) -> int:
         model, tokenizer = build_model_and_tokenizer(spec, labels, texts, staging)
         n_params = sum(p.numel() for p in model.parameters())
         log.info("model: %s, %.2fM parameters", type(model).__name__, n_params / 1e6)
-        data = EncodedPairs(tokenizer, train_df.text_a, train_df.text_b, train_df.label, hp.max_length)
-        evaluate = accuracy_on(dev, tokenizer, hp, device) if dev is not None else None
+        model.config.maskbench_input_view = args.input_view  # evaluation feeds the model the same view
+        data = EncodedPairs(tokenizer, train_df.text_a, train_df.text_b, train_df.label, hp.max_length,
+                            args.input_view)
+        evaluate = accuracy_on(dev, tokenizer, hp, device, args.input_view) if dev is not None else None
         started = time.perf_counter()
-        curve = fit(model, data, loss_fn, hp, args.seed, device, evaluate)
+        curve = fit(model, data, loss_fn, hp, args.seed, device, evaluate, example_tensors)
         seconds = time.perf_counter() - started
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
         pd.DataFrame(curve).to_csv(staging / "train_curve.csv", index=False)
+        if args.train_probs_out is not None:
+            # every training example, also those a weak learner never saw (its subset is a sample)
+            everything = EncodedPairs(tokenizer, full_train.text_a, full_train.text_b, None, hp.max_length,
+                                      args.input_view)
+            write_probs(args.train_probs_out, full_train.id, predict_proba(model, everything, hp.eval_batch_size, device),
+                        labels, {"task": train_meta.get("task"), "dataset": train_meta.get("dataset"),
+                                 "source": str(args.out_dir), "provenance": runtime.provenance(args, args.seed)})
         summary = {
             "train": str(args.train), "n_train": len(train_df), "labels": labels, "loss": args.loss,
+            "loss_hparams": json.loads(args.loss_hparams), "input_view": args.input_view,
+            "bias_probs": str(args.bias_probs) if args.bias_probs else None,
             "hparams": dataclasses.asdict(hp), "model_spec": spec, "n_parameters": n_params,
             "train_seconds": seconds, "device": str(device),
             "final_dev_accuracy": next((p["dev_accuracy"] for p in reversed(curve) if "dev_accuracy" in p), None),

@@ -110,3 +110,8 @@ def load_classifier(checkpoint_dir: str | Path):
 def model_labels(model) -> list[str]:
     id2label = model.config.id2label
     return [id2label[i] for i in range(len(id2label))]
+
+
+def input_view(model) -> str:
+    """Which texts the model was trained to read (pair, text_a_only, text_b_only)."""
+    return getattr(model.config, "maskbench_input_view", "pair")

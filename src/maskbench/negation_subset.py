@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from maskbench.data.negation import NEGATION_WORDS, negation_subset
-from maskbench.data.schema import DataError, read_prepared, write_prepared
-from maskbench.runtime import atomic_write_json, provenance
+from maskbench.data.schema import DataError, read_prepared, write_prepared_with_summary
+from maskbench.runtime import provenance
 
 
 @dataclass(frozen=True)
@@ -73,13 +73,8 @@ def run(args: NegationSubsetArgs) -> dict:
         "out": str(args.out),
         "provenance": provenance(args),
     }
-    write_prepared(subset, labels, args.out, meta)
-    try:
-        summary["seconds"] = round(time.perf_counter() - start, 3)
-        atomic_write_json(args.summary, summary)
-    except BaseException:
-        args.out.unlink(missing_ok=True)
-        raise
+    summary["seconds"] = round(time.perf_counter() - start, 3)
+    write_prepared_with_summary(subset, labels, args.out, meta, args.summary, summary)
     return summary
 
 

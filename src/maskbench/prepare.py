@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from maskbench.data.registry import load_dataset
-from maskbench.data.schema import DataError, write_prepared
-from maskbench.runtime import atomic_write_json, provenance
+from maskbench.data.schema import DataError, write_prepared_with_summary
+from maskbench.runtime import provenance
 
 
 @dataclass(frozen=True)
@@ -65,14 +65,8 @@ def prepare(args: PrepareArgs) -> dict:
         "out": str(args.out),
         "provenance": provenance(args),
     }
-    write_prepared(df, labels, args.out, {"dataset": args.name, "task": task, "source": source, "spec": args.spec})
-    try:
-        summary["seconds"] = round(time.perf_counter() - start, 3)
-        atomic_write_json(args.summary, summary)
-    except BaseException:
-        # Without its summary the parquet would look finished to the workflow.
-        args.out.unlink(missing_ok=True)
-        raise
+    summary["seconds"] = round(time.perf_counter() - start, 3)
+    write_prepared_with_summary(df, labels, args.out, {"dataset": args.name, "task": task, "source": source, "spec": args.spec}, args.summary, summary)
     return summary
 
 

@@ -33,10 +33,26 @@ class TrainHParams:
     log_every: int = 50
 
 
+INPUT_VIEWS = ("pair", "text_a_only", "text_b_only")
+
+
+def view_texts(text_a: Sequence[str], text_b: Sequence[str], view: str) -> tuple[list[str], list[str]]:
+    """What the model reads: both texts, or only one (a hypothesis-only / claim-only bias model)."""
+    if view == "pair":
+        return list(text_a), list(text_b)
+    if view == "text_b_only":
+        return list(text_b), [""] * len(text_b)
+    if view == "text_a_only":
+        return list(text_a), [""] * len(text_a)
+    raise ValueError(f"input view {view!r} is unknown; choose one of {INPUT_VIEWS}")
+
+
 class EncodedPairs(Dataset):
     """Token ids of (text_a, text_b) pairs, kept unpadded; `collate` pads each batch to its longest row."""
 
-    def __init__(self, tokenizer, text_a: Sequence[str], text_b: Sequence[str], labels=None, max_length=128):
+    def __init__(self, tokenizer, text_a: Sequence[str], text_b: Sequence[str], labels=None, max_length=128,
+                 view: str = "pair"):
+        text_a, text_b = view_texts(text_a, text_b, view)
         pairs = [b if b else None for b in text_b]
         if all(p is None for p in pairs):
             enc = tokenizer(list(text_a), truncation=True, max_length=max_length)
@@ -109,8 +125,14 @@ def fit(
     seed: int,
     device,
     evaluate: Callable[[torch.nn.Module], float] | None = None,
+    example_tensors: dict[str, torch.Tensor] | None = None,
 ) -> list[dict]:
-    """Train in place; return the curve (one dict per logged step and per epoch end)."""
+    """Train in place; return the curve (one dict per logged step and per epoch end).
+
+    ``example_tensors`` holds per-training-example inputs of the objective (bias or teacher probabilities),
+    row i for example i; each batch passes its rows to ``loss_fn`` by keyword.
+    """
+    example_tensors = example_tensors or {}
     generator = torch.Generator().manual_seed(seed)
     loader = DataLoader(data, batch_size=hp.batch_size, shuffle=True, generator=generator, collate_fn=data.collate)
     total = max(1, math.ceil(hp.epochs * len(loader)))
@@ -124,7 +146,8 @@ def fit(
         epoch += 1
         for batch in loader:
             logits = model(**model_inputs(batch, device)).logits
-            loss = loss_fn(logits, batch["labels"].to(device))
+            extra = {k: v[batch["index"]].to(device) for k, v in example_tensors.items()}
+            loss = loss_fn(logits, batch["labels"].to(device), **extra)
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"training loss became {loss.item()} at step {step}")
             optimizer.zero_grad(set_to_none=True)

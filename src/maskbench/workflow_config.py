@@ -47,13 +47,30 @@ def check_references(config: Mapping) -> None:
             if eval_set not in datasets and eval_set not in subsets:
                 raise ConfigError(f"config: tasks.{task}.eval_sets.{eval_set} is neither a dataset nor a "
                                   f"negation subset")
-    model = config["model"]
-    if model["init"] == "pretrained" and not model.get("path"):
-        raise ConfigError("config: model.path is required when model.init is 'pretrained'")
-    if model["init"] == "scratch" and "bert_config" not in model:
-        raise ConfigError("config: model.bert_config is required when model.init is 'scratch'")
+    _check_model(config["model"], "model")
+    sources = (config.get("bias") or {}).get("sources", {})
+    for name, source in sources.items():
+        if (source["kind"] == "overlap_lr") != (name == "overlap"):
+            # the rules know the hand-crafted bias model by this one name (bias/overlap/, row bias_overlap)
+            raise ConfigError(f"config: bias.sources.{name}: the overlap_lr source must be called 'overlap' "
+                              f"(and only it), got kind {source['kind']!r}")
+        if "model" in source:
+            _check_model(source["model"], f"bias.sources.{name}.model")
+        for key in ("train_subset", "features", "binary_positive"):
+            for task in source.get(key, {}):
+                if task not in tasks:
+                    raise ConfigError(f"config: bias.sources.{name}.{key}.{task} is not a task {sorted(tasks)}")
+    for row, spec in (config.get("standard_debiasing") or {}).items():
+        if spec["bias"] not in sources:
+            raise ConfigError(f"config: standard_debiasing.{row}.bias has value {spec['bias']!r}, which is not a "
+                              f"bias source {sorted(sources)}")
     table = (config.get("report") or {}).get("table1")
     if table:
+        built = {"baseline", *(config.get("standard_debiasing") or {})}
+        for row in table["rows"]:
+            if row not in built:
+                raise ConfigError(f"config: report.table1.rows has {row!r}, which no method of this config "
+                                  f"builds {sorted(built)}")
         for column, ref in table["columns"].items():
             if ref["task"] not in tasks:
                 raise ConfigError(f"config: report.table1.columns.{column}.task has value {ref['task']!r}, "
@@ -61,3 +78,10 @@ def check_references(config: Mapping) -> None:
             if ref["eval_set"] not in tasks[ref["task"]]["eval_sets"]:
                 raise ConfigError(f"config: report.table1.columns.{column}.eval_set has value "
                                   f"{ref['eval_set']!r}, which is not an eval set of task {ref['task']!r}")
+
+
+def _check_model(model: Mapping, where: str) -> None:
+    if model["init"] == "pretrained" and not model.get("path"):
+        raise ConfigError(f"config: {where}.path is required when {where}.init is 'pretrained'")
+    if model["init"] == "scratch" and "bert_config" not in model:
+        raise ConfigError(f"config: {where}.bert_config is required when {where}.init is 'scratch'")

@@ -148,3 +148,16 @@ def read_prepared(path) -> tuple[pd.DataFrame, list[str], dict]:
     df = table.to_pandas()
     validate_frame(df, labels, path)
     return df, list(labels), meta
+
+
+def write_prepared_with_summary(df: pd.DataFrame, labels, path, meta: dict, summary_path, summary: dict) -> None:
+    """Write the prepared parquet, then its summary JSON; without its summary the parquet would look finished to
+    the workflow, so a failure writing the summary removes the parquet again."""
+    from maskbench.runtime import atomic_write_json
+
+    write_prepared(df, labels, path, meta)
+    try:
+        atomic_write_json(summary_path, summary)
+    except BaseException:
+        Path(path).unlink(missing_ok=True)
+        raise
