@@ -101,8 +101,9 @@ def main(argv=None) -> int:
         frame, eval_labels, _ = read_prepared(es.data)
         loaded.append((es, frame, eval_labels, map_predictions(labels, es.merge, eval_labels, str(es.data))))
     vector = word_vectors(args)
-    model = BiasModel(labels, args.binary_positive).fit(featurise(train, args.features, vector), train.label.to_numpy())
-    probs = model.predict_proba(featurise(train, args.features, vector))
+    train_x = featurise(train, args.features, vector)
+    model = BiasModel(labels, args.binary_positive).fit(train_x, train.label.to_numpy())
+    probs = model.predict_proba(train_x)
     for es, frame, eval_labels, mapped in loaded:
         pred = mapped[model.predict_proba(featurise(frame, args.features, vector)).argmax(1)]
         gold = np.array(eval_labels, dtype=object)[frame.label.to_numpy()]
