@@ -16,7 +16,7 @@ rule train_bias_model:
         model_spec=weak_learner_model,
         hparams=weak_learner_hparams,
         options=weak_learner_options,
-        out_dir=lambda wildcards, output: os.path.dirname(output.model),
+        out_dir=folder_of_output("model"),
     log:
         f"{R}/logs/train_bias_model/{{task}}/{{source}}/seed~{{seed}}.log",
     benchmark:
@@ -50,7 +50,7 @@ for _task in TASKS:
         params:
             options=overlap_options_of(_task),
             eval_sets=as_json(eval_set_specs(_task)),
-            eval_dir=lambda wildcards, output: os.path.dirname(output.metrics[0]),
+            eval_dir=folder_of_output("metrics"),
             task=_task,
         log:
             f"{R}/logs/bias_overlap/{_task}/seed~{{seed}}.log",
@@ -80,7 +80,7 @@ rule finetune_debiased:
         hparams=as_json(config["finetune"]),
         loss_hparams=debiased_loss_hparams,
         teacher=teacher_option,
-        out_dir=lambda wildcards, output: os.path.dirname(output.model),
+        out_dir=folder_of_output("model"),
     log:
         f"{R}/logs/finetune_debiased/{{task}}/loss~{{loss}}/bias~{{source}}/seed~{{seed}}.log",
     benchmark:

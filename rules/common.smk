@@ -171,6 +171,16 @@ def model_dir_of(wildcards, input):
     return os.path.dirname(input.model)
 
 
+def folder_of_output(name):
+    """A params function: the folder of the named output (its first file when the output is a list)."""
+
+    def folder(wildcards, output):
+        value = getattr(output, name)
+        return os.path.dirname(value if isinstance(value, str) else value[0])
+
+    return folder
+
+
 def training_gpus():
     return COMPUTE["gpus_per_training_job"]
 

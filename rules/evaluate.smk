@@ -17,7 +17,7 @@ for _task in TASKS:
         params:
             model_dir=model_dir_of,
             eval_sets=as_json(eval_set_specs(_task)),
-            out_dir=lambda wildcards, output: os.path.dirname(output.metrics[0]),
+            out_dir=folder_of_output("metrics"),
             task=_task,
             max_length=config["finetune"]["max_length"],
             batch_size=config["finetune"]["eval_batch_size"],

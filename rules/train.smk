@@ -12,7 +12,7 @@ rule finetune_baseline:
     params:
         model_spec=as_json(config["model"]),
         hparams=as_json(config["finetune"]),
-        out_dir=lambda wildcards, output: os.path.dirname(output.model),
+        out_dir=folder_of_output("model"),
     log:
         f"{R}/logs/finetune_baseline/{{task}}/seed~{{seed}}.log",
     benchmark:

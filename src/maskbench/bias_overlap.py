@@ -8,7 +8,6 @@ training set and its accuracy on the evaluation sets.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from dataclasses import dataclass, field
@@ -22,8 +21,7 @@ from maskbench.bias.overlap_features import claim_features, embedding_vectors, f
 from maskbench.bias.probs import write_probs
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import read_prepared
-from maskbench.evaluate import EvalSet, map_predictions
-from maskbench.metrics import compute_metrics
+from maskbench.evaluate import load_eval_sets, parse_eval_sets, set_metrics
 
 log = logging.getLogger("maskbench.bias_overlap")
 
@@ -93,22 +91,14 @@ def main(argv=None) -> int:
     setup_logging()
     args = parse_dataclass(BiasOverlapArgs, argv, "python -m maskbench.bias_overlap", __doc__.splitlines()[0])
     train, labels, meta = read_prepared(args.train)
-    specs = json.loads(args.eval_sets)
-    eval_sets = [EvalSet(name=s["name"], data=Path(d), metric=s.get("metric", "accuracy"), merge=s.get("merge", {}))
-                 for s, d in zip(specs, args.eval_data, strict=True)]
-    loaded = []
-    for es in eval_sets:  # every file checked before the (cheap) fitting
-        frame, eval_labels, _ = read_prepared(es.data)
-        loaded.append((es, frame, eval_labels, map_predictions(labels, es.merge, eval_labels, str(es.data))))
+    loaded = load_eval_sets(parse_eval_sets(args.eval_sets, args.eval_data), labels)  # checked before fitting
     vector = word_vectors(args)
     train_x = featurise(train, args.features, vector)
     model = BiasModel(labels, args.binary_positive).fit(train_x, train.label.to_numpy())
     probs = model.predict_proba(train_x)
-    for es, frame, eval_labels, mapped in loaded:
+    for es, frame, eval_labels, _, mapped in loaded:
         pred = mapped[model.predict_proba(featurise(frame, args.features, vector)).argmax(1)]
-        gold = np.array(eval_labels, dtype=object)[frame.label.to_numpy()]
-        groups = {c: frame[c].astype(str).tolist() for c in ("heuristic", "subcase") if c in frame and es.metric == "hans"}
-        metrics = compute_metrics(es.metric, gold.tolist(), pred.tolist(), groups or None)
+        metrics = set_metrics(es, frame, eval_labels, pred)
         runtime.atomic_write_json(args.eval_dir / f"{es.name}.json", {
             "track": "nlu", "task": args.task, "row": "bias_overlap", "seed": args.seed, "eval_set": es.name,
             "metric_kind": es.metric, "n_examples": int(len(frame)), "metrics": metrics,

@@ -59,12 +59,30 @@ class EvalSet:
     merge: dict[str, str] = field(default_factory=dict)
 
 
-def parse_eval_sets(args: EvaluateArgs) -> list[EvalSet]:
-    specs = json.loads(args.eval_sets)
-    if len(specs) != len(args.data):
-        raise ValueError(f"--eval-sets names {len(specs)} sets but --data gives {len(args.data)} files")
+def parse_eval_sets(specs_json: str, data: list[Path]) -> list[EvalSet]:
+    """The --eval-sets JSON list ({name, metric, merge}) paired with its data files, in order."""
+    specs = json.loads(specs_json)
+    if len(specs) != len(data):
+        raise ValueError(f"--eval-sets names {len(specs)} sets but the data files are {len(data)}")
     return [EvalSet(name=s["name"], data=Path(d), metric=s.get("metric", "accuracy"), merge=s.get("merge", {}))
-            for s, d in zip(specs, args.data, strict=True)]
+            for s, d in zip(specs, data, strict=True)]
+
+
+def load_eval_sets(eval_sets: list[EvalSet], model_label_names: list[str]) -> list[tuple]:
+    """Read and check every set before any prediction: (eval_set, frame, eval_labels, meta, mapped) each."""
+    loaded = []
+    for eval_set in eval_sets:
+        frame, eval_labels, meta = read_prepared(eval_set.data)
+        mapped = map_predictions(model_label_names, eval_set.merge, eval_labels, str(eval_set.data))
+        loaded.append((eval_set, frame, eval_labels, meta, mapped))
+    return loaded
+
+
+def set_metrics(eval_set: EvalSet, frame: pd.DataFrame, eval_labels: list[str], pred: np.ndarray) -> dict:
+    """The set's metrics from predicted label names (already in the set's label space)."""
+    gold = np.array(eval_labels, dtype=object)[frame.label.to_numpy()]
+    groups = {c: frame[c].astype(str).tolist() for c in GROUP_COLUMNS if c in frame and eval_set.metric == "hans"}
+    return compute_metrics(eval_set.metric, gold.tolist(), list(pred), groups or None)
 
 
 def map_predictions(model_label_names: list[str], merge: dict[str, str], eval_labels: list[str], where: str):
@@ -90,8 +108,7 @@ def score(model, tokenizer, names, eval_set: EvalSet, frame, eval_labels, mapped
     pred_index = probs.argmax(axis=1)
     gold = np.array(eval_labels, dtype=object)[frame.label.to_numpy()]
     pred = mapped[pred_index]
-    groups = {c: frame[c].astype(str).tolist() for c in GROUP_COLUMNS if c in frame and eval_set.metric == "hans"}
-    metrics = compute_metrics(eval_set.metric, gold.tolist(), pred.tolist(), groups or None)
+    metrics = set_metrics(eval_set, frame, eval_labels, pred)
     predictions = pd.DataFrame({"id": frame.id, "gold": gold.astype(str), "pred": pred.astype(str),
                                 "model_pred": np.array(names, dtype=object)[pred_index].astype(str)})
     for j, name in enumerate(names):
@@ -101,16 +118,12 @@ def score(model, tokenizer, names, eval_set: EvalSet, frame, eval_labels, mapped
 
 def evaluate(args: EvaluateArgs) -> list[str]:
     """Score the model on every set; return the JSON paths written."""
-    eval_sets = parse_eval_sets(args)
+    eval_sets = parse_eval_sets(args.eval_sets, args.data)
     runtime.set_threads(args.threads)
     device = runtime.pick_device(args.device)
     model, tokenizer = load_classifier(args.model_dir)
     names = model_labels(model)
-    loaded = []
-    for eval_set in eval_sets:  # every file is read and checked before the first forward pass
-        frame, eval_labels, meta = read_prepared(eval_set.data)
-        mapped = map_predictions(names, eval_set.merge, eval_labels, str(eval_set.data))
-        loaded.append((eval_set, frame, eval_labels, meta, mapped))
+    loaded = load_eval_sets(eval_sets, names)  # every file read and checked before the first forward pass
     written = []
     for eval_set, frame, eval_labels, meta, mapped in loaded:
         result, predictions = score(model, tokenizer, names, eval_set, frame, eval_labels, mapped, args, device)
