@@ -22,7 +22,6 @@ wildcard_constraints:
     subset=alternation(SUBSETS),
     task=alternation(TASKS),
     seed=r"\d+",
-    row=alternation(NEURAL_ROWS + BIAS_ROWS),
     source=alternation(list(SOURCES)),
     loss=r"[a-z_]+",
 
@@ -30,6 +29,7 @@ wildcard_constraints:
 include: "rules/data.smk"
 include: "rules/train.smk"
 include: "rules/bias.smk"
+include: "rules/masks.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
 
@@ -48,6 +48,11 @@ rule prepare_all:
 rule train_all:
     input:
         trained_models(),
+
+
+rule masks_all:
+    input:
+        mask_files(),
 
 
 rule evaluate_all:

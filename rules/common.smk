@@ -27,11 +27,19 @@ ROWS = list(config["report"]["table1"]["rows"]) if config["report"].get("table1"
 COMPUTE = config["compute"]
 SOURCES = config["bias"]["sources"]
 SD = config["standard_debiasing"]
+MD = config["masked_debiasing"]
+MASK_SEARCH = config["mask_search"]
+MASK_METHOD = MASK_SEARCH["method"]
+# mask rows of Table 1 that this config reports (each is one mask search per task and seed)
+MASK_ROWS = [r for r in ROWS if r in MD]
 NEURAL_SOURCES = [s for s, spec in SOURCES.items() if spec["kind"] != "overlap_lr"]
 # every configured bias source is trained, evaluated and reported (how biased is it?), used by a row or not
 BIAS_ROWS = [f"bias_{s}" for s in SOURCES]
-# rows whose models the evaluate_<task> rules score (the overlap bias model scores itself)
-NEURAL_ROWS = ROWS + [f"bias_{s}" for s in NEURAL_SOURCES]
+# rows whose checkpoints the evaluate_<task> rules score (the overlap bias model scores itself; mask rows are
+# scored by evaluate_masks_<task>, all masks of a seed on one loaded model)
+MODEL_ROWS = [r for r in ROWS if r not in MD]  # rows with a checkpoint of their own: baseline and SD rows
+NEURAL_BIAS_ROWS = [f"bias_{s}" for s in NEURAL_SOURCES]
+NEURAL_ROWS = MODEL_ROWS + NEURAL_BIAS_ROWS
 
 
 def alternation(names):
@@ -62,6 +70,7 @@ def checkpoint_dir(task, seed):
 def trained_models():
     """Every checkpoint and bias source of the configured rows (the `train_all` stage)."""
     rows = [row_model(t, row, s)["summary"] for row in NEURAL_ROWS for t in TASKS for s in row_seeds(row)]
+    rows += mask_files()
     overlap = [f"{bias_dir(t, 'overlap', s)}/train_probs.parquet" for t in TASKS for s in bias_seeds()
                if "overlap" in SOURCES]
     return rows + overlap
@@ -89,12 +98,36 @@ def row_seeds(row):
     return bias_seeds() if row in BIAS_ROWS else SEEDS
 
 
+def mask_source(row):
+    """The bias folder name of a mask row (`none` for the plain cross-entropy search)."""
+    return MD[row].get("bias") or "none"
+
+
+def mask_stem(task, row, seed):
+    folder = f"{R}/{TRACK}/{task}/{MODEL}/masks/method~{MASK_METHOD}/loss~{MD[row]['loss']}/bias~{mask_source(row)}"
+    return f"{folder}/seed~{seed}"
+
+
+def mask_file(task, row, seed):
+    return f"{mask_stem(task, row, seed)}.mask"
+
+
+def mask_files(rows=None):
+    return [mask_file(t, r, s) for r in (MASK_ROWS if rows is None else rows) for t in TASKS for s in SEEDS]
+
+
 def evaluation_json(task, row, seed, eval_set):
     return f"{R}/{TRACK}/{task}/{MODEL}/eval/{row}/seed~{seed}/{eval_set}.json"
 
 
 def evaluation_predictions(task, row, seed, eval_set):
     return f"{R}/{TRACK}/{task}/{MODEL}/eval/{row}/seed~{seed}/{eval_set}.predictions.parquet"
+
+
+def evaluation_rule_outputs(task, rows, kind):
+    """The outputs of one evaluation job: every (row, evaluation set) of the task, for the job's {seed}."""
+    make = evaluation_json if kind == "metrics" else evaluation_predictions
+    return [make(task, r, "{seed}", e) for r in rows for e in eval_set_names(task)]
 
 
 def eval_set_names(task):
@@ -122,7 +155,13 @@ def final_outputs():
         f"{R}/tables/table1.tex",
         f"{R}/figures/id_ood.png",
         f"{R}/tables/datasets.csv",
-    ] + ([f"{R}/tables/bias_models.csv"] if BIAS_ROWS else [])
+    ] + ([f"{R}/tables/bias_models.csv"] if BIAS_ROWS else []) + (mask_report_outputs() if MASK_ROWS else []) + [
+        f"{R}/benchmarks/masks.json"]
+
+
+def mask_report_outputs():
+    return [f"{R}/tables/pruning_rates.csv", f"{R}/figures/pruning_rates.png", f"{R}/tables/mask_seed_overlap.csv",
+            f"{R}/tables/mask_seed_overlap_summary.csv"]
 
 
 # ------------------------------------------------------------------------------------- input functions
@@ -158,13 +197,29 @@ def row_model(task, row, seed):
     return {"model": f"{folder}/model.safetensors", "summary": f"{folder}/train_summary.json"}
 
 
-def eval_inputs_of(task):
-    """Input function of evaluate_<task>, returning the row's checkpoint and every evaluation set of the task."""
+def eval_inputs_of(task, rows):
+    """Input function of evaluate_<task> / evaluate_bias_<task>: the checkpoint of every row for the job's seed
+    and every evaluation set of the task."""
 
     def eval_inputs(wildcards):
-        return {**row_model(task, wildcards.row, wildcards.seed), "data": [prepared_path(e) for e in eval_set_names(task)]}
+        models = [row_model(task, r, wildcards.seed) for r in rows]
+        return {"models": [m["model"] for m in models], "summaries": [m["summary"] for m in models],
+                "data": [prepared_path(e) for e in eval_set_names(task)]}
 
     return eval_inputs
+
+
+def eval_dirs_of(task, rows):
+    """A params function: the evaluation folder of each row, for the job's seed."""
+
+    def out_dirs(wildcards):
+        return " ".join(os.path.dirname(evaluation_json(task, r, wildcards.seed, "any")) for r in rows)
+
+    return out_dirs
+
+
+def model_dirs_of(wildcards, input):
+    return " ".join(os.path.dirname(m) for m in input.models)
 
 
 def model_dir_of(wildcards, input):
@@ -252,3 +307,49 @@ def teacher_option(wildcards, input):
 def debiased_loss_hparams(wildcards):
     rows = [r for r, s in SD.items() if s["loss"] == wildcards.loss and s["bias"] == wildcards.source]
     return as_json(SD[rows[0]].get("loss_hparams", {}) if rows else {})
+
+
+# ------------------------------------------------------------------------------------------- mask search
+def mask_rows_of(loss, source):
+    return [r for r, spec in MD.items() if spec["loss"] == loss and (spec.get("bias") or "none") == source]
+
+
+def mask_search_inputs(wildcards):
+    """The frozen baseline of the same seed, the task's data and what the row's loss reads."""
+    spec = config["tasks"][wildcards.task]
+    base = checkpoint_dir(wildcards.task, wildcards.seed)
+    inputs = {"model": f"{base}/model.safetensors", "model_summary": f"{base}/train_summary.json",
+              "train": prepared_path(spec["train"]), "dev": prepared_path(spec["dev"])}
+    if wildcards.source != "none":
+        inputs["bias"] = f"{bias_dir(wildcards.task, wildcards.source, bias_seed(wildcards.seed))}/train_probs.parquet"
+    if wildcards.loss in TEACHER_LOSSES:
+        inputs["teacher"] = f"{base}/train_probs.parquet"
+    return inputs
+
+
+def bias_option(wildcards, input):
+    return f"--bias-probs {input.bias}" if "bias" in input.keys() else ""
+
+
+def mask_loss_hparams(wildcards):
+    rows = mask_rows_of(wildcards.loss, wildcards.source)
+    return as_json(MD[rows[0]].get("loss_hparams", {}) if rows else {})
+
+
+def mask_search_spec():
+    return as_json({k: v for k, v in MASK_SEARCH.items() if k != "hparams"})
+
+
+def evaluate_masks_inputs_of(task):
+    def inputs(wildcards):
+        base = checkpoint_dir(task, wildcards.seed)
+        return {"model": f"{base}/model.safetensors",
+                "masks": [mask_file(task, r, wildcards.seed) for r in MASK_ROWS],
+                "data": [prepared_path(e) for e in eval_set_names(task)]}
+
+    return inputs
+
+
+def mask_report_keys():
+    """task/row/seed of every mask file, in the order of mask_files()."""
+    return [f"{t}/{r}/{s}" for r in MASK_ROWS for t in TASKS for s in SEEDS]

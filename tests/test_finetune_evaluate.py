@@ -81,10 +81,13 @@ def test_evaluate_writes_one_json_and_predictions_per_set(data_dir, checkpoint, 
     sets = [{"name": "dev", "metric": "accuracy"},
             {"name": "hans", "metric": "hans", "merge": {"neutral": "non-entailment", "contradiction": "non-entailment"}}]
     assert evaluate_cli.main([
-        "--model-dir", str(checkpoint), "--data", str(data_dir / "dev.parquet"), str(data_dir / "hans.parquet"),
-        "--eval-sets", json.dumps(sets), "--task", "mnli", "--row", "baseline", "--seed", "1",
-        "--out-dir", str(tmp_path), "--threads", "1"]) == 0
+        "--model-dirs", str(checkpoint), str(checkpoint), "--rows", "baseline", "again",
+        "--out-dirs", str(tmp_path), str(tmp_path / "again"), "--data", str(data_dir / "dev.parquet"),
+        str(data_dir / "hans.parquet"), "--eval-sets", json.dumps(sets), "--task", "mnli", "--seed", "1",
+        "--threads", "1"]) == 0
     hans = json.loads((tmp_path / "hans.json").read_text())
+    again = json.loads((tmp_path / "again" / "hans.json").read_text())
+    assert again["row"] == "again" and again["metrics"] == hans["metrics"]  # one process, several models
     assert hans["n_examples"] == 40 and hans["row"] == "baseline" and hans["seed"] == 1
     preds = pd.read_parquet(tmp_path / "hans.predictions.parquet")
     assert set(preds.pred) <= {"entailment", "non-entailment"}

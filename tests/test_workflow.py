@@ -37,14 +37,17 @@ def test_lint_is_clean():
 
 
 @pytest.mark.parametrize("configfile,expected", [
-    # 3 tasks x 3 seeds; two SD rows; one shared bias seed, three neural bias models per task (+ the LR)
+    # 3 tasks x 3 seeds; two SD rows; one shared bias seed, three neural bias models per task (+ the LR);
+    # four mask rows (a search each per task and seed), the masks of a seed scored in one job
     (None, {"prepare_dataset": 10, "negation_subset": 1, "finetune_baseline": 9, "finetune_debiased": 18,
-            "train_bias_model": 9, "bias_overlap_mnli": 1, "evaluate_mnli": 3 * 3 + 3, "table1": 1,
+            "train_bias_model": 9, "bias_overlap_mnli": 1, "evaluate_mnli": 3, "evaluate_bias_mnli": 1,
+            "search_mask": 4 * 3 * 3, "evaluate_masks_qqp": 3, "mask_report": 1, "mask_benchmark": 1, "table1": 1,
             "bias_models_table": 1}),
     ("configs/smoke.yaml", {"prepare_dataset": 10, "finetune_baseline": 6, "finetune_debiased": 18,
-                            "train_bias_model": 9, "bias_overlap_qqp": 1, "evaluate_fever": 4 * 2 + 3,
+                            "train_bias_model": 9, "bias_overlap_qqp": 1, "evaluate_fever": 2,
+                            "evaluate_bias_fever": 1, "search_mask": 2 * 3 * 2, "evaluate_masks_mnli": 2,
                             "figure_id_ood": 1}),
-    ("configs/minilm.yaml", {"finetune_baseline": 9, "finetune_debiased": 18, "table1": 1}),
+    ("configs/minilm.yaml", {"finetune_baseline": 9, "finetune_debiased": 18, "search_mask": 36, "table1": 1}),
 ])
 def test_dry_run_plans_every_job(configfile, expected, tmp_path):
     args = ["-n", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
@@ -64,12 +67,19 @@ def test_paper_config_plans_the_full_reproduction_on_slurm(tmp_path):
     jobs = planned_jobs(result.stdout)
     # 3 tasks x 5 seeds of bert-base, each scored on all its evaluation sets
     assert jobs["finetune_baseline"] == 15 and jobs["prepare_dataset"] == 10 and jobs["negation_subset"] == 1
-    # every row (baseline, two SD rows) per seed, plus the weak learners, each seeded like the main model
+    # every row (baseline, two SD rows, four mask rows) per seed, plus the weak learners, each seeded like the
+    # main model; one evaluation job per task and seed for the checkpoints, one for the bias models, one for masks
     assert jobs["finetune_debiased"] == 2 * 15 and jobs["train_bias_model"] == 3 * 15
-    assert jobs["evaluate_mnli"] == jobs["evaluate_qqp"] == jobs["evaluate_fever"] == 3 * 5 + 3 * 5
+    assert jobs["search_mask"] == 4 * 15 and jobs["mask_report"] == 1 and jobs["mask_benchmark"] == 1
+    assert jobs["evaluate_mnli"] == jobs["evaluate_bias_qqp"] == jobs["evaluate_masks_fever"] == 5
+    for method in ("loss~ce/bias~none", "loss~reweight/bias~undertrained", "loss~reweight/bias~underparam",
+                   "loss~poe/bias~hyponly"):
+        assert f"results/paper/nlu/mnli/bert-base-uncased/masks/method~movement_sigmoid/{method}/seed~14.mask" \
+            in result.stdout
     assert "results/paper/nlu/qqp/bert-base-uncased/models/method~finetune/loss~reweight/bias~underparam" in result.stdout
     training = [b for b in result.stdout.split("\n\n")
-                if "rule finetune_baseline:" in b or "rule finetune_debiased:" in b or "rule train_bias_model:" in b]
+                if any(f"rule {r}:" in b for r in ("finetune_baseline", "finetune_debiased", "train_bias_model",
+                                                    "search_mask"))]
     assert training and all("gpu=1" in b and "slurm_partition=gpu" in b and "slurm_account=acct" in b
                             for b in training)
     assert "results/paper/nlu/mnli/bert-base-uncased/models" in result.stdout
@@ -113,7 +123,8 @@ def test_bad_data_stops_before_training_naming_file_field_and_value(tmp_path):
     log = (tmp_path / "results/logs/prepare_dataset/mnli_train.log").read_text()
     assert "bad_train.jsonl" in log and "'label'" in log and "'maybe'" in log
     assert not (tmp_path / "results/nlu/data/prepared/mnli_train.parquet").exists()
-    assert not list((tmp_path / "results").rglob("model.safetensors"))
+    # nothing is trained on it (jobs of other tasks already running may finish: snakemake lets them)
+    assert not list((tmp_path / "results/nlu/mnli").rglob("model.safetensors"))
 
 
 @pytest.fixture(scope="module")
@@ -129,16 +140,17 @@ def test_smoke_dag_builds_table1_figure_and_dataset_table(smoke_run):
     tables = smoke_run / "results/tables"
     long = pd.read_csv(tables / "table1.csv")
     assert list(long.columns[:8]) == ["row", "task", "eval_set", "metric", "mean", "std", "n_seeds", "paper"]
-    # rows of methods not built yet (the mask rows) are left out, never filled
-    assert list(dict.fromkeys(long.row)) == ["baseline", "sd_undertrained", "sd_overlap_poe", "sd_underparam_confreg"]
-    assert len(long) == 4 * 8 and (long.n_seeds == 2).all()
+    assert list(dict.fromkeys(long.row)) == ["baseline", "mask_no_debias", "sd_undertrained", "sd_overlap_poe",
+                                             "sd_underparam_confreg", "md_hyponly"]
+    assert len(long) == 6 * 8 and (long.n_seeds == 2).all()
     assert long["mean"].between(0, 100).all() and (long["std"] >= 0).all()
     paper = long.set_index(["row", "eval_set", "metric"]).paper
     assert paper["baseline", "hans", "accuracy"] == 61.97 and paper["baseline", "paws", "non_duplicate_accuracy"] == 23.37
     assert paper["sd_undertrained", "hans", "accuracy"] == 67.06
     assert long[long.row == "sd_overlap_poe"].paper.isna().all()  # a row the paper does not have
     md = (tables / "table1.md").read_text()
-    assert "Baseline" in md and "(84.38)" in md and "Undertrained SD" in md and "MD" not in md
+    assert "Baseline" in md and "(84.38)" in md and "Undertrained SD" in md and "HypOnly MD" in md
+    assert paper["md_hyponly", "hans", "accuracy"] == 64.26 and paper["mask_no_debias", "qqp_dev", "accuracy"] == 90.91
     assert "\\begin{tabular}" in (tables / "table1.tex").read_text()
     assert (smoke_run / "results/figures/id_ood.png").stat().st_size > 5000
     datasets = pd.read_csv(tables / "datasets.csv").set_index("dataset")
@@ -150,6 +162,28 @@ def test_smoke_dag_builds_table1_figure_and_dataset_table(smoke_run):
     assert set(bias.source) == {"undertrained", "underparam", "hyponly", "overlap"}
     assert bias["mean"].between(0, 100).all()
     assert len(bias) == 4 * 7 and (bias.n_seeds == 1).all()  # 4 sources x 7 evaluation sets, one shared seed
+
+
+@pytest.mark.slow
+def test_smoke_dag_builds_masks_figure_2_and_the_benchmark(smoke_run):
+    masks = sorted(smoke_run.rglob("masks/method~movement_sigmoid/*/*/seed~*.mask"))
+    assert len(masks) == 2 * 3 * 2
+    summary = json.loads(masks[0].with_name(masks[0].name.replace(".mask", ".search.json")).read_text())
+    assert 0 <= summary["pruned_percent"] <= 100 and summary["file"]["file_bytes"] == masks[0].stat().st_size
+    hans = json.loads(next(smoke_run.rglob("eval/md_hyponly/seed~2/hans.json")).read_text())
+    assert hans["row"] == "md_hyponly" and hans["mask"].endswith("loss~poe/bias~hyponly/seed~2.mask")
+    tables = smoke_run / "results/tables"
+    rates = pd.read_csv(tables / "pruning_rates.csv")
+    assert set(rates.row) == {"mask_no_debias", "md_hyponly"} and set(rates.task) == {"mnli", "qqp", "fever"}
+    assert set(rates.kind) >= {"query", "key", "value", "attention_output", "ffn_in", "ffn_out", "overall"}
+    assert rates.pruned_mean.between(0, 100).all() and (rates.n_seeds == 2).all()
+    overlap = pd.read_csv(tables / "mask_seed_overlap_summary.csv")
+    assert len(overlap) == 2 * 3 and overlap.jaccard_mean.between(0, 1).all()
+    assert (smoke_run / "results/figures/pruning_rates.png").stat().st_size > 5000
+    bench = json.loads((smoke_run / "results/benchmarks/masks.json").read_text())
+    for key in ("search_step_ratio", "mask_bytes_over_entropy", "mask_bytes_over_fp32", "apply_revert_ms"):
+        assert bench[key] > 0, key
+    assert bench["revert_bit_exact"] is True
 
 
 @pytest.mark.slow
@@ -170,9 +204,11 @@ def test_smoke_rerun_does_nothing_and_resumes_only_what_is_missing(smoke_run):
         for path, content in moved.items():
             path.write_bytes(content)
     jobs = planned_jobs(result.stdout)
-    # qqp seed 2's baseline and its evaluation redo, and the conf-reg model it is the teacher of; nothing else
-    assert jobs == {"finetune_baseline": 1, "finetune_debiased": 1, "evaluate_qqp": 2, "table1": 1,
-                    "figure_id_ood": 1, "all": 1, "total": 7}
+    # qqp seed 2's baseline redoes, and what reads it: the conf-reg model it is the teacher of, the evaluation job
+    # of seed 2's checkpoints, the two mask searches on it and their evaluation; nothing else
+    assert jobs == {"finetune_baseline": 1, "finetune_debiased": 1, "evaluate_qqp": 1, "search_mask": 2,
+                    "evaluate_masks_qqp": 1, "mask_report": 1, "mask_benchmark": 1, "table1": 1,
+                    "figure_id_ood": 1, "all": 1, "total": 11}
 
 
 @pytest.mark.slow
@@ -181,4 +217,4 @@ def test_smoke_report_is_written(smoke_run):
     result = snakemake("--report", str(report), "--configfile", str(REPO / "configs/smoke.yaml"), workdir=smoke_run)
     assert result.returncode == 0, result.stderr[-3000:]
     text = report.read_text(errors="ignore")
-    assert "Table 1" in text and "id_ood.png" in text and "bias_models.csv" in text
+    assert "Table 1" in text and "id_ood.png" in text and "bias_models.csv" in text and "pruning_rates.png" in text

@@ -30,7 +30,10 @@ def edited(edit):
     (lambda c: c["negation_subsets"]["mnli_negation"].update({"from": "nope"}), "negation_subsets.mnli_negation.from"),
     (lambda c: c["model"].update(init="pretrained"), "model.path is required"),
     (lambda c: c["standard_debiasing"]["sd_undertrained"].update(bias="tiny"), "standard_debiasing.sd_undertrained.bias"),
-    (lambda c: c["report"]["table1"].update(rows=["baseline", "md_hyponly"]), "report.table1.rows has 'md_hyponly'"),
+    (lambda c: c["report"]["table1"].update(rows=["baseline", "md_typo"]), "report.table1.rows has 'md_typo'"),
+    (lambda c: c["masked_debiasing"]["md_hyponly"].update(bias="hyp"), "masked_debiasing.md_hyponly.bias has value 'hyp'"),
+    (lambda c: c["masked_debiasing"]["md_hyponly"].pop("bias"), "masked_debiasing.md_hyponly.bias is required"),
+    (lambda c: c["masked_debiasing"]["mask_no_debias"].update(bias="hyponly"), "loss 'ce' reads no bias source"),
     (lambda c: c["bias"]["sources"].update(lexical=c["bias"]["sources"].pop("overlap")), "must be called 'overlap'"),
     (lambda c: c["report"]["table1"]["columns"]["hans"].update(eval_set="paws"), "columns.hans.eval_set"),
 ])

@@ -35,6 +35,13 @@ def parse_dataclass(cls: type[T], argv: list[str] | None, prog: str, description
     return cls(**vars(parser.parse_args(argv)))
 
 
+def require_same_lengths(**lists: list) -> None:
+    """Parallel list arguments (one entry per model, mask or row) must line up."""
+    if len({len(v) for v in lists.values()}) > 1:
+        sizes = ", ".join(f"--{k.replace('_', '-')} ({len(v)})" for k, v in lists.items())
+        raise ValueError(f"{sizes} must have the same length")
+
+
 def setup_logging() -> None:
     """Log lines go to stderr, which every rule redirects into its log file."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)

@@ -1,15 +1,17 @@
-"""Predictions and metrics of one model on every evaluation set of its task.
+"""Predictions and metrics of models on every evaluation set of their task.
 
-    python -m maskbench.evaluate --model-dir M --data mnli_dev.parquet hans.parquet \
+    python -m maskbench.evaluate --model-dirs M1 M2 --rows baseline sd_x --out-dirs O1 O2 \
+        --data mnli_dev.parquet hans.parquet \
         --eval-sets '[{"name": "mnli_dev", "metric": "accuracy"},
                       {"name": "hans", "metric": "hans", "merge": {"neutral": "non-entailment",
                                                                    "contradiction": "non-entailment"}}]' \
-        --task mnli --row baseline --seed 1 --out-dir results/.../eval/baseline/seed~1
+        --task mnli --seed 1
 
-writes ``<out-dir>/<name>.json`` (metrics) and ``<out-dir>/<name>.predictions.parquet`` for each set. The model
-predicts in its own label space; ``merge`` maps its label names onto the evaluation set's (HANS has only
-entailment / non-entailment, FEVER-Symmetric no NOT ENOUGH INFO). The model is loaded once for all sets, and
-every set is checked before the first forward pass.
+writes, for each model, ``<out-dir>/<name>.json`` (metrics) and ``<out-dir>/<name>.predictions.parquet`` for
+each set. A model predicts in its own label space; ``merge`` maps its label names onto the evaluation set's (HANS
+has only entailment / non-entailment, FEVER-Symmetric no NOT ENOUGH INFO). The sets are read once and checked
+against a model before its first forward pass. One process scores several models (e.g. every row of a seed),
+paying the start-up (~6 s of imports) once.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
 from maskbench.data.schema import DataError, read_prepared
 from maskbench.metrics import compute_metrics
 from maskbench.models import input_view, load_classifier, model_labels
@@ -38,13 +40,13 @@ GROUP_COLUMNS = ("heuristic", "subcase")
 
 @dataclass
 class EvaluateArgs:
-    model_dir: Path = field(metadata={"help": "checkpoint folder written by maskbench.finetune"})
+    model_dirs: list[Path] = field(metadata={"help": "checkpoint folders written by maskbench.finetune"})
+    rows: list[str] = field(metadata={"help": "Table 1 row of each model, in the order of --model-dirs (recorded)"})
+    out_dirs: list[Path] = field(metadata={"help": "output folder of each model, in the order of --model-dirs"})
     data: list[Path] = field(metadata={"help": "prepared evaluation parquets, in the order of --eval-sets"})
     eval_sets: str = field(metadata={"help": "JSON list of {name, metric, merge} in the order of --data"})
-    out_dir: Path = field(metadata={"help": "folder for <name>.json and <name>.predictions.parquet"})
     task: str = field(default="", metadata={"help": "recorded in the JSON"})
-    row: str = field(default="", metadata={"help": "Table 1 row the model belongs to (recorded)"})
-    seed: int = field(default=-1, metadata={"help": "the model's seed (recorded)"})
+    seed: int = field(default=-1, metadata={"help": "the models' seed (recorded)"})
     max_length: int = field(default=128, metadata={"help": "truncation length"})
     batch_size: int = field(default=256, metadata={"help": "evaluation batch size"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
@@ -116,28 +118,40 @@ def score(model, tokenizer, names, eval_set: EvalSet, frame, eval_labels, mapped
     return {"metrics": metrics, "n_examples": int(len(frame)), "seconds": seconds}, predictions
 
 
-def evaluate(args: EvaluateArgs) -> list[str]:
-    """Score the model on every set; return the JSON paths written."""
-    eval_sets = parse_eval_sets(args.eval_sets, args.data)
-    runtime.set_threads(args.threads)
-    device = runtime.pick_device(args.device)
-    model, tokenizer = load_classifier(args.model_dir)
+def score_all(model, tokenizer, loaded: list[tuple], args, device, out_dir: Path, record: dict,
+              model_dir: Path) -> list[str]:
+    """Score the model on every loaded set and write ``<out_dir>/<name>.json`` and its predictions."""
     names = model_labels(model)
-    loaded = load_eval_sets(eval_sets, names)  # every file read and checked before the first forward pass
     written = []
     for eval_set, frame, eval_labels, meta, mapped in loaded:
         result, predictions = score(model, tokenizer, names, eval_set, frame, eval_labels, mapped, args, device)
-        pred_path = args.out_dir / f"{eval_set.name}.predictions.parquet"
-        json_path = args.out_dir / f"{eval_set.name}.json"
+        pred_path = out_dir / f"{eval_set.name}.predictions.parquet"
+        json_path = out_dir / f"{eval_set.name}.json"
         runtime.atomic_write_parquet(predictions, pred_path)
         runtime.atomic_write_json(json_path, {
-            "track": "nlu", "task": args.task, "row": args.row, "seed": args.seed, "eval_set": eval_set.name,
+            "track": "nlu", **record, "eval_set": eval_set.name,
             "metric_kind": eval_set.metric, **result, "predictions": str(pred_path), "data": str(eval_set.data),
-            "dataset_meta": meta, "model": {"dir": str(args.model_dir), "labels": names, "merge": eval_set.merge},
+            "dataset_meta": meta, "model": {"dir": str(model_dir), "labels": names, "merge": eval_set.merge},
             "provenance": runtime.provenance(args),
         })
-        log.info("%s: %s", eval_set.name, {k: round(v, 2) for k, v in result["metrics"].items() if "/" not in k})
+        log.info("%s %s: %s", record.get("row", ""), eval_set.name,
+                 {k: round(v, 2) for k, v in result["metrics"].items() if "/" not in k})
         written.append(str(json_path))
+    return written
+
+
+def evaluate(args: EvaluateArgs) -> list[str]:
+    """Score every model on every set; return the JSON paths written."""
+    require_same_lengths(model_dirs=args.model_dirs, rows=args.rows, out_dirs=args.out_dirs)
+    eval_sets = parse_eval_sets(args.eval_sets, args.data)
+    runtime.set_threads(args.threads)
+    device = runtime.pick_device(args.device)
+    written = []
+    for model_dir, row, out_dir in zip(args.model_dirs, args.rows, args.out_dirs, strict=True):
+        model, tokenizer = load_classifier(model_dir)
+        loaded = load_eval_sets(eval_sets, model_labels(model))  # read and checked before this model's first forward
+        written += score_all(model, tokenizer, loaded, args, device, out_dir,
+                             {"task": args.task, "row": row, "seed": args.seed}, model_dir)
     return written
 
 

@@ -25,7 +25,7 @@ import pandas as pd
 from maskbench import runtime
 from maskbench.bias.probs import read_probs, write_probs
 from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.data.schema import read_prepared
+from maskbench.data.schema import DataError, read_prepared
 from maskbench.losses import NEEDS, get_loss
 from maskbench.models import build_model_and_tokenizer
 from maskbench.train import INPUT_VIEWS, EncodedPairs, TrainHParams, fit, predict_proba
@@ -104,6 +104,25 @@ def objective_inputs(args: FinetuneArgs, train_df: pd.DataFrame, labels: list[st
     return out
 
 
+def read_dev(dev_path: Path | None, labels: list[str]) -> pd.DataFrame | None:
+    """The ID dev set, refused if its labels differ from the training set's."""
+    if dev_path is None:
+        return None
+    dev, dev_labels, _ = read_prepared(dev_path)
+    if dev_labels != labels:
+        raise DataError(f"{dev_path}: field 'labels' is {dev_labels}, but the training set has {labels}")
+    return dev
+
+
+def read_training_inputs(args) -> tuple[pd.DataFrame, list[str], dict, dict, pd.DataFrame | None]:
+    """Training set, its labels and metadata, the objective's per-example tensors and the dev set of a run with
+    ``train``, ``dev``, ``loss``, ``bias_probs`` and ``teacher_probs`` arguments — all read and checked before
+    any model is built."""
+    train_df, labels, train_meta = read_prepared(args.train)
+    example_tensors = objective_inputs(args, train_df, labels, train_meta.get("task"))
+    return train_df, labels, train_meta, example_tensors, read_dev(args.dev, labels)
+
+
 def main(argv=None) -> int:
     setup_logging()
     args = parse_args(argv)
@@ -112,18 +131,12 @@ def main(argv=None) -> int:
     loss_fn = get_loss(args.loss, **json.loads(args.loss_hparams))
     if args.input_view not in INPUT_VIEWS:
         raise ValueError(f"--input-view {args.input_view!r} is unknown; choose one of {INPUT_VIEWS}")
-    train_df, labels, train_meta = read_prepared(args.train)
+    train_df, labels, train_meta, example_tensors, dev = read_training_inputs(args)
     full_train = train_df
-    example_tensors = objective_inputs(args, train_df, labels, train_meta.get("task"))
     if args.train_subset:
         rows = training_subset(len(train_df), args.train_subset, args.seed, str(args.train))
         train_df = train_df.iloc[rows].reset_index(drop=True)
         example_tensors = {k: v[rows] for k, v in example_tensors.items()}
-    dev = None
-    if args.dev is not None:
-        dev, dev_labels, _ = read_prepared(args.dev)
-        if dev_labels != labels:
-            raise ValueError(f"{args.dev}: field 'labels' is {dev_labels}, but the training set has {labels}")
     runtime.set_threads(args.threads)
     device = runtime.pick_device(args.device)
     runtime.seed_everything(args.seed)

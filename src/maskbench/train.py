@@ -31,6 +31,10 @@ class TrainHParams:
     max_length: int = 128
     eval_batch_size: int = 256
     log_every: int = 50
+    lr_schedule: str = "linear"  # linear warm-up and decay, or "constant" (paper A's mask search: its scheduler
+    # was returned under a key Lightning ignores, method_details.md §1)
+    adam_eps: float = 1e-8
+    eval_every_epoch: bool = True  # score the dev set after every epoch (False: after the last one only)
 
 
 INPUT_VIEWS = ("pair", "text_a_only", "text_b_only")
@@ -87,6 +91,11 @@ class EncodedPairs(Dataset):
         return batch
 
 
+def total_steps(n_examples: int, hp: TrainHParams) -> int:
+    """Optimiser steps of a run: ``epochs`` (may be fractional) times the batches per epoch."""
+    return max(1, math.ceil(hp.epochs * math.ceil(n_examples / hp.batch_size)))
+
+
 def warmup_steps(warmup: float, total_steps: int) -> int:
     return int(round(warmup * total_steps)) if warmup < 1 else int(warmup)
 
@@ -102,7 +111,18 @@ def linear_schedule(optimizer, warmup: int, total: int):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def adamw(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
+LR_SCHEDULES = ("linear", "constant")
+
+
+def lr_schedule(optimizer, hp: TrainHParams, total: int):
+    if hp.lr_schedule == "constant":
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    if hp.lr_schedule == "linear":
+        return linear_schedule(optimizer, warmup_steps(hp.warmup, total), total)
+    raise ValueError(f"hparams.lr_schedule {hp.lr_schedule!r} is unknown; choose one of {LR_SCHEDULES}")
+
+
+def adamw(model: torch.nn.Module, lr: float, weight_decay: float, eps: float = 1e-8) -> torch.optim.Optimizer:
     """AdamW over the trainable parameters; biases and LayerNorm weights get no weight decay (as BERT)."""
     decay, no_decay = [], []
     for name, param in model.named_parameters():
@@ -110,7 +130,10 @@ def adamw(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim
             continue
         (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(param)
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, eps=1e-8)
+    groups = [g for g in groups if g["params"]]
+    if not groups:
+        raise ValueError("nothing to train: every parameter of the model has requires_grad False")
+    return torch.optim.AdamW(groups, lr=lr, eps=eps)
 
 
 def model_inputs(batch: dict[str, torch.Tensor], device) -> dict[str, torch.Tensor]:
@@ -126,8 +149,13 @@ def fit(
     device,
     evaluate: Callable[[torch.nn.Module], float] | None = None,
     example_tensors: dict[str, torch.Tensor] | None = None,
+    step_hook: Callable[[int, int], None] | None = None,
+    regularizer: Callable[[], torch.Tensor] | None = None,
 ) -> list[dict]:
     """Train in place; return the curve (one dict per logged step and per epoch end).
+
+    ``step_hook(step, total)`` runs before every step's forward pass (a mask search moves its threshold
+    there); ``regularizer()`` is added to the objective (a mask search's penalty on its scores).
 
     ``example_tensors`` holds per-training-example inputs of the objective (bias or teacher probabilities),
     row i for example i; each batch passes its rows to ``loss_fn`` by keyword.
@@ -135,9 +163,9 @@ def fit(
     example_tensors = example_tensors or {}
     generator = torch.Generator().manual_seed(seed)
     loader = DataLoader(data, batch_size=hp.batch_size, shuffle=True, generator=generator, collate_fn=data.collate)
-    total = max(1, math.ceil(hp.epochs * len(loader)))
-    optimizer = adamw(model, hp.learning_rate, hp.weight_decay)
-    scheduler = linear_schedule(optimizer, warmup_steps(hp.warmup, total), total)
+    total = total_steps(len(data), hp)
+    optimizer = adamw(model, hp.learning_rate, hp.weight_decay, hp.adam_eps)
+    scheduler = lr_schedule(optimizer, hp, total)
     model.to(device).train()
     curve, step, running, started = [], 0, [], time.perf_counter()
     bar = tqdm(total=total, desc="train", unit="step", mininterval=2.0)
@@ -145,9 +173,13 @@ def fit(
     while step < total:
         epoch += 1
         for batch in loader:
+            if step_hook is not None:
+                step_hook(step, total)
             logits = model(**model_inputs(batch, device)).logits
             extra = {k: v[batch["index"]].to(device) for k, v in example_tensors.items()}
             loss = loss_fn(logits, batch["labels"].to(device), **extra)
+            if regularizer is not None:
+                loss = loss + regularizer()
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"training loss became {loss.item()} at step {step}")
             optimizer.zero_grad(set_to_none=True)
@@ -167,7 +199,7 @@ def fit(
                 running = []
             if step >= total:
                 break
-        if evaluate is not None:
+        if evaluate is not None and (hp.eval_every_epoch or step >= total):
             score = evaluate(model)
             model.train()
             curve.append({"step": step, "epoch": epoch, "dev_accuracy": score,

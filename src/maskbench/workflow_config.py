@@ -64,9 +64,19 @@ def check_references(config: Mapping) -> None:
         if spec["bias"] not in sources:
             raise ConfigError(f"config: standard_debiasing.{row}.bias has value {spec['bias']!r}, which is not a "
                               f"bias source {sorted(sources)}")
+    masked = config.get("masked_debiasing") or {}
+    for row, spec in masked.items():
+        bias = spec.get("bias")
+        if spec["loss"] == "ce" and bias is not None:
+            raise ConfigError(f"config: masked_debiasing.{row}.bias is {bias!r}, but loss 'ce' reads no bias source")
+        if spec["loss"] != "ce" and bias is None:
+            raise ConfigError(f"config: masked_debiasing.{row}.bias is required for loss {spec['loss']!r}")
+        if bias is not None and bias not in sources:
+            raise ConfigError(f"config: masked_debiasing.{row}.bias has value {bias!r}, which is not a bias source "
+                              f"{sorted(sources)}")
     table = (config.get("report") or {}).get("table1")
     if table:
-        built = {"baseline", *(config.get("standard_debiasing") or {})}
+        built = {"baseline", *(config.get("standard_debiasing") or {}), *masked}
         for row in table["rows"]:
             if row not in built:
                 raise ConfigError(f"config: report.table1.rows has {row!r}, which no method of this config "

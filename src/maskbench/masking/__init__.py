@@ -1,0 +1,1 @@
+"""The masking engine: where masks attach, how scores become masks, mask files."""
