@@ -1,0 +1,667 @@
+"""Entry point: paper C's sparse and robust BERT subnetworks (Liu et al., "A Win-win Deal", 2022).
+
+One command, three methods (``--method``):
+
+``mask_train`` (paper C, Algorithm 2) — learn a binary mask on frozen weights. On a fine-tuned start checkpoint
+this is paradigm (a), on a pre-trained/initial one paradigm (c)::
+
+    python -m maskbench.srnet --method mask_train --start-dir results/.../method~finetune/loss~ce/seed~1 \
+        --train T.parquet --dev D.parquet --seed 1 --sparsity 0.5 --select-after 0.7 --loss poe \
+        --bias-probs B.parquet --hparams JSON --tag ft --out-mask M.mask --summary M.json
+
+    Writes the best mask (ID dev accuracy every ``--eval-every`` steps, candidates from step
+    ``--select-after`` x total on; thresholds reset to ``--sparsity`` before saving, so the mask meets it per
+    matrix), then ``--summary`` last. The weights never change; the mask records the start model's fingerprint.
+
+``imp`` / ``imp_rewind`` (paper C, Algorithm 1) — iterative magnitude pruning of trainable weights, 10 % of
+every matrix's original weights per round (local), optionally rewinding the weights (all but the classifier)
+to the start checkpoint after every prune::
+
+    python -m maskbench.srnet --method imp --start-dir FT --train T.parquet --dev D.parquet --seed 1 \
+        --out-dir results/.../imp/seed~1 [--final-sparsity 0.9]
+
+    Writes per level ``<out-dir>/sparsity~0.1/ ... sparsity~0.9/`` (a checkpoint with the mask baked in as
+    zeros, ``mask.mask``, ``train_curve.csv``, ``train_summary.json`` last) and ``<out-dir>/imp_summary.json``
+    after the last level.
+
+``retrain`` (paradigm (b)) — fine-tune the pre-trained/initial weights under a fixed mask found elsewhere::
+
+    python -m maskbench.srnet --method retrain --start-dir INIT --mask M.mask --train T.parquet \
+        --dev D.parquet --seed 1 --out-dir results/.../retrain/seed~1
+
+    The mask is read WITHOUT the fingerprint check (transferring it to other weights is the point); its module
+    names and shapes must fit the start model. Writes a finetune-style checkpoint folder with the mask baked in,
+    ``train_summary.json`` last.
+
+Every argument is checked, and every input file read, before any training starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+from maskbench import runtime
+from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.data.schema import DataError
+from maskbench.finetune import accuracy_on, parse_hparams, read_training_inputs
+from maskbench.losses import get_loss
+from maskbench.masking.apply import MaskMismatchError, MaskSet, model_fingerprint
+from maskbench.masking.codec import read_mask_file
+from maskbench.masking.selectors import ENCODER_KINDS, module_kind, select_linear
+from maskbench.masking.sparsity import (
+    INIT_KINDS,
+    SCHEDULE_KINDS,
+    SparsityController,
+    apply_fixed_masks,
+    attach_mask_training,
+    fixed_masks,
+    imp_schedule,
+    magnitude_masks,
+    rewind_weights,
+)
+from maskbench.models import input_view, load_classifier, model_labels
+from maskbench.train import LR_SCHEDULES, EncodedPairs, TrainHParams, fit, total_steps
+
+log = logging.getLogger("maskbench.srnet")
+
+MASK_TRAIN, IMP, IMP_REWIND, RETRAIN = "mask_train", "imp", "imp_rewind", "retrain"
+METHODS = (MASK_TRAIN, IMP, IMP_REWIND, RETRAIN)
+# paper C's masked modules (method_details.md §4): mask training masks the six encoder matrices of every layer,
+# the pooler and the classifier; IMP prunes the six encoder matrices and the pooler, not the classifier
+DEFAULT_MODULES = {
+    MASK_TRAIN: (*ENCODER_KINDS, "pooler", "classifier"),
+    IMP: (*ENCODER_KINDS, "pooler"),
+    IMP_REWIND: (*ENCODER_KINDS, "pooler"),
+}
+# what rewinding leaves alone: the classifier has no pre-trained value (paper C rewinds keys containing `bert`)
+REWIND_EXCLUDE = ("classifier",)
+IMP_SUMMARY = "imp_summary.json"
+
+
+@dataclass
+class SrnetArgs:
+    method: str = field(metadata={"help": f"one of {', '.join(METHODS)}"})
+    start_dir: Path = field(metadata={"help": "checkpoint folder to start from (as maskbench.finetune writes): "
+                                              "fine-tuned for mask_train (a) / imp, pre-trained or initial for "
+                                              "mask_train (c), imp_rewind and retrain"})
+    train: Path = field(metadata={"help": "prepared training parquet"})
+    seed: int = field(metadata={"help": "fixes data order, dropout and any freshly initialised head"})
+    dev: Path | None = field(default=None, metadata={"help": "prepared ID dev parquet (required by mask_train: "
+                                                             "checkpoint selection)"})
+    hparams: str = field(default="{}", metadata={"help": "JSON of TrainHParams fields"})
+    loss: str = field(default="ce", metadata={"help": "objective name in maskbench.losses (ce, poe, reweight, "
+                                                      "reweight_beta, conf_reg, ...)"})
+    loss_hparams: str = field(default="{}", metadata={"help": "JSON of the objective's hyper-parameters"})
+    bias_probs: Path | None = field(default=None, metadata={"help": "bias model probabilities of the training set"})
+    teacher_probs: Path | None = field(default=None, metadata={"help": "teacher probabilities of the training set"})
+    modules: str = field(default="", metadata={
+        "help": "JSON list of module kinds or regexes to mask/prune (default: paper C's — mask_train: the six "
+                "encoder kinds + pooler + classifier; imp: the six encoder kinds + pooler)"})
+    tag: str = field(default="", metadata={"help": "free text recorded in the outputs (e.g. the paradigm)"})
+    # mask training
+    sparsity: float | None = field(default=None, metadata={"help": "mask_train: target pruned fraction per matrix"})
+    init: str = field(default="hard", metadata={"help": "mask_train: magnitude initialisation, hard or soft"})
+    alpha: float = field(default=2.0, metadata={"help": "mask_train: hard init's kept score is alpha * phi"})
+    phi: float = field(default=0.01, metadata={"help": "mask_train: hard init's threshold"})
+    schedule: str = field(default="fixed", metadata={"help": "mask_train: sparsity schedule, fixed or gradual"})
+    initial_sparsity: float | None = field(default=None, metadata={"help": "mask_train, gradual: starting sparsity"})
+    gradual_end: float = field(default=1.0, metadata={
+        "help": "mask_train, gradual: fraction of training at which --sparsity is reached"})
+    reset_every: int = field(default=1000, metadata={"help": "mask_train: threshold reset interval (steps)"})
+    eval_every: int = field(default=1000, metadata={"help": "mask_train: dev evaluation interval (steps)"})
+    select_after: float | None = field(default=None, metadata={
+        "help": "mask_train: only steps >= this fraction of training are candidates (paper C: 0.7 on a "
+                "fine-tuned start, 0 on a pre-trained one)"})
+    out_mask: Path | None = field(default=None, metadata={"help": "mask_train: mask file to write (.mask)"})
+    summary: Path | None = field(default=None, metadata={"help": "mask_train: JSON summary, written last"})
+    # IMP
+    final_sparsity: float = field(default=0.9, metadata={"help": "imp: the last sparsity level"})
+    imp_rounds: int = field(default=10, metadata={"help": "imp: pruning intervals; each lasts total/rounds steps"})
+    imp_step: float = field(default=0.1, metadata={"help": "imp: fraction of the original weights pruned per round"})
+    out_dir: Path | None = field(default=None, metadata={"help": "imp: folder of the levels; retrain: checkpoint"})
+    # retrain
+    mask: Path | None = field(default=None, metadata={"help": "retrain: mask file of another run"})
+    mask_classifier: int = field(default=0, metadata={
+        "help": "retrain: 1 applies the mask's classifier entry too (paper C: 0, the head trains dense)"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
+    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+
+
+# arguments only some methods read; giving one to another method is an error rather than silently ignored
+_ONLY_FOR = {
+    "sparsity": (MASK_TRAIN,), "init": (MASK_TRAIN,), "alpha": (MASK_TRAIN,), "phi": (MASK_TRAIN,),
+    "schedule": (MASK_TRAIN,), "initial_sparsity": (MASK_TRAIN,), "gradual_end": (MASK_TRAIN,),
+    "reset_every": (MASK_TRAIN,), "eval_every": (MASK_TRAIN,), "select_after": (MASK_TRAIN,),
+    "out_mask": (MASK_TRAIN,), "summary": (MASK_TRAIN,), "modules": (MASK_TRAIN, IMP, IMP_REWIND),
+    "final_sparsity": (IMP, IMP_REWIND), "imp_rounds": (IMP, IMP_REWIND), "imp_step": (IMP, IMP_REWIND),
+    "out_dir": (IMP, IMP_REWIND, RETRAIN), "mask": (RETRAIN,), "mask_classifier": (RETRAIN,),
+}
+_REQUIRED_FOR = {
+    MASK_TRAIN: ("dev", "sparsity", "select_after", "out_mask", "summary"),
+    IMP: ("out_dir",), IMP_REWIND: ("out_dir",), RETRAIN: ("mask", "out_dir"),
+}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def parse_args(argv=None) -> SrnetArgs:
+    return parse_dataclass(SrnetArgs, argv, "python -m maskbench.srnet", __doc__.splitlines()[0])
+
+
+@dataclass
+class Plan:
+    """The checked, parsed arguments of one run."""
+
+    hp: TrainHParams
+    loss_fn: Callable
+    loss_hparams: dict
+    modules: tuple[str, ...]
+    levels: list[float] = field(default_factory=list)  # imp: the sparsity of every round
+
+
+def check_args(args: SrnetArgs) -> Plan:
+    """Every argument-only check, with a message naming the argument; nothing is read or trained yet."""
+    if args.method not in METHODS:
+        raise ValueError(f"--method {args.method!r} is unknown; choose one of {METHODS}")
+    defaults = {f.name: f.default for f in dataclasses.fields(SrnetArgs)}
+    for name, users in _ONLY_FOR.items():
+        if args.method not in users and getattr(args, name) != defaults[name]:
+            raise ValueError(f"{_flag(name)} is only used by --method {' / '.join(users)}, not {args.method}")
+    for name in _REQUIRED_FOR[args.method]:
+        if getattr(args, name) is None:
+            raise ValueError(f"--method {args.method} needs {_flag(name)}")
+    hp = parse_hparams(args.hparams)
+    if hp.lr_schedule not in LR_SCHEDULES:
+        raise ValueError(f"--hparams: lr_schedule {hp.lr_schedule!r} is unknown; choose one of {LR_SCHEDULES}")
+    loss_hparams = json.loads(args.loss_hparams)
+    loss_fn = get_loss(args.loss, **loss_hparams)
+    modules: tuple[str, ...] = ()
+    if args.method in DEFAULT_MODULES:
+        modules = DEFAULT_MODULES[args.method]
+        if args.modules:
+            chosen = json.loads(args.modules)
+            if not (isinstance(chosen, list) and chosen and all(isinstance(m, str) for m in chosen)):
+                raise ValueError(f"--modules must be a non-empty JSON list of module kinds or regexes, got "
+                                 f"{args.modules!r}")
+            modules = tuple(chosen)
+    plan = Plan(hp, loss_fn, loss_hparams, modules)
+    if args.method == MASK_TRAIN:
+        if not 0.0 < args.sparsity < 1.0:  # also refuses NaN
+            raise ValueError(f"--sparsity must lie in (0, 1) (the pruned fraction), got {args.sparsity}")
+        if args.init not in INIT_KINDS:
+            raise ValueError(f"--init {args.init!r} is unknown; choose one of {INIT_KINDS}")
+        if args.schedule not in SCHEDULE_KINDS:
+            raise ValueError(f"--schedule {args.schedule!r} is unknown; choose one of {SCHEDULE_KINDS}")
+        if args.schedule == "gradual":
+            if args.initial_sparsity is None:
+                raise ValueError("--schedule gradual needs --initial-sparsity (paper C: 0.7 -> 0.9)")
+            if not 0.0 <= args.initial_sparsity <= args.sparsity:
+                raise ValueError(f"--initial-sparsity must lie in [0, --sparsity = {args.sparsity}], got "
+                                 f"{args.initial_sparsity}")
+        elif args.initial_sparsity is not None:
+            raise ValueError("--initial-sparsity is only used by --schedule gradual")
+        if not 0.0 < args.gradual_end <= 1.0:
+            raise ValueError(f"--gradual-end must lie in (0, 1], got {args.gradual_end}")
+        if args.init == "hard" and not args.alpha * args.phi > args.phi:
+            raise ValueError(f"--alpha {args.alpha} x --phi {args.phi} must exceed --phi (paper C: 2 and 0.01)")
+        for name in ("reset_every", "eval_every"):
+            if getattr(args, name) < 1:
+                raise ValueError(f"{_flag(name)} must be a positive number of steps, got {getattr(args, name)}")
+        if not 0.0 <= args.select_after <= 1.0:
+            raise ValueError(f"--select-after must lie in [0, 1] (a fraction of training), got {args.select_after}")
+    if args.method in (IMP, IMP_REWIND):
+        if args.imp_rounds < 1:
+            raise ValueError(f"--imp-rounds must be >= 1, got {args.imp_rounds}")
+        if not 0.0 < args.imp_step < 1.0:
+            raise ValueError(f"--imp-step must lie in (0, 1), got {args.imp_step}")
+        if not 0.0 < args.final_sparsity < 1.0:
+            raise ValueError(f"--final-sparsity must lie in (0, 1), got {args.final_sparsity}")
+        n_levels = round(args.final_sparsity / args.imp_step)
+        if abs(n_levels * args.imp_step - args.final_sparsity) > 1e-9:
+            raise ValueError(f"--final-sparsity {args.final_sparsity} is not a multiple of --imp-step "
+                             f"{args.imp_step}")
+        if n_levels > args.imp_rounds:
+            raise ValueError(f"--final-sparsity {args.final_sparsity} needs {n_levels} prunes, more than "
+                             f"--imp-rounds {args.imp_rounds}")
+        plan.levels = [round(n * args.imp_step, 10) for n in range(1, n_levels + 1)]
+    if args.mask_classifier not in (0, 1):
+        raise ValueError(f"--mask-classifier must be 0 or 1, got {args.mask_classifier}")
+    return plan
+
+
+# ----------------------------------------------------------------------------------------------- mask training
+@dataclass
+class MaskTrainResult:
+    """The selected mask of a mask-training run and how it was found."""
+
+    masks: dict[str, np.ndarray]
+    selected_step: int
+    selected_dev_accuracy: float
+    saved_dev_accuracy: float | None
+    total_steps: int
+    first_candidate_step: int
+    evals: list[dict]
+    curve: list[dict]
+    history: list[dict]
+
+
+def first_candidate(select_after: float, total: int) -> int:
+    """The first step whose checkpoint may be selected: ceil(select_after x total), float noise removed."""
+    return int(math.ceil(round(select_after * total, 9)))
+
+
+def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, seed: int, device,
+               evaluate: Callable[[nn.Module], float], *, modules, sparsity: float, init: str = "hard",
+               alpha: float = 2.0, phi: float = 0.01, schedule: str = "fixed",
+               initial_sparsity: float | None = None, gradual_end: float = 1.0, reset_every: int = 1000,
+               eval_every: int = 1000, select_after: float = 0.0,
+               example_tensors: dict | None = None) -> MaskTrainResult:
+    """Paper C's Algorithm 2 with its checkpoint selection (appendix B.3.3); the weights are never written.
+
+    The scores train with ``fit``; a step hook first lets the ``SparsityController`` reset the thresholds on
+    schedule (after every ``reset_every`` steps, not at step 0, as paper C's trainer), then (every
+    ``eval_every`` steps, as paper C right after the reset) scores the ID dev set with the current mask.
+    The final step is scored too. Among the evaluations at steps >= ``first_candidate(select_after, total)``
+    the best (earliest on ties) wins; its *scores* are kept, and before the mask is read the thresholds are
+    reset to ``sparsity`` on them (as paper C before saving), so every matrix meets the target exactly (up
+    to ties of scores, which only prune more). The saved mask is scored once more (``saved_dev_accuracy``).
+    The model is returned without the score parametrizations.
+    """
+    start_sparsity = sparsity if schedule == "fixed" else initial_sparsity
+    masks = attach_mask_training(model, list(modules), start_sparsity, init, alpha, phi)
+    controller = SparsityController(masks, sparsity, reset_every, schedule, initial_sparsity, gradual_end)
+    total = total_steps(len(data), hp)
+    first = first_candidate(select_after, total)
+    evals: list[dict] = []
+    best: dict = {}
+
+    def consider(step: int) -> None:
+        accuracy = evaluate(model)
+        model.train()
+        record = {"step": int(step), "dev_accuracy": accuracy, "sparsity": masks.sparsity(),
+                  "target": controller.sparsity_at(step, total), "candidate": step >= first}
+        evals.append(record)
+        log.info("step %d/%d: dev accuracy %.2f at sparsity %.4f%s", step, total, accuracy, record["sparsity"],
+                 "" if record["candidate"] else " (before the selection window)")
+        if record["candidate"] and (not best or accuracy > best["dev_accuracy"]):
+            best.update(step=int(step), dev_accuracy=accuracy,
+                        scores={name: mask.scores.detach().clone() for name, mask in masks.masks.items()})
+
+    def hook(step: int, total_: int) -> None:
+        # no reset at step 0: the initial mask already meets the (initial) target per matrix, and a reset would
+        # move the hard init's threshold from phi to the largest pruned score (0), so that any pruned score
+        # with a positive first update would return; paper C's first reset comes after reset_every steps
+        if step:
+            controller(step, total_)
+        if step % eval_every == 0:
+            consider(step)
+
+    try:
+        curve = fit(model, data, loss_fn, hp, seed, device, None, example_tensors, step_hook=hook)
+        consider(total)
+        with torch.no_grad():
+            for name, mask in masks.masks.items():
+                mask.scores.copy_(best["scores"][name])
+        masks.reset_thresholds(sparsity)
+        selected = masks.hard_masks()
+        saved_accuracy = evaluate(model)
+    finally:
+        masks.detach()
+    history = [{k: h[k] for k in ("step", "target", "sparsity")} for h in controller.history]
+    return MaskTrainResult(selected, best["step"], best["dev_accuracy"], saved_accuracy, total, first, evals,
+                           curve, history)
+
+
+def mask_sparsity(masks: Mapping[str, np.ndarray]) -> tuple[dict[str, float], float]:
+    """Pruned fraction of every mask (True = kept) and over all of them together."""
+    per_module = {name: 1.0 - float(m.mean()) for name, m in masks.items()}
+    pruned = sum(int(m.size - m.sum()) for m in masks.values())
+    return per_module, pruned / max(1, sum(m.size for m in masks.values()))
+
+
+# ---------------------------------------------------------------------------------------------------- IMP
+def hparams_for_steps(hp: TrainHParams, steps: int, n_examples: int) -> TrainHParams:
+    """``hp`` with ``epochs`` set so that ``fit`` runs exactly ``steps`` optimiser steps on ``n_examples``."""
+    batches = math.ceil(n_examples / hp.batch_size)
+    out = dataclasses.replace(hp, epochs=(steps - 0.5) / batches)  # ceil((steps - 0.5)) = steps, float-safe
+    if total_steps(n_examples, out) != steps:
+        raise AssertionError(f"hparams_for_steps: {steps} steps came out as {total_steps(n_examples, out)}")
+    return out
+
+
+def bake_fixed_masks(modules: Mapping[str, nn.Module]) -> dict[str, np.ndarray]:
+    """Write the attached IMP masks into the weights (pruned entries become 0.0) and remove them; return them.
+
+    Afterwards the model has plain parameter names and saves like any checkpoint."""
+    masks = fixed_masks(modules)
+    for module in modules.values():
+        if parametrize.is_parametrized(module, "weight"):
+            parametrize.remove_parametrizations(module, "weight", leave_parametrized=True)
+    return masks
+
+
+def round_seed(seed: int, round_index: int) -> int:
+    """The data-order seed of IMP round ``round_index`` (1-based): every ``fit`` call shuffles anew, and with the
+    run's seed throughout, rounds shorter than an epoch would all see the same first batches."""
+    return seed + 10_000 * (round_index - 1)
+
+
+def iterative_magnitude_pruning(
+    model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, seed: int, device,
+    evaluate: Callable[[nn.Module], float] | None = None, *, modules, final_sparsity: float = 0.9,
+    rounds: int = 10, step: float = 0.1, rewind: bool = False, example_tensors: dict | None = None,
+    on_prune: Callable[[int, float, nn.Module, dict], None] | None = None,
+    on_level: Callable[[dict, nn.Module], None] | None = None,
+) -> list[dict]:
+    """Paper C's Algorithm 1: ``rounds`` intervals of total // rounds steps; at the start of interval r the
+    weights are pruned to r x ``step`` of every matrix's original size (``magnitude_masks``, local, pruned
+    weights stay pruned) and, with ``rewind``, every weight but the classifier is reset to its start value;
+    then the interval trains the surviving weights (one ``fit`` call, so the optimiser and LR schedule are
+    re-created each round, paper C's "optimizer rewinding"). Pruning stops at ``final_sparsity``.
+
+    After the interval of level s the masks are baked into the weights (zeros) and ``on_level(level, model)``
+    is called with the plain model (e.g. to save it); the masks are re-attached afterwards. ``on_prune(r, s,
+    model, masks)`` runs right after the prune (and rewind), before training. Returns one record per level.
+    """
+    chosen = select_linear(model, list(modules), "--modules")
+    start_state = {k: v.detach().clone() for k, v in model.state_dict().items()} if rewind else None
+    total = total_steps(len(data), hp)
+    events = imp_schedule(total, rounds, step, final_sparsity)
+    interval = total // rounds
+    round_hp = hparams_for_steps(hp, interval, len(data))
+    levels: list[dict] = []
+    current: dict[str, torch.Tensor] | None = None
+    for index, (at_step, sparsity) in enumerate(events, 1):
+        started = time.perf_counter()
+        current = magnitude_masks(chosen, sparsity, current)
+        apply_fixed_masks(chosen, current)
+        rewound = rewind_weights(model, start_state, REWIND_EXCLUDE) if rewind else []
+        if on_prune is not None:
+            on_prune(index, sparsity, model, current)
+        log.info("IMP round %d/%d: pruned to %.2f at step %d%s, training %d steps", index, len(events),
+                 sparsity, at_step, f", rewound {len(rewound)} tensors" if rewind else "", interval)
+        curve = fit(model, data, loss_fn, round_hp, round_seed(seed, index), device, None, example_tensors)
+        accuracy = evaluate(model) if evaluate is not None else None
+        masks = bake_fixed_masks(chosen)
+        per_module, overall = mask_sparsity(masks)
+        level = {"round": index, "sparsity": sparsity, "prune_step": at_step, "end_step": at_step + interval,
+                 "steps": interval, "dev_accuracy": accuracy, "exact_sparsity": overall,
+                 "module_sparsity": per_module, "n_rewound": len(rewound), "masks": masks, "curve": curve,
+                 "seconds": time.perf_counter() - started}
+        log.info("IMP level %.2f: dev accuracy %s, exact sparsity %.6f", sparsity, accuracy, overall)
+        if on_level is not None:
+            on_level(level, model)
+        apply_fixed_masks(chosen, current)
+        levels.append(level)
+    return levels
+
+
+# ------------------------------------------------------------------------------------------------- retrain
+def check_transferable_mask(masks: Mapping[str, np.ndarray], model: nn.Module, path) -> dict[str, nn.Linear]:
+    """The model's Linear modules the mask names; every name must exist and every shape fit (no fingerprint
+    check: the mask comes from other weights on purpose). Errors name the file."""
+    if not masks:
+        raise MaskMismatchError(f"{path}: the mask file holds no module")
+    linears = {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+    out = {}
+    for name, mask in masks.items():
+        module = linears.get(name)
+        if module is None:
+            raise MaskMismatchError(f"{path}: module {name!r} is not a Linear module of the start model (a mask of "
+                                    f"another architecture?); its Linear modules are named like "
+                                    f"{', '.join(list(linears)[:3])}, ...")
+        if tuple(mask.shape) != tuple(module.weight.shape):
+            raise MaskMismatchError(f"{path}: module {name!r} has shape {tuple(mask.shape)} in the mask but "
+                                    f"{tuple(module.weight.shape)} in the start model (a mask of another "
+                                    "architecture?)")
+        out[name] = module
+    return out
+
+
+def retrain_with_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, seed: int, device,
+                      masks: Mapping[str, np.ndarray], evaluate=None, example_tensors=None,
+                      path="mask") -> tuple[list[dict], dict[str, np.ndarray]]:
+    """Paradigm (b): train every weight of ``model`` under the fixed ``masks``, then bake them in (zeros).
+
+    Returns fit's curve and the applied masks."""
+    modules = check_transferable_mask(masks, model, path)
+    apply_fixed_masks(modules, {name: torch.from_numpy(np.asarray(m, dtype=bool)) for name, m in masks.items()})
+    curve = fit(model, data, loss_fn, hp, seed, device, evaluate, example_tensors)
+    return curve, bake_fixed_masks(modules)
+
+
+def select_linear_or_none(model: nn.Module, target: str) -> dict[str, nn.Linear]:
+    """``select_linear`` for one target, empty instead of an error when nothing matches."""
+    try:
+        return select_linear(model, [target])
+    except ValueError:
+        return {}
+
+
+# ------------------------------------------------------------------------------------------------- writing
+def write_checkpoint(out_dir: Path, model: nn.Module, tokenizer, summary: dict, mask_set: MaskSet | None = None,
+                     curve: list[dict] | None = None) -> None:
+    """A finetune-style folder: weights, config and tokenizer (and mask.mask, train_curve.csv) via a staging
+    folder, ``train_summary.json`` last — a folder without the summary is unfinished."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        model.save_pretrained(staging, safe_serialization=True)
+        tokenizer.save_pretrained(staging)
+        if curve:
+            pd.DataFrame(curve).to_csv(staging / "train_curve.csv", index=False)
+        if mask_set is not None:
+            mask_set.save(staging / "mask.mask")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "train_summary.json").unlink(missing_ok=True)  # never a stale summary over new files
+        for item in staging.iterdir():
+            item.replace(out_dir / item.name)
+        runtime.atomic_write_json(out_dir / "train_summary.json", summary)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def level_dir(out_dir: Path, sparsity: float) -> Path:
+    text = f"{sparsity:.1f}" if abs(sparsity * 10 - round(sparsity * 10)) < 1e-9 else f"{sparsity:g}"
+    return out_dir / f"sparsity~{text}"
+
+
+# ---------------------------------------------------------------------------------------------------- main
+@dataclass
+class Inputs:
+    train_df: pd.DataFrame
+    labels: list[str]
+    train_meta: dict
+    example_tensors: dict
+    dev: pd.DataFrame | None
+    transfer_mask: dict[str, np.ndarray] | None = None
+    transfer_meta: dict | None = None
+
+
+def read_inputs(args: SrnetArgs) -> Inputs:
+    train_df, labels, train_meta, example_tensors, dev = read_training_inputs(args)
+    inputs = Inputs(train_df, labels, train_meta, example_tensors, dev)
+    if args.mask is not None:
+        inputs.transfer_mask, inputs.transfer_meta = read_mask_file(args.mask)  # no fingerprint check, on purpose
+    return inputs
+
+
+def _common_meta(args: SrnetArgs, plan: Plan, inputs: Inputs) -> dict:
+    return {"method": args.method, "tag": args.tag, "loss": args.loss, "loss_hparams": plan.loss_hparams,
+            "bias_probs": str(args.bias_probs) if args.bias_probs else None,
+            "teacher_probs": str(args.teacher_probs) if args.teacher_probs else None,
+            "hparams": dataclasses.asdict(plan.hp), "seed": args.seed, "train": str(args.train),
+            "task": inputs.train_meta.get("task"), "model_dir": str(args.start_dir),
+            # paper C masks weights only; a mask file's readers must not zero biases of empty rows
+            "zero_bias_of_empty_rows": False}
+
+
+def run(args: SrnetArgs, on_prune=None) -> int:
+    """Run one method; ``on_prune`` is passed to ``iterative_magnitude_pruning`` (tests)."""
+    plan = check_args(args)
+    inputs = read_inputs(args)
+    runtime.set_threads(args.threads)
+    device = runtime.pick_device(args.device)
+    runtime.seed_everything(args.seed)  # before loading: a checkpoint without a head gets a seeded one
+    model, tokenizer = load_classifier(args.start_dir)
+    if model_labels(model) != inputs.labels:
+        raise DataError(f"{args.train}: field 'labels' is {inputs.labels}, but the model in {args.start_dir} "
+                        f"predicts {model_labels(model)}")
+    transfer = None
+    if args.method == RETRAIN:
+        transfer = dict(inputs.transfer_mask)
+        check_transferable_mask(transfer, model, args.mask)
+        if not args.mask_classifier:
+            transfer = {n: m for n, m in transfer.items() if module_kind(n) != "classifier"}
+            if not transfer:
+                raise MaskMismatchError(f"{args.mask}: only classifier modules, which --mask-classifier 0 skips")
+    elif plan.modules:
+        if not args.modules and not select_linear_or_none(model, "pooler"):
+            # the default names the pooler, which some classifiers lack (e.g. RoBERTa's); an explicit list is strict
+            plan.modules = tuple(m for m in plan.modules if m != "pooler")
+            log.warning("%s has no pooler; masking the default modules without it", args.start_dir)
+        select_linear(model, list(plan.modules), "--modules")  # a typo fails here, before any training
+    fingerprint = model_fingerprint(model)
+    view = input_view(model)
+    hp = plan.hp
+    data = EncodedPairs(tokenizer, inputs.train_df.text_a, inputs.train_df.text_b, inputs.train_df.label,
+                        hp.max_length, view)
+    steps = total_steps(len(data), hp)
+    if args.method in (IMP, IMP_REWIND) and steps < args.imp_rounds:
+        raise ValueError(f"--imp-rounds {args.imp_rounds}: the run has only {steps} steps (--hparams epochs "
+                         f"{hp.epochs} of {len(data)} examples at batch size {hp.batch_size})")
+    evaluate = accuracy_on(inputs.dev, tokenizer, hp, device, view) if inputs.dev is not None else None
+    meta = _common_meta(args, plan, inputs)
+    provenance = runtime.provenance(args, args.seed)
+    started = time.perf_counter()
+
+    if args.method == MASK_TRAIN:
+        args.summary.unlink(missing_ok=True)  # a crash below must not leave an old summary beside a new mask
+        log.info("mask training on %s: %d steps, sparsity %.3f (%s, %s init), loss %s, select from %.2f x total",
+                 args.start_dir, steps, args.sparsity, args.schedule, args.init, args.loss, args.select_after)
+        result = train_mask(model, data, plan.loss_fn, hp, args.seed, device, evaluate, modules=plan.modules,
+                            sparsity=args.sparsity, init=args.init, alpha=args.alpha, phi=args.phi,
+                            schedule=args.schedule, initial_sparsity=args.initial_sparsity,
+                            gradual_end=args.gradual_end, reset_every=args.reset_every, eval_every=args.eval_every,
+                            select_after=args.select_after, example_tensors=inputs.example_tensors)
+        seconds = time.perf_counter() - started
+        after = model_fingerprint(model)
+        if after != fingerprint:
+            raise RuntimeError(f"mask training changed the weights of {args.start_dir} (fingerprint {after[:16]}… "
+                               f"!= {fingerprint[:16]}…); no mask written")
+        per_module, overall = mask_sparsity(result.masks)
+        mask_set = MaskSet(result.masks, {
+            **meta, "sparsity": args.sparsity, "exact_sparsity": overall, "init": args.init, "alpha": args.alpha,
+            "phi": args.phi, "schedule": args.schedule, "initial_sparsity": args.initial_sparsity,
+            "gradual_end": args.gradual_end, "reset_every": args.reset_every, "eval_every": args.eval_every,
+            "select_after": args.select_after, "modules": list(plan.modules), "total_steps": result.total_steps,
+            "selected_step": result.selected_step, "dev_accuracy": result.selected_dev_accuracy,
+            "saved_mask_dev_accuracy": result.saved_dev_accuracy, "model_fingerprint": fingerprint,
+            "provenance": provenance})
+        stats = mask_set.save(args.out_mask)
+        runtime.atomic_write_json(args.summary, {
+            "mask": str(args.out_mask), "method": args.method, "tag": args.tag, "sparsity": args.sparsity,
+            "exact_sparsity": overall, "module_sparsity": per_module, "total_steps": result.total_steps,
+            "first_candidate_step": result.first_candidate_step, "selected_step": result.selected_step,
+            "selected_dev_accuracy": result.selected_dev_accuracy,
+            "saved_mask_dev_accuracy": result.saved_dev_accuracy,
+            "dev_accuracies": result.evals, "sparsity_history": result.history, "curve": result.curve,
+            "weights_unchanged": True, "model_fingerprint": fingerprint, "file": stats, "seconds": seconds,
+            "device": str(device), "meta": {k: v for k, v in mask_set.meta.items() if k != "provenance"},
+            "provenance": provenance})
+        log.info("wrote %s: step %d selected (dev %.2f, saved mask %.2f), sparsity %.6f, %.1fs", args.out_mask,
+                 result.selected_step, result.selected_dev_accuracy, result.saved_dev_accuracy, overall, seconds)
+        return 0
+
+    if args.method in (IMP, IMP_REWIND):
+        (args.out_dir / IMP_SUMMARY).unlink(missing_ok=True)
+        rewind = args.method == IMP_REWIND
+        written = []
+
+        def save_level(level: dict, plain_model: nn.Module) -> None:
+            folder = level_dir(args.out_dir, level["sparsity"])
+            baked_fingerprint = model_fingerprint(plain_model)
+            mask_set = MaskSet(level["masks"], {
+                **meta, "sparsity": level["sparsity"], "exact_sparsity": level["exact_sparsity"],
+                "round": level["round"], "modules": list(plan.modules), "rewind": rewind,
+                "model_fingerprint": baked_fingerprint, "start_model_fingerprint": fingerprint,
+                "model_dir": str(folder), "start_dir": str(args.start_dir), "dev_accuracy": level["dev_accuracy"],
+                "provenance": provenance})
+            summary = {k: v for k, v in level.items() if k not in ("masks",)}
+            summary.update(method=args.method, tag=args.tag, start_dir=str(args.start_dir), rewind=rewind,
+                           final_dev_accuracy=level["dev_accuracy"], model_fingerprint=baked_fingerprint,
+                           start_model_fingerprint=fingerprint, total_steps=steps, labels=inputs.labels,
+                           hparams=dataclasses.asdict(hp), loss=args.loss, seed=args.seed, provenance=provenance)
+            write_checkpoint(folder, plain_model, tokenizer, summary, mask_set, level["curve"])
+            written.append(str(folder))
+
+        log.info("%s on %s: %d steps, levels %s, loss %s", args.method, args.start_dir, steps, plan.levels,
+                 args.loss)
+        levels = iterative_magnitude_pruning(
+            model, data, plan.loss_fn, hp, args.seed, device, evaluate, modules=plan.modules,
+            final_sparsity=args.final_sparsity, rounds=args.imp_rounds, step=args.imp_step, rewind=rewind,
+            example_tensors=inputs.example_tensors, on_prune=on_prune, on_level=save_level)
+        seconds = time.perf_counter() - started
+        runtime.atomic_write_json(args.out_dir / IMP_SUMMARY, {
+            "method": args.method, "tag": args.tag, "start_dir": str(args.start_dir), "levels": [
+                {k: v for k, v in level.items() if k not in ("masks", "curve", "module_sparsity")} for level in levels],
+            "checkpoints": written, "total_steps": steps, "start_model_fingerprint": fingerprint,
+            "seconds": seconds, "device": str(device), "meta": meta, "provenance": provenance})
+        log.info("wrote %d IMP levels under %s in %.1fs", len(levels), args.out_dir, seconds)
+        return 0
+
+    # retrain (paradigm (b))
+    log.info("retraining %s under %s (%d modules%s), %d steps, loss %s", args.start_dir, args.mask, len(transfer),
+             "" if args.mask_classifier else ", classifier dense", steps, args.loss)
+    curve, applied = retrain_with_mask(model, data, plan.loss_fn, hp, args.seed, device, transfer, evaluate,
+                                       inputs.example_tensors, args.mask)
+    seconds = time.perf_counter() - started
+    per_module, overall = mask_sparsity(applied)
+    baked_fingerprint = model_fingerprint(model)
+    source = inputs.transfer_meta or {}
+    source_info = {"source_mask": str(args.mask), "source_method": source.get("method"),
+                   "source_tag": source.get("tag"), "source_sparsity": source.get("sparsity"),
+                   "source_model_dir": source.get("model_dir"),
+                   "source_model_fingerprint": source.get("model_fingerprint")}
+    final_dev = next((p["dev_accuracy"] for p in reversed(curve) if "dev_accuracy" in p), None)
+    mask_set = MaskSet(applied, {**meta, **source_info, "exact_sparsity": overall,
+                                 "sparsity": source.get("sparsity"), "mask_classifier": bool(args.mask_classifier),
+                                 "model_fingerprint": baked_fingerprint, "start_model_fingerprint": fingerprint,
+                                 "model_dir": str(args.out_dir), "start_dir": str(args.start_dir),
+                                 "provenance": provenance})
+    summary = {**meta, **source_info, "n_train": len(inputs.train_df), "labels": inputs.labels,
+               "exact_sparsity": overall, "module_sparsity": per_module, "mask_classifier": bool(args.mask_classifier),
+               "start_dir": str(args.start_dir), "model_fingerprint": baked_fingerprint,
+               "start_model_fingerprint": fingerprint, "total_steps": steps, "train_seconds": seconds,
+               "device": str(device), "final_dev_accuracy": final_dev, "provenance": provenance}
+    write_checkpoint(args.out_dir, model, tokenizer, summary, mask_set, curve)
+    log.info("wrote %s: sparsity %.6f over %d masked matrices, dev accuracy %s, %.1fs", args.out_dir, overall,
+             len(applied), final_dev, seconds)
+    return 0
+
+
+def main(argv=None) -> int:
+    setup_logging()
+    return run(parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

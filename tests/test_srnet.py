@@ -1,0 +1,234 @@
+"""Paper C's entry point on a tiny checkpoint: mask training, IMP (+ rewinding) and retraining under a mask."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from maskbench import finetune as finetune_cli
+from maskbench import srnet
+from maskbench.data.schema import write_prepared
+from maskbench.data.synthetic import generate
+from maskbench.masking.apply import MaskMismatchError, model_fingerprint
+from maskbench.masking.codec import read_mask_file, write_mask_file
+from maskbench.masking.selectors import ENCODER_KINDS, select_linear
+from maskbench.masking.sparsity import magnitude_masks, plain_parameter_name, prune_count
+from maskbench.models import load_classifier
+
+TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
+              "bert_config": {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+                              "intermediate_size": 32, "max_position_embeddings": 64}}
+TINY_HP = {"epochs": 1, "batch_size": 16, "learning_rate": 1e-3, "warmup": 0.1, "max_length": 64, "log_every": 2}
+# 64 examples / 16 = 4 steps per epoch
+MASK_HP = {"epochs": 2, "batch_size": 16, "learning_rate": 5e-3, "lr_schedule": "constant", "weight_decay": 0.0,
+           "max_length": 64, "log_every": 2}  # 8 steps
+IMP_HP = {"epochs": 3, "batch_size": 16, "learning_rate": 1e-3, "warmup": 0, "max_length": 64, "log_every": 1}
+RETRAIN_HP = {"epochs": 1, "batch_size": 16, "learning_rate": 1e-3, "warmup": 0.1, "max_length": 64}
+IMP_MODULES = 2 * len(ENCODER_KINDS) + 1  # six matrices per layer, two layers, and the pooler
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("srnet")
+    for split, n in (("train", 64), ("dev", 32)):
+        frame, labels = generate("nli", split, n, seed=0, rho=0.9)
+        write_prepared(frame, labels, folder / f"{split}.parquet", {"dataset": split, "task": "mnli"})
+    # "ft": fine-tuned; "init": the same seed's initial weights (learning rate 0), the "pre-trained" model
+    for name, lr in (("ft", 1e-3), ("init", 0.0)):
+        assert finetune_cli.main([
+            "--train", str(folder / "train.parquet"), "--model-spec", json.dumps(TINY_MODEL),
+            "--hparams", json.dumps({**TINY_HP, "learning_rate": lr}), "--seed", "1",
+            "--out-dir", str(folder / name), "--threads", "1"]) == 0
+    assert mask_train(folder, "m50", "--sparsity", "0.5", "--select-after", "0.7") == 0
+    return folder
+
+
+def common(folder, method, start="ft", hp=None):
+    return ["--method", method, "--start-dir", str(folder / start), "--train", str(folder / "train.parquet"),
+            "--dev", str(folder / "dev.parquet"), "--seed", "1", "--threads", "1",
+            "--hparams", json.dumps(hp or {})]
+
+
+def mask_train(folder, name, *extra, out=None):
+    out = out or folder
+    return srnet.main([*common(folder, "mask_train", hp=MASK_HP), "--eval-every", "1", "--reset-every", "2",
+                       "--out-mask", str(out / f"{name}.mask"), "--summary", str(out / f"{name}.json"), *extra])
+
+
+def pruned(mask):
+    return int(mask.size - mask.sum())
+
+
+def test_mask_train_on_the_finetuned_model_meets_the_sparsity_and_selects_late(work):
+    masks, meta = read_mask_file(work / "m50.mask")
+    summary = json.loads((work / "m50.json").read_text())
+    assert len(masks) == IMP_MODULES + 1  # + classifier
+    for name, mask in masks.items():
+        assert pruned(mask) == prune_count(mask.size, 0.5), name  # exactly, per matrix
+        assert summary["module_sparsity"][name] == pytest.approx(pruned(mask) / mask.size)
+    assert summary["total_steps"] == 8 and summary["first_candidate_step"] == math.ceil(0.7 * 8)
+    assert summary["selected_step"] >= 0.7 * summary["total_steps"]
+    assert [e["step"] for e in summary["dev_accuracies"]] == list(range(9))  # every step and the final one
+    assert not any(e["candidate"] for e in summary["dev_accuracies"] if e["step"] < 6)
+    # hard init keeps the threshold phi until the first reset: one Adam step (<= lr = 0.005) cannot cross the
+    # margin (alpha - 1) * phi = 0.01, so the mask after step 1 is still the magnitude mask
+    assert summary["dev_accuracies"][1]["sparsity"] == 0.5
+    assert [h["step"] for h in summary["sparsity_history"]] == [2, 4, 6]
+    best = max(e["dev_accuracy"] for e in summary["dev_accuracies"] if e["candidate"])
+    assert meta["dev_accuracy"] == best == summary["selected_dev_accuracy"]
+    assert meta["method"] == "mask_train" and meta["sparsity"] == 0.5 and meta["selected_step"] >= 6
+    assert meta["zero_bias_of_empty_rows"] is False
+    # the mask belongs to the unchanged start model
+    start, _ = load_classifier(work / "ft")
+    assert meta["model_fingerprint"] == summary["model_fingerprint"] == model_fingerprint(start)
+    assert summary["weights_unchanged"] is True
+
+
+def test_train_mask_leaves_every_weight_bit_identical(work):
+    model, tokenizer = load_classifier(work / "ft")
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    frame, _ = generate("nli", "train", 32, seed=0, rho=0.9)
+    data = srnet.EncodedPairs(tokenizer, frame.text_a, frame.text_b, frame.label, 64)
+    hp = srnet.TrainHParams(epochs=1, batch_size=16, learning_rate=5e-3, lr_schedule="constant", weight_decay=0.0)
+    result = srnet.train_mask(model, data, srnet.get_loss("ce"), hp, 1, "cpu", lambda m: 50.0,
+                              modules=["query", "classifier"], sparsity=0.3, reset_every=1, eval_every=1)
+    assert result.selected_step == 0  # ties keep the earliest candidate
+    assert {n for n, _ in model.named_parameters()} == set(before)  # no score parametrization left
+    for name, param in model.named_parameters():
+        assert torch.equal(param, before[name]), name
+        assert param.requires_grad is False  # frozen by mask training
+
+
+def test_gradual_schedule_ends_at_the_final_sparsity(work):
+    assert mask_train(work, "grad", "--sparsity", "0.6", "--schedule", "gradual", "--init", "soft",
+                      "--initial-sparsity", "0.3", "--gradual-end", "0.5", "--select-after", "0") == 0
+    summary = json.loads((work / "grad.json").read_text())
+    history = summary["sparsity_history"]
+    assert [h["step"] for h in history] == [2, 4, 6]  # every --reset-every steps, none at step 0
+    assert summary["dev_accuracies"][0]["target"] == pytest.approx(0.3)  # the initial sparsity
+    assert 0.3 < history[0]["target"] < 0.6 and history[1]["target"] == history[2]["target"] == 0.6  # cubic
+    assert all(h["sparsity"] == pytest.approx(h["target"], abs=0.01) for h in history)
+    masks, meta = read_mask_file(work / "grad.mask")
+    assert meta["schedule"] == "gradual" and meta["init"] == "soft"
+    for mask in masks.values():
+        assert pruned(mask) == prune_count(mask.size, 0.6)
+    assert summary["exact_sparsity"] == pytest.approx(0.6, abs=0.01)
+
+
+def plain_weights(folder):
+    return load_file(str(folder / "model.safetensors"))
+
+
+def test_imp_writes_every_level_with_exact_nested_zeros(work):
+    out = work / "imp"
+    assert srnet.main([*common(work, "imp", hp=IMP_HP), "--out-dir", str(out)]) == 0
+    levels = sorted(p.name for p in out.iterdir() if p.name.startswith("sparsity~"))
+    assert levels == [f"sparsity~{r / 10:.1f}" for r in range(1, 10)]
+    assert json.loads((out / "imp_summary.json").read_text())["levels"][-1]["sparsity"] == pytest.approx(0.9)
+    start = plain_weights(work / "ft")
+    previous = None
+    for r in range(1, 10):
+        folder = out / f"sparsity~{r / 10:.1f}"
+        summary = json.loads((folder / "train_summary.json").read_text())
+        masks, meta = read_mask_file(folder / "mask.mask")
+        weights = plain_weights(folder)
+        assert len(masks) == IMP_MODULES and not any("classifier" in n for n in masks)
+        zeros = {}
+        for name, mask in masks.items():
+            weight = weights[f"{name}.weight"]
+            zeros[name] = (weight == 0).numpy()
+            assert int(zeros[name].sum()) == prune_count(weight.numel(), r / 10), (r, name)
+            assert np.array_equal(zeros[name], ~mask)
+            if previous is not None:
+                assert not (previous[name] & ~zeros[name]).any()  # pruned weights stay pruned
+        assert not (weights["classifier.weight"] == 0).any()
+        assert summary["sparsity"] == pytest.approx(r / 10) and summary["dev_accuracy"] is not None
+        assert summary["exact_sparsity"] == pytest.approx(r / 10, abs=1e-3)
+        assert meta["start_model_fingerprint"] == model_fingerprint(load_classifier(work / "ft")[0])
+        previous = zeros
+    # the mask's fingerprint is that of the saved (baked) model, and training moved the kept weights
+    assert meta["model_fingerprint"] == model_fingerprint(load_classifier(out / "sparsity~0.9")[0])
+    name = "bert.encoder.layer.0.attention.self.query.weight"
+    assert not torch.equal(weights[name][weights[name] != 0], start[name][weights[name] != 0])
+
+
+def test_imp_rewind_rewinds_after_every_prune(work):
+    out = work / "imp_rw"
+    start = {n: t for n, t in plain_weights(work / "init").items()}
+    seen = []
+
+    def on_prune(index, sparsity, model, masks):
+        for name, param in model.named_parameters():
+            plain = plain_parameter_name(name)
+            if ".parametrizations." in name and not name.endswith(".original"):
+                continue
+            if plain.startswith("classifier."):
+                if index > 1:  # trained, not rewound
+                    assert not torch.equal(param.detach(), start[plain]), plain
+                continue
+            assert torch.equal(param.detach(), start[plain]), (index, plain)  # bit-exact rewind
+        seen.append((index, sparsity))
+
+    args = srnet.parse_args([*common(work, "imp_rewind", start="init", hp=IMP_HP), "--out-dir", str(out),
+                             "--final-sparsity", "0.3"])
+    assert srnet.run(args, on_prune=on_prune) == 0
+    assert seen == [(1, 0.1), (2, 0.2), (3, 0.3)]
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("sparsity~")) == [
+        "sparsity~0.1", "sparsity~0.2", "sparsity~0.3"]
+    # level 1's mask is the 10 % magnitude mask of the start weights
+    model, _ = load_classifier(work / "init")
+    expected = magnitude_masks(select_linear(model, [*ENCODER_KINDS, "pooler"]), 0.1)
+    masks, meta = read_mask_file(out / "sparsity~0.1" / "mask.mask")
+    assert meta["rewind"] is True and set(masks) == set(expected)
+    for name, keep in expected.items():
+        assert np.array_equal(masks[name], keep.numpy()), name
+    summary = json.loads((out / "sparsity~0.2" / "train_summary.json").read_text())
+    assert summary["n_rewound"] > 0 and summary["rewind"] is True
+
+
+def test_retrain_under_a_transferred_mask(work):
+    out = work / "retrain"
+    assert srnet.main([*common(work, "retrain", start="init", hp=RETRAIN_HP), "--mask", str(work / "m50.mask"),
+                       "--out-dir", str(out)]) == 0
+    summary = json.loads((out / "train_summary.json").read_text())
+    source, _ = read_mask_file(work / "m50.mask")
+    masks, meta = read_mask_file(out / "mask.mask")
+    assert set(masks) == {n for n in source if not n.startswith("classifier")}  # paper C: head trains dense
+    weights, start = plain_weights(out), plain_weights(work / "init")
+    for name, keep in masks.items():
+        assert np.array_equal(keep, source[name])
+        weight, before = weights[f"{name}.weight"].numpy(), start[f"{name}.weight"].numpy()
+        assert (weight[~keep] == 0).all(), name
+        assert np.mean(weight[keep] != before[keep]) > 0.9, name  # trained
+    assert not (weights["classifier.weight"] == 0).any()
+    assert summary["exact_sparsity"] == pytest.approx(0.5, abs=0.01) and summary["final_dev_accuracy"] is not None
+    assert meta["source_model_fingerprint"] != meta["start_model_fingerprint"]  # the mask came from other weights
+    assert meta["model_fingerprint"] == model_fingerprint(load_classifier(out)[0])
+
+
+def test_errors_come_before_training_and_name_the_argument_or_file(work, tmp_path):
+    source, meta = read_mask_file(work / "m50.mask")
+    name = "bert.encoder.layer.0.attention.self.query"
+    wrong_shape = {**source, name: np.ones((8, 8), dtype=bool)}
+    write_mask_file(tmp_path / "shape.mask", wrong_shape, meta)
+    write_mask_file(tmp_path / "arch.mask", {"roberta.encoder.layer.0.attention.self.query": source[name]}, meta)
+    for bad in ("shape.mask", "arch.mask"):
+        with pytest.raises(MaskMismatchError, match=bad):
+            srnet.main([*common(work, "retrain", start="init", hp=RETRAIN_HP), "--mask", str(tmp_path / bad),
+                        "--out-dir", str(tmp_path / "out")])
+    with pytest.raises(ValueError, match="--method 'prune' is unknown"):
+        srnet.main([*common(work, "prune"), "--out-dir", str(tmp_path / "out")])
+    with pytest.raises(ValueError, match="needs --bias-probs"):
+        mask_train(work, "x", "--sparsity", "0.5", "--select-after", "0", "--loss", "poe", out=tmp_path)
+    with pytest.raises(ValueError, match="--sparsity must lie"):
+        mask_train(work, "x", "--sparsity", "1.5", "--select-after", "0", out=tmp_path)
+    with pytest.raises(ValueError, match="--select-after"):
+        mask_train(work, "x", "--sparsity", "0.5", out=tmp_path)
+    with pytest.raises(ValueError, match="--final-sparsity 0.35 is not a multiple"):
+        srnet.main([*common(work, "imp"), "--out-dir", str(tmp_path / "out"), "--final-sparsity", "0.35"])
+    with pytest.raises(ValueError, match="--mask is only used by --method retrain"):
+        srnet.main([*common(work, "imp"), "--out-dir", str(tmp_path / "out"), "--mask", str(work / "m50.mask")])
+    assert not (tmp_path / "out").exists() and not (tmp_path / "x.mask").exists()
