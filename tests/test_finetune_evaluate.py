@@ -121,3 +121,29 @@ def test_linear_warmup_then_decay_by_hand():
     # step 0: 1/2, step 1: 2/2, then (6-2)/4, (6-3)/4, (6-4)/4, (6-5)/4
     assert rates == pytest.approx([0.5, 1.0, 1.0, 0.75, 0.5, 0.25])
     assert warmup_steps(0.2, 100) == 20 and warmup_steps(2000, 100) == 2000
+
+
+def test_init_out_keeps_the_seeded_untrained_model(data_dir, checkpoint, tmp_path):
+    """--init-out writes theta_pt (paper C's starting weights) without changing the run it belongs to."""
+    from safetensors.torch import load_file
+
+    from maskbench.models import load_classifier
+
+    def run(seed, name):
+        return finetune_cli.main([
+            "--train", str(data_dir / "train.parquet"), "--model-spec", json.dumps(TINY_MODEL),
+            "--hparams", json.dumps(TINY_HP), "--seed", str(seed), "--out-dir", str(tmp_path / name),
+            "--init-out", str(tmp_path / f"{name}_init"), "--threads", "1", "--dev", str(data_dir / "dev.parquet")])
+
+    assert run(1, "a") == 0 and run(1, "b") == 0 and run(2, "c") == 0
+    trained = load_file(checkpoint / "model.safetensors")
+    assert all(torch.equal(trained[k], v) for k, v in load_file(tmp_path / "a" / "model.safetensors").items())
+    init_a, init_b = (load_file(tmp_path / f"{n}_init" / "model.safetensors") for n in ("a", "b"))
+    assert set(init_a) == set(trained) and all(torch.equal(init_a[k], init_b[k]) for k in init_a)
+    assert any(not torch.equal(init_a[k], trained[k]) for k in trained)  # training moved the weights
+    init_c = load_file(tmp_path / "c_init" / "model.safetensors")
+    assert any(not torch.equal(init_a[k], init_c[k]) for k in init_a)  # another seed, another init
+    summary = json.loads((tmp_path / "a_init" / "train_summary.json").read_text())
+    assert summary["initial_weights"] is True and summary["labels"] == ["entailment", "neutral", "contradiction"]
+    model, _ = load_classifier(tmp_path / "a_init")
+    assert model.config.maskbench_input_view == "pair"

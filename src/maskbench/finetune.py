@@ -24,6 +24,7 @@ import pandas as pd
 
 from maskbench import runtime
 from maskbench.bias.probs import read_probs, write_probs
+from maskbench.checkpoints import write_checkpoint
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import DataError, read_prepared
 from maskbench.losses import NEEDS, get_loss
@@ -49,6 +50,10 @@ class FinetuneArgs:
     input_view: str = field(default="pair", metadata={"help": "pair, text_a_only or text_b_only"})
     train_probs_out: Path | None = field(default=None, metadata={
         "help": "also write the trained model's probabilities on the whole training set (a bias source)"})
+    init_out: Path | None = field(default=None, metadata={
+        "help": "also write the model as built, before any training, to this checkpoint folder (paper C's "
+                "pre-trained weights theta_pt: the seeded initialisation of a from-scratch model, or the "
+                "pre-trained encoder with its seeded head)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
@@ -151,6 +156,10 @@ def main(argv=None) -> int:
         n_params = sum(p.numel() for p in model.parameters())
         log.info("model: %s, %.2fM parameters", type(model).__name__, n_params / 1e6)
         model.config.maskbench_input_view = args.input_view  # evaluation feeds the model the same view
+        if args.init_out is not None:
+            write_checkpoint(args.init_out, model, tokenizer, {
+                "initial_weights": True, "labels": labels, "input_view": args.input_view, "model_spec": spec,
+                "n_parameters": n_params, "provenance": runtime.provenance(args, args.seed)})
         data = EncodedPairs(tokenizer, train_df.text_a, train_df.text_b, train_df.label, hp.max_length,
                             args.input_view)
         evaluate = accuracy_on(dev, tokenizer, hp, device, args.input_view) if dev is not None else None

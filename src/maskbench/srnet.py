@@ -42,9 +42,7 @@ import dataclasses
 import json
 import logging
 import math
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -57,6 +55,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from maskbench import runtime
+from maskbench.checkpoints import write_checkpoint
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import DataError
 from maskbench.finetune import accuracy_on, parse_hparams, read_training_inputs
@@ -457,28 +456,6 @@ def select_linear_or_none(model: nn.Module, target: str) -> dict[str, nn.Linear]
 
 
 # ------------------------------------------------------------------------------------------------- writing
-def write_checkpoint(out_dir: Path, model: nn.Module, tokenizer, summary: dict, mask_set: MaskSet | None = None,
-                     curve: list[dict] | None = None) -> None:
-    """A finetune-style folder: weights, config and tokenizer (and mask.mask, train_curve.csv) via a staging
-    folder, ``train_summary.json`` last — a folder without the summary is unfinished."""
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        model.save_pretrained(staging, safe_serialization=True)
-        tokenizer.save_pretrained(staging)
-        if curve:
-            pd.DataFrame(curve).to_csv(staging / "train_curve.csv", index=False)
-        if mask_set is not None:
-            mask_set.save(staging / "mask.mask")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "train_summary.json").unlink(missing_ok=True)  # never a stale summary over new files
-        for item in staging.iterdir():
-            item.replace(out_dir / item.name)
-        runtime.atomic_write_json(out_dir / "train_summary.json", summary)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
 def level_dir(out_dir: Path, sparsity: float) -> Path:
     text = f"{sparsity:.1f}" if abs(sparsity * 10 - round(sparsity * 10)) < 1e-9 else f"{sparsity:g}"
     return out_dir / f"sparsity~{text}"
