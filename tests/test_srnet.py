@@ -232,3 +232,30 @@ def test_errors_come_before_training_and_name_the_argument_or_file(work, tmp_pat
     with pytest.raises(ValueError, match="--mask is only used by --method retrain"):
         srnet.main([*common(work, "imp"), "--out-dir", str(tmp_path / "out"), "--mask", str(work / "m50.mask")])
     assert not (tmp_path / "out").exists() and not (tmp_path / "x.mask").exists()
+
+
+def test_a_sweep_runs_every_sparsity_in_one_process_and_retrains_each_mask(work, tmp_path):
+    sweep = tmp_path / "sweep"
+    assert srnet.main([*common(work, "mask_train", hp=MASK_HP), "--eval-every", "2", "--reset-every", "2",
+                       "--select-after", "0.7", "--sparsities", "0.3", "0.6", "--sweep-dir", str(sweep)]) == 0
+    for sparsity in (0.3, 0.6):
+        masks, meta = read_mask_file(sweep / f"sparsity~{sparsity}" / "mask.mask")
+        assert meta["sparsity"] == sparsity
+        assert all(pruned(m) == prune_count(m.size, sparsity) for m in masks.values())
+        assert json.loads((sweep / f"sparsity~{sparsity}" / "search.json").read_text())["sparsity"] == sparsity
+    retrained = tmp_path / "retrained"
+    assert srnet.main([*common(work, "retrain", start="init", hp=RETRAIN_HP), "--masks",
+                       str(sweep / "sparsity~0.3" / "mask.mask"), str(sweep / "sparsity~0.6" / "mask.mask"),
+                       "--sweep-dir", str(retrained)]) == 0
+    for sparsity in (0.3, 0.6):
+        summary = json.loads((retrained / f"sparsity~{sparsity}" / "train_summary.json").read_text())
+        assert summary["source_sparsity"] == sparsity and summary["source_mask"].endswith(f"sparsity~{sparsity}/mask.mask")
+    with pytest.raises(ValueError, match="--sparsities replaces --sparsity"):
+        srnet.main([*common(work, "mask_train", hp=MASK_HP), "--select-after", "0", "--sparsity", "0.5",
+                    "--sparsities", "0.3", "--sweep-dir", str(tmp_path / "x")])
+    with pytest.raises(ValueError, match="needs --sweep-dir"):
+        srnet.main([*common(work, "mask_train", hp=MASK_HP), "--select-after", "0", "--sparsities", "0.3"])
+    with pytest.raises(ValueError, match="--sparsity must lie in"):  # every run checked before the first starts
+        srnet.main([*common(work, "mask_train", hp=MASK_HP), "--select-after", "0", "--sparsities", "0.3", "1.5",
+                    "--sweep-dir", str(tmp_path / "y")])
+    assert not (tmp_path / "y").exists()

@@ -34,6 +34,9 @@ def edited(edit):
     (lambda c: c["masked_debiasing"]["md_hyponly"].update(bias="hyp"), "masked_debiasing.md_hyponly.bias has value 'hyp'"),
     (lambda c: c["masked_debiasing"]["md_hyponly"].pop("bias"), "masked_debiasing.md_hyponly.bias is required"),
     (lambda c: c["masked_debiasing"]["mask_no_debias"].update(bias="hyponly"), "loss 'ce' reads no bias source"),
+    (lambda c: c["masked_debiasing"].update(md_again={"loss": "poe", "bias": "hyponly"}),
+     "masked_debiasing.md_again has the loss and bias source of masked_debiasing.md_hyponly"),
+    (lambda c: c["bias"]["sources"].update(none={"kind": "hypothesis_only"}), "bias.sources.none"),
     (lambda c: c["bias"]["sources"].update(lexical=c["bias"]["sources"].pop("overlap")), "must be called 'overlap'"),
     (lambda c: c["report"]["table1"]["columns"]["hans"].update(eval_set="paws"), "columns.hans.eval_set"),
 ])

@@ -61,7 +61,7 @@ from maskbench.data.schema import DataError
 from maskbench.finetune import accuracy_on, parse_hparams, read_training_inputs
 from maskbench.losses import get_loss
 from maskbench.masking.apply import MaskMismatchError, MaskSet, model_fingerprint
-from maskbench.masking.codec import read_mask_file
+from maskbench.masking.codec import read_mask_file, read_mask_header
 from maskbench.masking.selectors import ENCODER_KINDS, module_kind, select_linear
 from maskbench.masking.sparsity import (
     INIT_KINDS,
@@ -138,6 +138,14 @@ class SrnetArgs:
     mask: Path | None = field(default=None, metadata={"help": "retrain: mask file of another run"})
     mask_classifier: int = field(default=0, metadata={
         "help": "retrain: 1 applies the mask's classifier entry too (paper C: 0, the head trains dense)"})
+    # sweeps: several runs in one process (start-up paid once); see `expand_sweep`
+    sparsities: list[float] = field(default_factory=list, metadata={
+        "help": "mask_train sweep: one run per sparsity, written to <--sweep-dir>/sparsity~<s>/{mask.mask,"
+                "search.json} (instead of --sparsity, --out-mask, --summary)"})
+    masks: list[Path] = field(default_factory=list, metadata={
+        "help": "retrain sweep: one run per mask file, written to <--sweep-dir>/sparsity~<s>/ with s the mask's "
+                "sparsity (instead of --mask, --out-dir)"})
+    sweep_dir: Path | None = field(default=None, metadata={"help": "the folder of a sweep's runs"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
@@ -635,9 +643,48 @@ def run(args: SrnetArgs, on_prune=None) -> int:
     return 0
 
 
+def expand_sweep(args: SrnetArgs) -> list[SrnetArgs]:
+    """The runs of a sweep (``--sparsities`` for mask_train, ``--masks`` for retrain), each a plain srnet run;
+    a plain run is returned as it is. Every run is checked before the first one starts."""
+    if not args.sparsities and not args.masks:
+        if args.sweep_dir is not None:
+            raise ValueError("--sweep-dir is only used with --sparsities or --masks")
+        return [args]
+    if args.sweep_dir is None:
+        raise ValueError("a sweep (--sparsities or --masks) needs --sweep-dir")
+    plain = {"sparsities": [], "masks": [], "sweep_dir": None}
+    if args.sparsities:
+        if args.method != MASK_TRAIN or args.masks:
+            raise ValueError("--sparsities sweeps --method mask_train only (retrain sweeps take --masks)")
+        if args.sparsity is not None or args.out_mask is not None or args.summary is not None:
+            raise ValueError("--sparsities replaces --sparsity, --out-mask and --summary")
+        runs = [dataclasses.replace(args, **plain, sparsity=float(sp), out_mask=level_dir(args.sweep_dir, sp) / "mask.mask",
+                                    summary=level_dir(args.sweep_dir, sp) / "search.json") for sp in args.sparsities]
+    else:
+        if args.method != RETRAIN:
+            raise ValueError("--masks sweeps --method retrain only")
+        if args.mask is not None or args.out_dir is not None:
+            raise ValueError("--masks replaces --mask and --out-dir")
+        runs = []
+        for path in args.masks:
+            sparsity = read_mask_header(path)["meta"].get("sparsity")
+            if sparsity is None:
+                raise MaskMismatchError(f"{path}: field 'meta.sparsity' is missing; a retrain sweep names its runs "
+                                        "by the mask's sparsity")
+            runs.append(dataclasses.replace(args, **plain, mask=Path(path), out_dir=level_dir(args.sweep_dir, sparsity)))
+    folders = [r.out_dir or r.out_mask.parent for r in runs]
+    if len(set(folders)) != len(folders):
+        raise ValueError(f"the sweep writes two runs to the same folder: {[str(f) for f in folders]}")
+    for run_args in runs:
+        check_args(run_args)
+    return runs
+
+
 def main(argv=None) -> int:
     setup_logging()
-    return run(parse_args(argv))
+    for run_args in expand_sweep(parse_args(argv)):
+        run(run_args)
+    return 0
 
 
 if __name__ == "__main__":

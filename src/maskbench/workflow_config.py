@@ -65,7 +65,17 @@ def check_references(config: Mapping) -> None:
             raise ConfigError(f"config: standard_debiasing.{row}.bias has value {spec['bias']!r}, which is not a "
                               f"bias source {sorted(sources)}")
     masked = config.get("masked_debiasing") or {}
+    if "none" in sources:
+        raise ConfigError("config: bias.sources.none: 'none' names the bias folder of a plain cross-entropy mask "
+                          "search; pick another name")
+    searches: dict[tuple, str] = {}
     for row, spec in masked.items():
+        key = (spec["loss"], spec.get("bias"))
+        if key in searches:
+            # rows are stored by loss and bias source (masks/.../loss~<loss>/bias~<source>/): they would collide
+            raise ConfigError(f"config: masked_debiasing.{row} has the loss and bias source of "
+                              f"masked_debiasing.{searches[key]}; one mask search per (loss, bias) pair")
+        searches[key] = row
         bias = spec.get("bias")
         if spec["loss"] == "ce" and bias is not None:
             raise ConfigError(f"config: masked_debiasing.{row}.bias is {bias!r}, but loss 'ce' reads no bias source")
