@@ -146,11 +146,13 @@ def evaluate(args: EvaluateArgs) -> list[str]:
     eval_sets = parse_eval_sets(args.eval_sets, args.data)
     runtime.set_threads(args.threads)
     device = runtime.pick_device(args.device)
-    written = []
+    written, loaded_for = [], {}
     for model_dir, row, out_dir in zip(args.model_dirs, args.rows, args.out_dirs, strict=True):
         model, tokenizer = load_classifier(model_dir)
-        loaded = load_eval_sets(eval_sets, model_labels(model))  # read and checked before this model's first forward
-        written += score_all(model, tokenizer, loaded, args, device, out_dir,
+        labels = tuple(model_labels(model))
+        if labels not in loaded_for:  # read and checked once per label set, before that model's first forward
+            loaded_for[labels] = load_eval_sets(eval_sets, list(labels))
+        written += score_all(model, tokenizer, loaded_for[labels], args, device, out_dir,
                              {"task": args.task, "row": row, "seed": args.seed}, model_dir)
     return written
 
