@@ -93,26 +93,16 @@ class MaskSet:
         return str(self.path) if self.path else f"mask ({self.meta.get('method', '?')})"
 
 
-class FixedMask(nn.Module):
-    """Parametrization: zero the pruned weights (the stored weights stay untouched)."""
+class ZeroWhere(nn.Module):
+    """Parametrization: zero the entries where ``zeroed`` is True — the pruned weights of a matrix, or the bias of
+    output rows whose weights are all pruned. The stored tensor stays untouched."""
 
-    def __init__(self, pruned: torch.Tensor):
+    def __init__(self, zeroed: torch.Tensor):
         super().__init__()
-        self.pruned = pruned
+        self.zeroed = zeroed
 
-    def forward(self, weight: torch.Tensor) -> torch.Tensor:
-        return weight.masked_fill(self.pruned, 0.0)
-
-
-class FixedRowBias(nn.Module):
-    """Parametrization: zero the bias of output rows whose weights are all pruned."""
-
-    def __init__(self, dead_rows: torch.Tensor):
-        super().__init__()
-        self.dead_rows = dead_rows
-
-    def forward(self, bias: torch.Tensor) -> torch.Tensor:
-        return bias.masked_fill(self.dead_rows, 0.0)
+    def forward(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.masked_fill(self.zeroed, 0.0)
 
 
 class MaskSwitch:
@@ -168,18 +158,18 @@ class MaskSwitch:
             module = modules[name]
             dead = dead_rows if zero_bias and module.bias is not None else None
             if name in self._modules:
-                module.parametrizations.weight[0].pruned = pruned
+                module.parametrizations.weight[0].zeroed = pruned
                 has_bias_mask = parametrize.is_parametrized(module, "bias")
                 if dead is not None and has_bias_mask:
-                    module.parametrizations.bias[0].dead_rows = dead
+                    module.parametrizations.bias[0].zeroed = dead
                 elif dead is not None:
-                    parametrize.register_parametrization(module, "bias", FixedRowBias(dead), unsafe=True)
+                    parametrize.register_parametrization(module, "bias", ZeroWhere(dead), unsafe=True)
                 elif has_bias_mask:
                     parametrize.remove_parametrizations(module, "bias", leave_parametrized=False)
             else:
-                parametrize.register_parametrization(module, "weight", FixedMask(pruned), unsafe=True)
+                parametrize.register_parametrization(module, "weight", ZeroWhere(pruned), unsafe=True)
                 if dead is not None:
-                    parametrize.register_parametrization(module, "bias", FixedRowBias(dead), unsafe=True)
+                    parametrize.register_parametrization(module, "bias", ZeroWhere(dead), unsafe=True)
                 self._modules[name] = module
         self.active = mask_set
 
