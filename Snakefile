@@ -32,12 +32,14 @@ include: "rules/bias.smk"
 include: "rules/masks.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
+include: "rules/srnets.smk"
 
 
 rule all:
     default_target: True
     input:
         final_outputs(),
+        srn_report_outputs() if SRN else [],
 
 
 rule prepare_all:

@@ -155,8 +155,8 @@ def final_outputs():
         f"{R}/tables/table1.tex",
         f"{R}/figures/id_ood.png",
         f"{R}/tables/datasets.csv",
-    ] + ([f"{R}/tables/bias_models.csv"] if BIAS_ROWS else []) + (mask_report_outputs() if MASK_ROWS else []) + [
-        f"{R}/benchmarks/masks.json"]
+    ] + ([f"{R}/tables/bias_models.csv"] if BIAS_ROWS else []) + (
+        mask_report_outputs() + [f"{R}/benchmarks/masks.json"] if MASK_ROWS else [])
 
 
 def mask_report_outputs():
@@ -353,3 +353,195 @@ def evaluate_masks_inputs_of(task):
 def mask_report_keys():
     """task/row/seed of every mask file, in the order of mask_files()."""
     return [f"{t}/{r}/{s}" for r in MASK_ROWS for t in TASKS for s in SEEDS]
+
+
+# ------------------------------------------------------------------------------- paper C (rules/srnets.smk)
+SRN = config.get("srnets") or {}
+SRN_SEEDS = [int(s) for s in SRN.get("seeds", SEEDS)] if SRN else []
+SRN_SPARSITIES = [float(s) for s in SRN.get("sparsities", [])]
+SRN_DEBIAS = SRN.get("debias")
+# the curves: paradigm (a) subnetworks of the fine-tuned model, (b) of the initial/pre-trained model fine-tuned in
+# isolation, (c) of the initial/pre-trained model without fine-tuning (paper C figure 1)
+SRN_RUNS = {}
+if SRN:
+    SRN_RUNS["a_mask_ce"] = {"paradigm": "a", "method": "mask_train", "loss": "ce", "start": "ft"}
+    SRN_RUNS["a_imp_ce"] = {"paradigm": "a", "method": "imp", "loss": "ce", "start": "ft"}
+    SRN_RUNS["c_mask_ce"] = {"paradigm": "c", "method": "mask_train", "loss": "ce", "start": "init"}
+    if SRN_DEBIAS:
+        SRN_RUNS["a_mask_debias"] = {"paradigm": "a", "method": "mask_train", "loss": SRN_DEBIAS["loss"],
+                                     "bias": SRN_DEBIAS["bias"], "start": "ft"}
+        SRN_RUNS["b_mask_retrain_ce"] = {"paradigm": "b", "method": "retrain", "loss": "ce", "start": "init",
+                                         "from": "a_mask_debias"}
+        SRN_RUNS["b_imprw_retrain_ce"] = {"paradigm": "b", "method": "retrain", "loss": "ce", "start": "init",
+                                          "from": "b_imprw_debias"}
+# runs that only feed others: IMP with rewinding to the initial weights, the source of a paradigm (b) mask
+SRN_FEEDERS = ({"b_imprw_debias": {"method": "imp_rewind", "loss": SRN_DEBIAS["loss"], "bias": SRN_DEBIAS["bias"],
+                                   "start": "init"}} if SRN and SRN_DEBIAS else {})
+SRN_T5 = (SRN.get("table5") or {}).get("variants", {}) if SRN else {}
+SRN_T5_SPARSITY = float((SRN.get("table5") or {}).get("sparsity", 0.9)) if SRN else 0.9
+
+
+def srn_spec(run):
+    return SRN_RUNS.get(run) or SRN_FEEDERS[run]
+
+
+def sparsity_name(sparsity):
+    """The folder name srnet writes for a sparsity level (`sparsity~0.3`)."""
+    s = float(sparsity)
+    return f"sparsity~{s:.1f}" if abs(s * 10 - round(s * 10)) < 1e-9 else f"sparsity~{s:g}"
+
+
+def initial_dir(task, seed):
+    return f"{R}/{TRACK}/{task}/{MODEL}/models/init/seed~{seed}"
+
+
+def srn_dir(task, run, seed):
+    return f"{R}/{TRACK}/{task}/{MODEL}/srnets/{run}/seed~{seed}"
+
+
+def srn_start(task, run, seed):
+    start = srn_spec(run)["start"] if not run.startswith("t5_") else "ft"
+    return checkpoint_dir(task, seed) if start == "ft" else initial_dir(task, seed)
+
+
+def imp_levels():
+    """IMP writes every 10% level up to the largest swept sparsity."""
+    top = max(SRN_SPARSITIES + [SRN_T5_SPARSITY]) if SRN else 0.9
+    return [round(0.1 * k, 1) for k in range(1, int(round(top * 10)) + 1)]
+
+
+def srn_outputs(task, run, seed):
+    """The per-sparsity files a run's evaluation reads: masks (mask training) or checkpoints (IMP, retrain)."""
+    spec = srn_spec(run)
+    folder = srn_dir(task, run, seed)
+    if spec["method"] == "mask_train":
+        return [f"{folder}/{sparsity_name(s)}/mask.mask" for s in SRN_SPARSITIES]
+    levels = SRN_SPARSITIES if spec["method"] == "retrain" else imp_levels()
+    return [f"{folder}/{sparsity_name(s)}/{name}" for s in levels for name in ("model.safetensors", "mask.mask",
+                                                                              "train_summary.json")]
+
+
+def srn_loss_options(spec, task, seed):
+    opts = f"--loss {spec['loss']}"
+    if spec.get("bias"):
+        opts += f" --bias-probs {bias_dir(task, spec['bias'], bias_seed(seed))}/train_probs.parquet"
+    return opts
+
+
+def srn_common_inputs(task, run, seed):
+    spec = config["tasks"][task]
+    start = srn_start(task, run, seed)
+    inputs = {"start": f"{start}/train_summary.json", "train": prepared_path(spec["train"]),
+              "dev": prepared_path(spec["dev"])}
+    bias = srn_spec(run).get("bias") if not run.startswith("t5_") else (SRN_DEBIAS or {}).get("bias")
+    if bias:
+        inputs["bias"] = f"{bias_dir(task, bias, bias_seed(seed))}/train_probs.parquet"
+    return inputs
+
+
+def srn_eval_dir(task, run, seed, sparsity):
+    return f"{R}/{TRACK}/{task}/{MODEL}/eval/srnets/{run}/seed~{seed}/{sparsity_name(sparsity)}"
+
+
+def srn_eval_outputs(task, run, seed):
+    sparsities = [SRN_T5_SPARSITY] if run.startswith("t5_") else SRN_SPARSITIES
+    return [f"{srn_eval_dir(task, run, seed, s)}/{e}.json" for s in sparsities for e in eval_set_names(task)]
+
+
+def srn_all_evals():
+    runs = list(SRN_RUNS) + [f"t5_{v}" for v in SRN_T5]
+    return [p for t in TASKS for r in runs for s in SRN_SEEDS for p in srn_eval_outputs(t, r, s)]
+
+
+def srn_report_outputs():
+    outputs = [f"{R}/tables/sparsity_curves.csv", f"{R}/figures/sparsity_curves.png"]
+    if SRN_T5:
+        outputs.extend([f"{R}/tables/table5.csv", f"{R}/tables/table5.md"])
+    return outputs
+
+
+def srn_inputs_of(run):
+    def inputs(wildcards):
+        found = srn_common_inputs(wildcards.task, run, wildcards.seed)
+        spec = srn_spec(run) if not run.startswith("t5_") else {"method": "mask_train"}
+        if spec["method"] == "retrain":
+            found["masks"] = [f"{srn_dir(wildcards.task, spec['from'], wildcards.seed)}/{sparsity_name(s)}/mask.mask"
+                              for s in SRN_SPARSITIES]
+        return found
+
+    return inputs
+
+
+def srn_options_of(run):
+    """A params function: the `python -m maskbench.srnet` options of a run for the job's task and seed."""
+
+    def options(wildcards, input):
+        task, seed = wildcards.task, wildcards.seed
+        folder = srn_dir(task, run, seed)
+        start = os.path.dirname(input.start)
+        bias = f"--bias-probs {input.bias}" if "bias" in input.keys() else ""
+        common = f"--start-dir {start} --train {input.train} --dev {input.dev} --seed {seed} --tag {run} {bias}"
+        training = SRN.get("mask_training", {})
+        mask_opts = (f" --init @INIT@ --alpha {training.get('alpha', 2.0)} --phi {training.get('phi', 0.01)}"
+                     f" --reset-every {training.get('reset_every', 1000)} --eval-every {training.get('eval_every', 1000)}"
+                     f" --hparams {as_json(training.get('hparams', {}))}")
+        if run.startswith("t5_"):
+            variant = SRN_T5[run.removeprefix("t5_")]
+            loss = (SRN_DEBIAS or {}).get("loss", "ce")
+            gradual = (f" --schedule gradual --initial-sparsity {variant['initial_sparsity']}"
+                       if variant.get("initial_sparsity") is not None else "")
+            mask = mask_opts.replace("@INIT@", variant["init"])
+            return (f"--method mask_train {common} --loss {loss} {mask} {gradual}"
+                    f" --select-after {SRN.get('select_after', 0.7)} --sparsities {SRN_T5_SPARSITY}"
+                    f" --sweep-dir {folder}")
+        spec = srn_spec(run)
+        if spec["method"] == "mask_train":
+            select_after = SRN.get("select_after", 0.7) if spec["start"] == "ft" else 0.0
+            mask = mask_opts.replace("@INIT@", training.get("init", "hard"))
+            return (f"--method mask_train {common} --loss {spec['loss']} {mask}"
+                    f" --select-after {select_after} --sparsities {' '.join(map(str, SRN_SPARSITIES))}"
+                    f" --sweep-dir {folder}")
+        if spec["method"] in ("imp", "imp_rewind"):
+            return (f"--method {spec['method']} {common} --loss {spec['loss']}"
+                    f" --hparams {as_json(SRN.get('imp', {}).get('hparams', {}))}"
+                    f" --final-sparsity {imp_levels()[-1]} --out-dir {folder}")
+        return (f"--method retrain {common} --loss {spec['loss']}"
+                f" --hparams {as_json(SRN.get('retrain', {}).get('hparams', {}))}"
+                f" --masks {' '.join(input.masks)} --sweep-dir {folder}")
+
+    return options
+
+
+def srn_is_mask_run(run):
+    return run.startswith("t5_") or srn_spec(run)["method"] == "mask_train"
+
+
+def srn_eval_inputs_of(task, run):
+    sparsities = [SRN_T5_SPARSITY] if run.startswith("t5_") else SRN_SPARSITIES
+
+    def inputs(wildcards):
+        folder = srn_dir(task, run, wildcards.seed)
+        found = {"data": [prepared_path(e) for e in eval_set_names(task)]}
+        if srn_is_mask_run(run):
+            found["start"] = f"{srn_start(task, run, wildcards.seed)}/model.safetensors"
+            found["masks"] = [f"{folder}/{sparsity_name(s)}/mask.mask" for s in sparsities]
+        else:
+            found["models"] = [f"{folder}/{sparsity_name(s)}/model.safetensors" for s in sparsities]
+        return found
+
+    return inputs
+
+
+def srn_eval_options_of(task, run):
+    sparsities = [SRN_T5_SPARSITY] if run.startswith("t5_") else SRN_SPARSITIES
+
+    def options(wildcards, input):
+        rows = " ".join(f"srnets/{run}/{s}" for s in sparsities)
+        dirs = " ".join(srn_eval_dir(task, run, wildcards.seed, s) for s in sparsities)
+        if srn_is_mask_run(run):
+            return (f"evaluate_masks --model-dir {os.path.dirname(input.start)} --masks {' '.join(input.masks)}"
+                    f" --rows {rows} --out-dirs {dirs}")
+        return (f"evaluate --model-dirs {' '.join(os.path.dirname(m) for m in input.models)} --rows {rows}"
+                f" --out-dirs {dirs}")
+
+    return options

@@ -147,3 +147,19 @@ def test_init_out_keeps_the_seeded_untrained_model(data_dir, checkpoint, tmp_pat
     assert summary["initial_weights"] is True and summary["labels"] == ["entailment", "neutral", "contradiction"]
     model, _ = load_classifier(tmp_path / "a_init")
     assert model.config.maskbench_input_view == "pair"
+
+
+def test_initial_model_is_the_starting_point_of_the_seeds_fine_tuning(data_dir, tmp_path):
+    from safetensors.torch import load_file
+
+    from maskbench import initial_model
+
+    assert finetune_cli.main([
+        "--train", str(data_dir / "train.parquet"), "--model-spec", json.dumps(TINY_MODEL),
+        "--hparams", json.dumps(TINY_HP), "--seed", "3", "--out-dir", str(tmp_path / "ft"),
+        "--init-out", str(tmp_path / "ft_init"), "--threads", "1"]) == 0
+    assert initial_model.main(["--train", str(data_dir / "train.parquet"), "--model-spec", json.dumps(TINY_MODEL),
+                               "--seed", "3", "--out-dir", str(tmp_path / "init")]) == 0
+    a, b = load_file(tmp_path / "ft_init" / "model.safetensors"), load_file(tmp_path / "init" / "model.safetensors")
+    assert set(a) == set(b) and all(torch.equal(a[k], b[k]) for k in a)
+    assert (tmp_path / "init" / "tokenizer.json").read_text() == (tmp_path / "ft_init" / "tokenizer.json").read_text()
