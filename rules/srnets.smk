@@ -1,34 +1,10 @@
-# Paper C (sparse and robust subnetworks), planned only when the config has `srnets:`. Each job sweeps every
-# sparsity of one run (task, seed) in one process (`maskbench.srnet --sparsities/--masks`); evaluation scores the
-# sweep's masks on their start model (switching masks) or its checkpoints; srnet_report draws the curves.
+# Paper C (sparse and robust subnetworks), planned only when the config has `srnets:` (helpers: rules/common.smk).
+# Each srnet job runs one sweep of one (task, seed) in one process (`maskbench.srnet --sparsities/--masks/--runs`);
+# evaluate_srnets scores every subnetwork of a (task, seed), srnet_report draws the curves and Table 5.
 
 if SRN:
 
-    rule initial_model:
-        # theta_pt: the model a seed's fine-tuning starts from (from scratch: its seeded initialisation)
-        input:
-            train=lambda wildcards: prepared_path(config["tasks"][wildcards.task]["train"]),
-        output:
-            model=f"{R}/{TRACK}/{{task}}/{MODEL}/models/init/seed~{{seed}}/model.safetensors",
-            summary=f"{R}/{TRACK}/{{task}}/{MODEL}/models/init/seed~{{seed}}/train_summary.json",
-        params:
-            model_spec=as_json(config["model"]),
-            out_dir=folder_of_output("model"),
-        log:
-            f"{R}/logs/initial_model/{{task}}/seed~{{seed}}.log",
-        benchmark:
-            f"{R}/benchmarks/rules/initial_model/{{task}}/seed~{{seed}}.tsv"
-        threads: 1
-        resources:
-            mem_mb=COMPUTE["train_mem_mb"],
-            runtime=COMPUTE["train_runtime_min"],
-        conda:
-            "../envs/maskbench.yaml"
-        shell:
-            "python -m maskbench.initial_model --train {input.train} --model-spec {params.model_spec}"
-            " --seed {wildcards.seed} --out-dir {params.out_dir} > {log} 2>&1"
-
-    for _run in list(SRN_RUNS) + list(SRN_FEEDERS) + [f"t5_{v}" for v in SRN_T5]:
+    for _run in list(SRN_RUNS) + list(SRN_FEEDERS) + SRN_NAMED_SWEEPS:
 
         rule:
             name:
@@ -36,8 +12,7 @@ if SRN:
             input:
                 unpack(srn_inputs_of(_run)),
             output:
-                srn_outputs("{task}", _run, "{seed}") if not _run.startswith("t5_") else
-                [f"{srn_dir('{task}', _run, '{seed}')}/{sparsity_name(SRN_T5_SPARSITY)}/mask.mask"],
+                srn_outputs(_run),
             params:
                 options=srn_options_of(_run),
             log:
@@ -47,50 +22,54 @@ if SRN:
             threads: COMPUTE["train_threads"]
             resources:
                 mem_mb=COMPUTE["train_mem_mb"],
-                runtime=COMPUTE["train_runtime_min"],
+                runtime=COMPUTE.get("srnet_runtime_min", COMPUTE["train_runtime_min"]),
                 gpu=training_gpus(),
             conda:
                 "../envs/maskbench.yaml"
             shell:
                 "python -m maskbench.srnet {params.options} --threads {threads} > {log} 2>&1"
 
-        for _task in TASKS:
+    for _task in SRN_TASKS:
 
-            rule:
-                name:
-                    f"evaluate_srnet_{_run}_{_task}"
-                input:
-                    unpack(srn_eval_inputs_of(_task, _run)),
-                output:
-                    srn_eval_outputs(_task, _run, "{seed}"),
-                params:
-                    options=srn_eval_options_of(_task, _run),
-                    eval_sets=as_json(eval_set_specs(_task)),
-                    task=_task,
-                    max_length=config["finetune"]["max_length"],
-                    batch_size=config["finetune"]["eval_batch_size"],
-                log:
-                    f"{R}/logs/evaluate_srnet/{_run}/{_task}/seed~{{seed}}.log",
-                threads: 1
-                resources:
-                    mem_mb=COMPUTE["eval_mem_mb"],
-                    runtime=COMPUTE["eval_runtime_min"],
-                conda:
-                    "../envs/maskbench.yaml"
-                shell:
-                    "python -m maskbench.{params.options} --data {input.data} --eval-sets {params.eval_sets}"
-                    " --task {params.task} --seed {wildcards.seed} --max-length {params.max_length}"
-                    " --batch-size {params.batch_size} --threads {threads} > {log} 2>&1"
+        rule:
+            # every subnetwork of one (task, seed): masks switched in on their start model, checkpoints as they are
+            name:
+                f"evaluate_srnets_{_task}"
+            input:
+                unpack(srn_eval_inputs_of(_task)),
+            output:
+                srn_eval_outputs(_task, "{seed}"),
+            params:
+                subnetworks=srn_eval_options_of(_task),
+                eval_sets=as_json(eval_set_specs(_task)),
+                task=_task,
+                max_length=config["finetune"]["max_length"],
+                batch_size=config["finetune"]["eval_batch_size"],
+            log:
+                f"{R}/logs/evaluate_srnets/{_task}/seed~{{seed}}.log",
+            benchmark:
+                f"{R}/benchmarks/rules/evaluate_srnets/{_task}/seed~{{seed}}.tsv"
+            threads: 1
+            resources:
+                mem_mb=COMPUTE["eval_mem_mb"],
+                runtime=COMPUTE["eval_runtime_min"],
+            conda:
+                "../envs/maskbench.yaml"
+            shell:
+                "python -m maskbench.evaluate_srnets {params.subnetworks} --data {input.data}"
+                " --eval-sets {params.eval_sets} --task {params.task} --seed {wildcards.seed}"
+                " --max-length {params.max_length} --batch-size {params.batch_size} --threads {threads} > {log} 2>&1"
 
     rule srnet_report:
-        # paper C's curves (ID and OOD metric vs sparsity, std bands over seeds) and Table 5
+        # paper C's curves (ID and OOD metric vs sparsity, std bands over seeds), Table 5 and the timing study
         input:
             evals=srn_all_evals(),
-            reference=[evaluation_json(t, "baseline", s, e) for t in TASKS for s in SRN_SEEDS for e in eval_set_names(t)],
+            reference=[evaluation_json(t, "baseline", s, e) for t in SRN_TASKS for s in SRN_SEEDS
+                       for e in eval_set_names(t)],
         output:
-            srn_report_outputs(),
+            srn_report_outputs(captioned=True),
         params:
-            runs=as_json(SRN_RUNS),
+            runs=as_json(srn_report_runs()),
             metrics=as_json(SRN.get("metrics", {})),
             table5=as_json(SRN.get("table5", {})),
             out_dir=R,

@@ -9,10 +9,13 @@ rule finetune_baseline:
         summary=f"{R}/{TRACK}/{{task}}/{MODEL}/models/method~finetune/loss~ce/seed~{{seed}}/train_summary.json",
         # the baseline's own training-set probabilities: the teacher of confidence regularisation
         probs=f"{R}/{TRACK}/{{task}}/{MODEL}/models/method~finetune/loss~ce/seed~{{seed}}/train_probs.parquet",
+        # with `srnets:` also paper C's theta_pt (the untrained start) and the timing study's snapshots
+        **finetune_extra_outputs(),
     params:
         model_spec=as_json(config["model"]),
         hparams=as_json(config["finetune"]),
         out_dir=folder_of_output("model"),
+        extra=finetune_extra_options,
     log:
         f"{R}/logs/finetune_baseline/{{task}}/seed~{{seed}}.log",
     benchmark:
@@ -28,4 +31,4 @@ rule finetune_baseline:
         "python -m maskbench.finetune --train {input.train} --dev {input.dev}"
         " --model-spec {params.model_spec} --hparams {params.hparams} --loss ce"
         " --seed {wildcards.seed} --threads {threads} --out-dir {params.out_dir}"
-        " --train-probs-out {output.probs} > {log} 2>&1"
+        " --train-probs-out {output.probs} {params.extra} > {log} 2>&1"

@@ -149,17 +149,28 @@ def test_init_out_keeps_the_seeded_untrained_model(data_dir, checkpoint, tmp_pat
     assert model.config.maskbench_input_view == "pair"
 
 
-def test_initial_model_is_the_starting_point_of_the_seeds_fine_tuning(data_dir, tmp_path):
+def test_snapshots_hold_the_weights_after_that_many_steps(data_dir, tmp_path):
+    """--snapshot-steps s writes the weights after s updates: bit-identical to a run that stops after s steps
+    (constant learning rate, no warm-up: the schedule does not depend on the run's length)."""
     from safetensors.torch import load_file
 
-    from maskbench import initial_model
-
-    assert finetune_cli.main([
-        "--train", str(data_dir / "train.parquet"), "--model-spec", json.dumps(TINY_MODEL),
-        "--hparams", json.dumps(TINY_HP), "--seed", "3", "--out-dir", str(tmp_path / "ft"),
-        "--init-out", str(tmp_path / "ft_init"), "--threads", "1"]) == 0
-    assert initial_model.main(["--train", str(data_dir / "train.parquet"), "--model-spec", json.dumps(TINY_MODEL),
-                               "--seed", "3", "--out-dir", str(tmp_path / "init")]) == 0
-    a, b = load_file(tmp_path / "ft_init" / "model.safetensors"), load_file(tmp_path / "init" / "model.safetensors")
-    assert set(a) == set(b) and all(torch.equal(a[k], b[k]) for k in a)
-    assert (tmp_path / "init" / "tokenizer.json").read_text() == (tmp_path / "ft_init" / "tokenizer.json").read_text()
+    hp = {**TINY_HP, "epochs": 2, "warmup": 0, "lr_schedule": "constant"}
+    common = ["--train", str(data_dir / "train.parquet"), "--model-spec", json.dumps(TINY_MODEL), "--seed", "4",
+              "--threads", "1"]
+    assert finetune_cli.main([*common, "--hparams", json.dumps(hp), "--out-dir", str(tmp_path / "full"),
+                              "--snapshot-steps", "3", "1", "--snapshot-dir", str(tmp_path / "snaps")]) == 0
+    n_batches = -(-len(pd.read_parquet(data_dir / "train.parquet")) // hp["batch_size"])
+    short = {**hp, "epochs": (3 - 0.5) / n_batches}  # fit runs ceil(epochs x batches) = 3 steps
+    assert finetune_cli.main([*common, "--hparams", json.dumps(short), "--out-dir", str(tmp_path / "short")]) == 0
+    snap = load_file(tmp_path / "snaps" / "step~3" / "model.safetensors")
+    stopped = load_file(tmp_path / "short" / "model.safetensors")
+    assert set(snap) == set(stopped) and all(torch.equal(snap[k], stopped[k]) for k in snap)
+    one = load_file(tmp_path / "snaps" / "step~1" / "model.safetensors")
+    final = load_file(tmp_path / "full" / "model.safetensors")
+    assert any(not torch.equal(one[k], snap[k]) for k in snap) and any(not torch.equal(final[k], snap[k]) for k in snap)
+    summary = json.loads((tmp_path / "snaps" / "step~3" / "train_summary.json").read_text())
+    assert summary["snapshot_step"] == 3 and summary["total_steps"] == 2 * n_batches
+    with pytest.raises(ValueError, match=r"--snapshot-steps \[99\]: every step must lie in 1\.\."):
+        finetune_cli.main([*common, "--hparams", json.dumps(hp), "--out-dir", str(tmp_path / "bad"),
+                           "--snapshot-steps", "99", "--snapshot-dir", str(tmp_path / "bad_snaps")])
+    assert not (tmp_path / "bad").exists()

@@ -259,3 +259,83 @@ def test_a_sweep_runs_every_sparsity_in_one_process_and_retrains_each_mask(work,
         srnet.main([*common(work, "mask_train", hp=MASK_HP), "--select-after", "0", "--sparsities", "0.3", "1.5",
                     "--sweep-dir", str(tmp_path / "y")])
     assert not (tmp_path / "y").exists()
+
+
+def test_a_runs_sweep_sets_the_schedule_and_the_start_of_each_run(work, tmp_path):
+    """Table 5's schedules and the timing study's start checkpoints: one process, one folder per named run."""
+    runs = [{"name": "fixed_hard", "init": "hard"},
+            {"name": "gradual_0.2", "init": "soft", "schedule": "gradual", "initial_sparsity": 0.2},
+            {"name": "step~0", "start_dir": str(work / "init"), "select_after": 0.0}]
+    sweep = tmp_path / "runs"
+    assert srnet.main([*common(work, "mask_train", hp=MASK_HP), "--eval-every", "2", "--reset-every", "2",
+                       "--select-after", "0.7", "--sparsity", "0.6", "--runs", json.dumps(runs),
+                       "--sweep-dir", str(sweep)]) == 0
+    metas = {}
+    for run in runs:
+        masks, metas[run["name"]] = read_mask_file(sweep / run["name"] / "mask.mask")
+        assert all(pruned(m) == prune_count(m.size, 0.6) for m in masks.values()), run["name"]
+    assert (metas["fixed_hard"]["init"], metas["fixed_hard"]["schedule"]) == ("hard", "fixed")
+    assert (metas["gradual_0.2"]["init"], metas["gradual_0.2"]["schedule"]) == ("soft", "gradual")
+    assert metas["gradual_0.2"]["initial_sparsity"] == 0.2
+    assert metas["step~0"]["model_dir"] == str(work / "init") and metas["step~0"]["select_after"] == 0.0
+    assert metas["fixed_hard"]["model_dir"] == str(work / "ft")
+    assert metas["fixed_hard"]["start_step"] == 4  # the fine-tuned start's total steps (its summary says so)
+    assert metas["step~0"]["model_fingerprint"] != metas["fixed_hard"]["model_fingerprint"]
+    for bad, message in ((runs + [{"name": "fixed_hard"}], "'fixed_hard' is given twice"),
+                         ([{"name": "x", "loss": "poe"}], r"\['loss'\] cannot be set per run"),
+                         ([{"name": "a/b"}], "field 'name' must be a folder name")):
+        with pytest.raises(ValueError, match=message):
+            srnet.main([*common(work, "mask_train", hp=MASK_HP), "--select-after", "0.7", "--sparsity", "0.6",
+                        "--runs", json.dumps(bad), "--sweep-dir", str(tmp_path / "bad")])
+    assert not (tmp_path / "bad").exists()
+
+
+def test_mix_train_adds_the_ood_training_data_but_never_a_test_pair(work, tmp_path):
+    hans, labels = generate("nli", "hans", 40, seed=1)
+    write_prepared(hans, labels, tmp_path / "hans_train.parquet", {"dataset": "hans_train", "task": "mnli"})
+    test = hans.iloc[:10].assign(id=[f"t{i}" for i in range(10)])  # ten of its pairs are "test" pairs
+    write_prepared(test, labels, tmp_path / "hans_test.parquet", {"dataset": "hans", "task": "mnli"})
+    mix = [{"path": str(tmp_path / "hans_train.parquet"), "repeat": 2, "label_map": {"non-entailment": "contradiction"}}]
+    args = [*common(work, "mask_train", hp=MASK_HP), "--eval-every", "4", "--reset-every", "2", "--select-after", "0",
+            "--sparsity", "0.5", "--mix-train", json.dumps(mix), "--mix-exclude", str(tmp_path / "hans_test.parquet"),
+            "--out-mask", str(tmp_path / "ood.mask"), "--summary", str(tmp_path / "ood.json")]
+    assert srnet.main(args) == 0
+    summary = json.loads((tmp_path / "ood.json").read_text())
+    dropped = int(hans.assign(k=hans.text_a + "|" + hans.text_b).k.isin(test.text_a + "|" + test.text_b).sum())
+    assert dropped >= 10
+    assert summary["meta"]["n_train"] == 64 + 2 * (40 - dropped)
+    assert summary["meta"]["mixed_in"][0]["n_dropped_as_test"] == dropped
+    assert summary["total_steps"] == 2 * math.ceil((64 + 2 * (40 - dropped)) / 16)
+    with pytest.raises(ValueError, match="--mix-train: loss 'poe' reads per-example"):
+        srnet.main([*args[:-4], "--loss", "poe", "--out-mask", str(tmp_path / "x.mask"),
+                    "--summary", str(tmp_path / "x.json")])
+    assert not (tmp_path / "x.mask").exists()
+
+
+def test_evaluate_srnets_scores_masks_and_checkpoints_in_one_process(work, tmp_path):
+    from maskbench import evaluate as evaluate_cli
+    from maskbench import evaluate_masks, evaluate_srnets
+
+    data = ["--data", str(work / "dev.parquet"), "--eval-sets", json.dumps([{"name": "dev", "metric": "accuracy"}]),
+            "--task", "mnli", "--seed", "1", "--threads", "1"]
+    assert evaluate_srnets.main([
+        "--model-dirs", str(work / "ft"), str(work / "ft"), str(work / "init"),
+        "--masks", str(work / "m50.mask"), "none", "none", "--rows", "srnets/a/0.5", "srnets/ft/0", "srnets/init/0",
+        "--out-dirs", *(str(tmp_path / n) for n in ("masked", "ft", "init")), *data]) == 0
+    # the same numbers as the single-purpose entry points
+    assert evaluate_masks.main(["--model-dir", str(work / "ft"), "--masks", str(work / "m50.mask"), "--rows", "m",
+                                "--out-dirs", str(tmp_path / "ref_masked"), *data]) == 0
+    assert evaluate_cli.main(["--model-dirs", str(work / "ft"), str(work / "init"), "--rows", "ft", "init",
+                              "--out-dirs", str(tmp_path / "ref_ft"), str(tmp_path / "ref_init"), *data]) == 0
+    for ours, ref in (("masked", "ref_masked"), ("ft", "ref_ft"), ("init", "ref_init")):
+        a, b = (json.loads((tmp_path / d / "dev.json").read_text()) for d in (ours, ref))
+        assert a["metrics"] == b["metrics"], ours
+    masked = json.loads((tmp_path / "masked" / "dev.json").read_text())
+    assert masked["row"] == "srnets/a/0.5" and masked["mask_density"] == pytest.approx(0.5, abs=0.01)
+    assert "mask" not in json.loads((tmp_path / "ft" / "dev.json").read_text())
+    # a mask on a model it was not trained on is refused before anything is scored
+    with pytest.raises(MaskMismatchError, match="m50.mask"):
+        evaluate_srnets.main(["--model-dirs", str(work / "ft"), str(work / "init"), "--masks", "none",
+                              str(work / "m50.mask"), "--rows", "x", "y", "--out-dirs", str(tmp_path / "x"),
+                              str(tmp_path / "y"), *data])
+    assert not (tmp_path / "x").exists()

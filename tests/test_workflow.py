@@ -43,10 +43,15 @@ def test_lint_is_clean():
             "train_bias_model": 9, "bias_overlap_mnli": 1, "evaluate_mnli": 3, "evaluate_bias_mnli": 1,
             "search_mask": 4 * 3 * 3, "evaluate_masks_qqp": 3, "mask_report": 1, "mask_benchmark": 1, "table1": 1,
             "bias_models_table": 1}),
-    ("configs/smoke.yaml", {"prepare_dataset": 10, "finetune_baseline": 6, "finetune_debiased": 18,
+    ("configs/smoke.yaml", {"prepare_dataset": 11, "finetune_baseline": 6, "finetune_debiased": 18,
                             "train_bias_model": 9, "bias_overlap_qqp": 1, "evaluate_fever": 2,
                             "evaluate_bias_fever": 1, "search_mask": 2 * 3 * 2, "evaluate_masks_mnli": 2,
-                            "figure_id_ood": 1}),
+                            "figure_id_ood": 1,
+                            # paper C on MNLI, one seed: ten sweeps, one evaluation, the report
+                            **{f"srnet_{run}": 1 for run in ("a_mask_ce", "a_mask_poe", "a_imp_ce", "c_mask_ce",
+                                                             "b_imprw_poe", "b_mask_retrain_ce", "b_imprw_retrain_ce",
+                                                             "a_mask_ood", "t5", "timing")},
+                            "evaluate_srnets_mnli": 1, "srnet_report": 1}),
     ("configs/minilm.yaml", {"finetune_baseline": 9, "finetune_debiased": 18, "search_mask": 36, "table1": 1}),
 ])
 def test_dry_run_plans_every_job(configfile, expected, tmp_path):
@@ -66,7 +71,8 @@ def test_paper_config_plans_the_full_reproduction_on_slurm(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     jobs = planned_jobs(result.stdout)
     # 3 tasks x 5 seeds of bert-base, each scored on all its evaluation sets
-    assert jobs["finetune_baseline"] == 15 and jobs["prepare_dataset"] == 10 and jobs["negation_subset"] == 1
+    # (+ paper C's four OOD training sets)
+    assert jobs["finetune_baseline"] == 15 and jobs["prepare_dataset"] == 10 + 4 and jobs["negation_subset"] == 1
     # every row (baseline, two SD rows, four mask rows) per seed, plus the weak learners, each seeded like the
     # main model; one evaluation job per task and seed for the checkpoints, one for the bias models, one for masks
     assert jobs["finetune_debiased"] == 2 * 15 and jobs["train_bias_model"] == 3 * 15
@@ -83,6 +89,42 @@ def test_paper_config_plans_the_full_reproduction_on_slurm(tmp_path):
     assert training and all("gpu=1" in b and "slurm_partition=gpu" in b and "slurm_account=acct" in b
                             for b in training)
     assert "results/paper/nlu/mnli/bert-base-uncased/models" in result.stdout
+
+
+def test_paper_config_plans_the_whole_of_paper_c(tmp_path):
+    env = {"MASKBENCH_SLURM_ACCOUNT": "acct", "MASKBENCH_SLURM_PARTITION": "cpu",
+           "MASKBENCH_SLURM_GPU_PARTITION": "gpu"}
+    result = snakemake("-n", "--configfile", str(REPO / "configs/paper.yaml"), "--profile",
+                       str(REPO / "profiles/slurm"), workdir=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = planned_jobs(result.stdout)
+    # per task and seed (3 x 4): mask training with CE, PoE, reweighting and conf-reg on the fine-tuned model and
+    # with CE on theta_pt, IMP, IMP-rewind (PoE) and the two retraining sweeps, the OOD-informed runs of (a) and
+    # (c), Table 5's five schedules and the timing study in one job each; one evaluation job per task and seed
+    runs = ["a_mask_ce", "a_mask_poe", "a_mask_reweight", "a_mask_conf_reg", "c_mask_ce", "a_imp_ce", "b_imprw_poe",
+            "b_mask_retrain_ce", "b_imprw_retrain_ce", "a_mask_ood", "c_mask_ood", "t5", "timing"]
+    assert {run: jobs.get(f"srnet_{run}") for run in runs} == {run: 12 for run in runs}
+    assert jobs["evaluate_srnets_mnli"] == jobs["evaluate_srnets_fever"] == 4 and jobs["srnet_report"] == 1
+    blocks = {b.split("rule ")[1].split(":")[0]: b for b in result.stdout.split("\n\n")
+              if "rule srnet_" in b and "rule srnet_report:" not in b}
+    assert len(blocks) == len(runs)
+    assert all("gpu=1" in b and "slurm_partition=gpu" in b and "runtime=2880" in b for b in blocks.values())
+    sweep = blocks["srnet_a_mask_poe"]
+    assert "--sparsities 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9" in sweep and "--loss poe" in sweep
+    qqp = next(b for b in result.stdout.split("\n\n") if "rule srnet_a_mask_ce:" in b and "task=qqp" in b)
+    assert '"epochs": 7' in qqp and '"learning_rate": 2e-05' in qqp and "--eval-every 1000" in qqp
+    fever = next(b for b in result.stdout.split("\n\n") if "rule srnet_a_imp_ce:" in b and "task=fever" in b)
+    assert '"epochs": 7' in fever and "--final-sparsity 0.9" in fever
+    ood = next(b for b in result.stdout.split("\n\n") if "rule srnet_a_mask_ood:" in b and "task=fever" in b)
+    assert "fever_symmetric_v2_dev.parquet" in ood and '"repeat": 10' in ood
+    assert "--mix-exclude" in ood and "fever_symmetric_v2.parquet" in ood
+    finetune = next(b for b in result.stdout.split("\n\n") if "rule finetune_baseline:" in b)
+    assert "--snapshot-steps 5000 10000 15000 20000" in finetune and "--init-out" in finetune
+    conf_reg = blocks["srnet_a_mask_conf_reg"]  # the teacher: the same seed's baseline
+    assert "--loss conf_reg" in conf_reg and "--bias-probs" in conf_reg
+    assert re.search(r"--teacher-probs \S+/models/method~finetune/loss~ce/seed~(\d+)/train_probs\.parquet", conf_reg)
+    t5 = next(b for b in result.stdout.split("\n\n") if "rule srnet_t5:" in b and "task=qqp" in b)
+    assert '"epochs": 5' in t5 and '"initial_sparsity": 0.7' in t5 and "--sparsity 0.9" in t5
 
 
 def write_config(tmp_path, edit) -> Path:
@@ -130,7 +172,9 @@ def test_bad_data_stops_before_training_naming_file_field_and_value(tmp_path):
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("smoke")
-    result = snakemake("--cores", "2", "--configfile", str(REPO / "configs/smoke.yaml"), workdir=workdir)
+    # ~8 minutes on 2 free cores (94 jobs, mostly start-up); the limit only catches a hang
+    result = snakemake("--cores", "2", "--configfile", str(REPO / "configs/smoke.yaml"), workdir=workdir,
+                       timeout=1800)
     assert result.returncode == 0, result.stderr[-5000:]
     return workdir
 
@@ -184,6 +228,41 @@ def test_smoke_dag_builds_masks_figure_2_and_the_benchmark(smoke_run):
     for key in ("search_step_ratio", "mask_bytes_over_entropy", "mask_bytes_over_fp32", "apply_revert_ms"):
         assert bench[key] > 0, key
     assert bench["revert_bit_exact"] is True
+
+
+@pytest.mark.slow
+def test_smoke_dag_draws_paper_c_curves_table5_and_the_timing_study(smoke_run):
+    from maskbench.masking.codec import read_mask_file
+    from maskbench.masking.sparsity import prune_count
+    from maskbench.report.sparsity_curves import CURVE_COLUMNS
+
+    tables, figures = smoke_run / "results/tables", smoke_run / "results/figures"
+    curves = pd.read_csv(tables / "sparsity_curves.csv")
+    assert list(curves.columns[:9]) == CURVE_COLUMNS
+    lines = set(zip(curves.paradigm, curves.method, curves.loss, strict=True))
+    assert lines == {("a", "mask train", "ce"), ("a", "mask train", "poe"), ("a", "IMP", "ce"),
+                     ("a", "mask train", "ce + OOD data"), ("b", "mask train mask → retrain", "ce"),
+                     ("b", "IMP-rewind mask → retrain", "ce"), ("c", "mask train", "ce")}
+    assert set(curves.sparsity) == {0.5, 0.9} and set(curves.task) == {"mnli"} and (curves.n_seeds == 1).all()
+    assert set(curves.eval_set) == {"mnli_dev", "hans", "mnli_negation"}
+    t5 = pd.read_csv(tables / "table5.csv")
+    assert set(zip(t5.schedule, t5.init, strict=True)) == {("fixed_0.9", "hard"), ("gradual_0.7-0.9", "soft")}
+    assert set(t5.dropna(subset=["paper"]).paper) == {72.09, 52.56, 76.84, 56.72}  # paper C's MNLI / HANS
+    timing = pd.read_csv(tables / "timing_curves.csv")
+    assert set(timing.start_step) == {0, 3, 6, 10}  # theta_pt, the two snapshots, the end of fine-tuning
+    for name in ("sparsity_curves.png", "timing_curves.png"):
+        assert (figures / name).stat().st_size > 5000, name
+    # every matrix of a mask-trained subnetwork meets the sparsity; IMP's checkpoint carries its zeros
+    srn = next(smoke_run.rglob("mnli/*/srnets"))
+    masks, meta = read_mask_file(srn / "a_mask_ce/seed~1/sparsity~0.9/mask.mask")
+    assert all(int(m.size - m.sum()) == prune_count(m.size, 0.9) for m in masks.values())
+    assert meta["start_step"] == 10 and meta["model_fingerprint"]
+    imp = json.loads((srn / "a_imp_ce/seed~1/sparsity~0.9/train_summary.json").read_text())
+    assert imp["sparsity"] == 0.9 and abs(imp["exact_sparsity"] - 0.9) < 0.01
+    ood = json.loads((srn / "a_mask_ood/seed~1/sparsity~0.5/search.json").read_text())
+    mixed = ood["meta"]["mixed_in"][0]
+    assert mixed["path"].endswith("hans_train.parquet") and mixed["n_added"] == mixed["n_file"] - mixed["n_dropped_as_test"]
+    assert ood["meta"]["n_train"] == 300 + mixed["n_added"]
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """Cross-reference checks of the workflow config (what the JSON schema cannot say)."""
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,31 @@ def edited(edit):
 def test_dangling_names_are_refused_with_their_key(edit, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")):
         check_references(edited(edit))
+
+
+SMOKE = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda s: s.update(sparsities=[0.5, 0.35]), "srnets.sparsities[1] is 0.35; IMP prunes 10% per round"),
+    (lambda s: s.update(sparsities=[0.5, 0.5]), "srnets.sparsities has a level twice"),
+    (lambda s: s.update(seeds=[7]), "srnets.seeds has 7, which is not one of seeds"),
+    (lambda s: s.update(tasks=["snli"]), "srnets.tasks has 'snli'"),
+    (lambda s: s["imp"].update(tasks={"snli": {"hparams": {"epochs": 7}}}), "srnets.imp.tasks.snli is not a task"),
+    (lambda s: s["debias"].update(bias="lexical"), "srnets.debias.bias has value 'lexical'"),
+    (lambda s: s["table5"]["variants"]["gradual_0.7"].update(initial_sparsity=0.95),
+     "srnets.table5.variants.gradual_0.7.initial_sparsity is 0.95"),
+    (lambda s: s["table5"]["columns"].update(hans=["mnli", "paws"]), "srnets.table5.columns.hans"),
+    (lambda s: s["ood_informed"]["train"]["mnli"][0].update(dataset="hans"),
+     "srnets.ood_informed.train.mnli[0].dataset is 'hans', an evaluation set of mnli"),
+    (lambda s: s["ood_informed"]["train"]["mnli"][0].update(dataset="hans_trian"),
+     "srnets.ood_informed.train.mnli[0].dataset has value 'hans_trian'"),
+    (lambda s: s["timing"].update(steps=[6, 3]), "srnets.timing.steps must increase strictly"),
+    (lambda s: s["timing"].update(steps=[3, 10]), "srnets.timing.steps has 10, but the baseline of mnli runs 10 steps"),
+    (lambda s: s["timing"].update(sparsity={"mnli": 0.7}), "srnets.timing.sparsity has no value for task 'qqp'"),
+])
+def test_paper_c_names_and_levels_are_checked(edit, message):
+    config = copy.deepcopy(SMOKE)
+    edit(config["srnets"])
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_references(config)

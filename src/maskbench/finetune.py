@@ -29,7 +29,7 @@ from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import DataError, read_prepared
 from maskbench.losses import NEEDS, get_loss
 from maskbench.models import build_model_and_tokenizer
-from maskbench.train import INPUT_VIEWS, EncodedPairs, TrainHParams, fit, predict_proba
+from maskbench.train import INPUT_VIEWS, EncodedPairs, TrainHParams, fit, predict_proba, total_steps
 
 log = logging.getLogger("maskbench.finetune")
 
@@ -54,6 +54,10 @@ class FinetuneArgs:
         "help": "also write the model as built, before any training, to this checkpoint folder (paper C's "
                 "pre-trained weights theta_pt: the seeded initialisation of a from-scratch model, or the "
                 "pre-trained encoder with its seeded head)"})
+    snapshot_steps: list[int] = field(default_factory=list, metadata={
+        "help": "also write the model after these many optimiser steps (paper C's timing study starts mask "
+                "training from such checkpoints), each to <--snapshot-dir>/step~<N>/"})
+    snapshot_dir: Path | None = field(default=None, metadata={"help": "the folder of the --snapshot-steps"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
@@ -128,6 +132,30 @@ def read_training_inputs(args) -> tuple[pd.DataFrame, list[str], dict, dict, pd.
     return train_df, labels, train_meta, example_tensors, read_dev(args.dev, labels)
 
 
+def snapshot_hook(args: FinetuneArgs, model, tokenizer, n_examples: int, hp: TrainHParams, record: dict):
+    """The ``fit`` step hook writing ``--snapshot-steps`` checkpoints (None without snapshots); a step beyond the
+    run's last is an error before training. ``fit`` calls the hook before step ``s``'s update, after ``s``
+    updates, so ``step~s`` holds the weights after ``s`` optimiser steps (the final model is the run's own)."""
+    if not args.snapshot_steps:
+        return None
+    total = total_steps(n_examples, hp)
+    wanted = sorted(set(args.snapshot_steps))
+    if wanted[0] < 1 or wanted[-1] >= total:
+        raise ValueError(f"--snapshot-steps {args.snapshot_steps}: every step must lie in 1..{total - 1} (the run "
+                         f"has {total} steps: --hparams epochs {hp.epochs} of {n_examples} examples at batch size "
+                         f"{hp.batch_size})")
+
+    def hook(step: int, total_: int) -> None:
+        if step in wanted:
+            folder = args.snapshot_dir / f"step~{step}"
+            write_checkpoint(folder, model, tokenizer, {
+                **record, "snapshot_step": step, "total_steps": total_, "seed": args.seed,
+                "provenance": runtime.provenance(args, args.seed)})
+            log.info("step %d/%d: wrote the snapshot %s", step, total_, folder)
+
+    return hook
+
+
 def main(argv=None) -> int:
     setup_logging()
     args = parse_args(argv)
@@ -136,6 +164,8 @@ def main(argv=None) -> int:
     loss_fn = get_loss(args.loss, **json.loads(args.loss_hparams))
     if args.input_view not in INPUT_VIEWS:
         raise ValueError(f"--input-view {args.input_view!r} is unknown; choose one of {INPUT_VIEWS}")
+    if bool(args.snapshot_steps) != (args.snapshot_dir is not None):
+        raise ValueError("--snapshot-steps and --snapshot-dir go together")
     train_df, labels, train_meta, example_tensors, dev = read_training_inputs(args)
     full_train = train_df
     if args.train_subset:
@@ -163,8 +193,11 @@ def main(argv=None) -> int:
         data = EncodedPairs(tokenizer, train_df.text_a, train_df.text_b, train_df.label, hp.max_length,
                             args.input_view)
         evaluate = accuracy_on(dev, tokenizer, hp, device, args.input_view) if dev is not None else None
+        snapshot = snapshot_hook(args, model, tokenizer, len(data), hp, {
+            "labels": labels, "input_view": args.input_view, "model_spec": spec, "n_parameters": n_params,
+            "loss": args.loss, "train": str(args.train), "hparams": dataclasses.asdict(hp)})
         started = time.perf_counter()
-        curve = fit(model, data, loss_fn, hp, args.seed, device, evaluate, example_tensors)
+        curve = fit(model, data, loss_fn, hp, args.seed, device, evaluate, example_tensors, step_hook=snapshot)
         seconds = time.perf_counter() - started
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
@@ -181,7 +214,7 @@ def main(argv=None) -> int:
             "loss_hparams": json.loads(args.loss_hparams), "input_view": args.input_view,
             "bias_probs": str(args.bias_probs) if args.bias_probs else None,
             "hparams": dataclasses.asdict(hp), "model_spec": spec, "n_parameters": n_params,
-            "train_seconds": seconds, "device": str(device),
+            "train_seconds": seconds, "device": str(device), "total_steps": total_steps(len(data), hp),
             "final_dev_accuracy": next((p["dev_accuracy"] for p in reversed(curve) if "dev_accuracy" in p), None),
             "provenance": runtime.provenance(args, args.seed),
         }

@@ -33,6 +33,15 @@ to the start checkpoint after every prune::
     names and shapes must fit the start model. Writes a finetune-style checkpoint folder with the mask baked in,
     ``train_summary.json`` last.
 
+Sweeps run several of these in one process (start-up paid once), each into its own folder below ``--sweep-dir``:
+``--sparsities 0.2 0.5 ...`` (mask training, ``sparsity~0.2/``), ``--masks A.mask B.mask`` (retraining, named by
+each mask's sparsity) and ``--runs JSON`` (mask training, ``<name>/``, each entry overriding the schedule,
+initialisation or start checkpoint: Table 5's variants, the timing study's snapshots).
+
+The OOD-informed upper bound (paper C section 4.5) trains on ``--train`` with other prepared sets mixed in,
+``--mix-train '[{"path": "hans_train.parquet", "label_map": {"non-entailment": "contradiction"}}]'``, minus every
+pair that occurs in ``--mix-exclude`` (the OOD test sets); see ``maskbench.data.mixing``.
+
 Every argument is checked, and every input file read, before any training starts.
 """
 
@@ -57,9 +66,10 @@ from torch.nn.utils import parametrize
 from maskbench import runtime
 from maskbench.checkpoints import write_checkpoint
 from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.data.mixing import mix_training_sets, parse_mix
 from maskbench.data.schema import DataError
 from maskbench.finetune import accuracy_on, parse_hparams, read_training_inputs
-from maskbench.losses import get_loss
+from maskbench.losses import NEEDS, get_loss
 from maskbench.masking.apply import MaskMismatchError, MaskSet, model_fingerprint
 from maskbench.masking.codec import read_mask_file, read_mask_header
 from maskbench.masking.selectors import ENCODER_KINDS, module_kind, select_linear
@@ -91,6 +101,8 @@ DEFAULT_MODULES = {
 # what rewinding leaves alone: the classifier has no pre-trained value (paper C rewinds keys containing `bert`)
 REWIND_EXCLUDE = ("classifier",)
 IMP_SUMMARY = "imp_summary.json"
+# what one entry of a --runs sweep may set
+RUN_OVERRIDES = ("start_dir", "sparsity", "init", "schedule", "initial_sparsity", "gradual_end", "select_after")
 
 
 @dataclass
@@ -145,7 +157,17 @@ class SrnetArgs:
     masks: list[Path] = field(default_factory=list, metadata={
         "help": "retrain sweep: one run per mask file, written to <--sweep-dir>/sparsity~<s>/ with s the mask's "
                 "sparsity (instead of --mask, --out-dir)"})
+    runs: str = field(default="", metadata={
+        "help": "mask_train sweep: JSON list of runs, each {\"name\": N, ...overrides of "
+                f"{', '.join(RUN_OVERRIDES)}}}, written to <--sweep-dir>/<N>/{{mask.mask,search.json}} (Table 5's "
+                "schedules, the timing study's start checkpoints)"})
     sweep_dir: Path | None = field(default=None, metadata={"help": "the folder of a sweep's runs"})
+    # the OOD-informed upper bound (paper C section 4.5)
+    mix_train: str = field(default="", metadata={
+        "help": "JSON list of {path, repeat, label_map}: prepared sets mixed into --train (see "
+                "maskbench.data.mixing); only with a loss that reads no per-example inputs (ce)"})
+    mix_exclude: list[Path] = field(default_factory=list, metadata={
+        "help": "prepared sets (the OOD test sets) whose pairs are dropped from the mixed-in examples"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
@@ -249,6 +271,13 @@ def check_args(args: SrnetArgs) -> Plan:
             raise ValueError(f"--final-sparsity {args.final_sparsity} needs {n_levels} prunes, more than "
                              f"--imp-rounds {args.imp_rounds}")
         plan.levels = [round(n * args.imp_step, 10) for n in range(1, n_levels + 1)]
+    if args.mix_train:
+        parse_mix(args.mix_train)
+        if NEEDS[args.loss]:
+            raise ValueError(f"--mix-train: loss {args.loss!r} reads per-example {sorted(NEEDS[args.loss])}, which "
+                             "the mixed-in examples lack; the OOD-informed runs train with ce")
+    elif args.mix_exclude:
+        raise ValueError("--mix-exclude is only used with --mix-train")
     if args.mask_classifier not in (0, 1):
         raise ValueError(f"--mask-classifier must be 0 or 1, got {args.mask_classifier}")
     return plan
@@ -479,14 +508,35 @@ class Inputs:
     dev: pd.DataFrame | None
     transfer_mask: dict[str, np.ndarray] | None = None
     transfer_meta: dict | None = None
+    mixed: list[dict] = field(default_factory=list)  # --mix-train: what was mixed in
 
 
 def read_inputs(args: SrnetArgs) -> Inputs:
     train_df, labels, train_meta, example_tensors, dev = read_training_inputs(args)
     inputs = Inputs(train_df, labels, train_meta, example_tensors, dev)
+    if args.mix_train:
+        n_id = len(train_df)
+        inputs.train_df, inputs.mixed = mix_training_sets(train_df, labels, parse_mix(args.mix_train),
+                                                          args.mix_exclude)
+        log.info("training on %d examples: %d of %s and %s", len(inputs.train_df), n_id, args.train,
+                 ", ".join(f"{r['n_added']} of {r['path']} ({r['repeat']}x, {r['n_dropped_as_test']} dropped as "
+                           f"test pairs)" for r in inputs.mixed))
     if args.mask is not None:
         inputs.transfer_mask, inputs.transfer_meta = read_mask_file(args.mask)  # no fingerprint check, on purpose
     return inputs
+
+
+def start_step_of(start_dir: Path) -> int | None:
+    """How many fine-tuning steps the start checkpoint had: 0 for theta_pt, a snapshot's step, a finished run's
+    total; None when its summary does not say (paper C's timing study, section 5.1)."""
+    path = Path(start_dir) / "train_summary.json"
+    summary = json.loads(path.read_text()) if path.is_file() else {}
+    if summary.get("initial_weights"):
+        return 0
+    for key in ("snapshot_step", "total_steps"):
+        if isinstance(summary.get(key), int):
+            return summary[key]
+    return None
 
 
 def _common_meta(args: SrnetArgs, plan: Plan, inputs: Inputs) -> dict:
@@ -495,6 +545,8 @@ def _common_meta(args: SrnetArgs, plan: Plan, inputs: Inputs) -> dict:
             "teacher_probs": str(args.teacher_probs) if args.teacher_probs else None,
             "hparams": dataclasses.asdict(plan.hp), "seed": args.seed, "train": str(args.train),
             "task": inputs.train_meta.get("task"), "model_dir": str(args.start_dir),
+            "start_step": start_step_of(args.start_dir),
+            "n_train": len(inputs.train_df), "mixed_in": inputs.mixed,
             # paper C masks weights only; a mask file's readers must not zero biases of empty rows
             "zero_bias_of_empty_rows": False}
 
@@ -643,17 +695,54 @@ def run(args: SrnetArgs, on_prune=None) -> int:
     return 0
 
 
+def parse_runs(args: SrnetArgs) -> dict[str, dict]:
+    """``--runs``: name -> overrides (only RUN_OVERRIDES; a name is one folder level of plain characters)."""
+    if args.method != MASK_TRAIN:
+        raise ValueError("--runs sweeps --method mask_train only")
+    if args.out_mask is not None or args.summary is not None:
+        raise ValueError("--runs replaces --out-mask and --summary")
+    try:
+        items = json.loads(args.runs)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"--runs: not JSON ({err}): {args.runs[:80]!r}") from err
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"--runs must be a non-empty JSON list of objects, got {args.runs[:80]!r}")
+    runs: dict[str, dict] = {}
+    for i, item in enumerate(items):
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str) or not name or not all(c.isalnum() or c in "._~-" for c in name):
+            raise ValueError(f"--runs[{i}]: field 'name' must be a folder name of letters, digits and ._~-, got "
+                             f"{name!r}")
+        if name in runs:
+            raise ValueError(f"--runs[{i}]: field 'name' {name!r} is given twice")
+        unknown = sorted(set(item) - {"name", *RUN_OVERRIDES})
+        if unknown:
+            raise ValueError(f"--runs[{i}] ({name}): {unknown} cannot be set per run; choose from {RUN_OVERRIDES}")
+        overrides = {k: v for k, v in item.items() if k != "name"}
+        if "start_dir" in overrides:
+            overrides["start_dir"] = Path(overrides["start_dir"])
+        runs[name] = overrides
+    return runs
+
+
 def expand_sweep(args: SrnetArgs) -> list[SrnetArgs]:
     """The runs of a sweep (``--sparsities`` for mask_train, ``--masks`` for retrain), each a plain srnet run;
     a plain run is returned as it is. Every run is checked before the first one starts."""
-    if not args.sparsities and not args.masks:
+    kinds = [name for name in ("sparsities", "masks", "runs") if getattr(args, name)]
+    if not kinds:
         if args.sweep_dir is not None:
-            raise ValueError("--sweep-dir is only used with --sparsities or --masks")
+            raise ValueError("--sweep-dir is only used with --sparsities, --masks or --runs")
         return [args]
+    if len(kinds) > 1:
+        raise ValueError(f"one sweep per process: {' and '.join(_flag(k) for k in kinds)} given together")
     if args.sweep_dir is None:
-        raise ValueError("a sweep (--sparsities or --masks) needs --sweep-dir")
-    plain = {"sparsities": [], "masks": [], "sweep_dir": None}
-    if args.sparsities:
+        raise ValueError(f"a sweep ({_flag(kinds[0])}) needs --sweep-dir")
+    plain = {"sparsities": [], "masks": [], "runs": "", "sweep_dir": None}
+    if args.runs:
+        runs = [dataclasses.replace(args, **plain, **overrides, out_mask=args.sweep_dir / name / "mask.mask",
+                                    summary=args.sweep_dir / name / "search.json")
+                for name, overrides in parse_runs(args).items()]
+    elif args.sparsities:
         if args.method != MASK_TRAIN or args.masks:
             raise ValueError("--sparsities sweeps --method mask_train only (retrain sweeps take --masks)")
         if args.sparsity is not None or args.out_mask is not None or args.summary is not None:

@@ -6,6 +6,7 @@ run before any job starts, with the key path in the message.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 
@@ -84,6 +85,7 @@ def check_references(config: Mapping) -> None:
         if bias is not None and bias not in sources:
             raise ConfigError(f"config: masked_debiasing.{row}.bias has value {bias!r}, which is not a bias source "
                               f"{sorted(sources)}")
+    _check_srnets(config.get("srnets") or {}, config, sources)
     table = (config.get("report") or {}).get("table1")
     if table:
         built = {"baseline", *(config.get("standard_debiasing") or {}), *masked}
@@ -105,3 +107,76 @@ def _check_model(model: Mapping, where: str) -> None:
         raise ConfigError(f"config: {where}.path is required when {where}.init is 'pretrained'")
     if model["init"] == "scratch" and "bert_config" not in model:
         raise ConfigError(f"config: {where}.bert_config is required when {where}.init is 'scratch'")
+
+
+def _check_srnets(srn: Mapping, config: Mapping, sources: Mapping) -> None:
+    """Paper C's section: names that must exist, sparsities IMP can reach, a timing study inside the baseline."""
+    if not srn:
+        return
+    tasks, datasets = config["tasks"], config["datasets"]
+    for seed in srn.get("seeds", []):
+        if seed not in config["seeds"]:
+            # the subnetworks start from the baseline of the same seed
+            raise ConfigError(f"config: srnets.seeds has {seed}, which is not one of seeds {config['seeds']}")
+    for task in srn.get("tasks", []):
+        if task not in tasks:
+            raise ConfigError(f"config: srnets.tasks has {task!r}, which is not a task {sorted(tasks)}")
+    for section in ("mask_training", "imp", "retrain", "ood_informed", "table5"):
+        for task in (srn.get(section) or {}).get("tasks", {}):
+            if task not in tasks:
+                raise ConfigError(f"config: srnets.{section}.tasks.{task} is not a task {sorted(tasks)}")
+    for i, sparsity in enumerate(srn["sparsities"]):
+        if abs(sparsity * 10 - round(sparsity * 10)) > 1e-9:
+            raise ConfigError(f"config: srnets.sparsities[{i}] is {sparsity}; IMP prunes 10% per round, so every "
+                              f"level is a multiple of 0.1")
+    if len(set(srn["sparsities"])) != len(srn["sparsities"]):
+        raise ConfigError(f"config: srnets.sparsities has a level twice: {srn['sparsities']}")
+    debias = srn.get("debias")
+    if debias and debias["bias"] not in sources:
+        raise ConfigError(f"config: srnets.debias.bias has value {debias['bias']!r}, which is not a bias source "
+                          f"{sorted(sources)}")
+    t5 = srn.get("table5") or {}
+    if t5.get("loss", "ce") != "ce" and not debias:
+        raise ConfigError(f"config: srnets.table5.loss is {t5['loss']!r}, which needs srnets.debias.bias")
+    for name, variant in (t5.get("variants") or {}).items():
+        start = variant.get("initial_sparsity")
+        if start is not None and not 0 <= start < t5.get("sparsity", 0.9):
+            raise ConfigError(f"config: srnets.table5.variants.{name}.initial_sparsity is {start}; a gradual "
+                              f"schedule starts in [0, srnets.table5.sparsity = {t5.get('sparsity', 0.9)})")
+    for column, ref in (t5.get("columns") or {}).items():
+        task, eval_set = ref
+        if task not in tasks or eval_set not in tasks[task]["eval_sets"]:
+            raise ConfigError(f"config: srnets.table5.columns.{column} is {ref}, not [task, one of its eval sets]")
+    ood = srn.get("ood_informed") or {}
+    for task, mixed in (ood.get("train") or {}).items():
+        if task not in tasks:
+            raise ConfigError(f"config: srnets.ood_informed.train.{task} is not a task {sorted(tasks)}")
+        for i, item in enumerate(mixed):
+            name = item["dataset"]
+            if name not in datasets:
+                raise ConfigError(f"config: srnets.ood_informed.train.{task}[{i}].dataset has value {name!r}, which "
+                                  f"is not a dataset")
+            if name in tasks[task]["eval_sets"]:
+                raise ConfigError(f"config: srnets.ood_informed.train.{task}[{i}].dataset is {name!r}, an evaluation "
+                                  f"set of {task}: the upper bound trains on OOD training data, never on test data")
+    timing = srn.get("timing") or {}
+    for task in timing.get("tasks", []):
+        if task not in tasks:
+            raise ConfigError(f"config: srnets.timing.tasks has {task!r}, which is not a task {sorted(tasks)}")
+    if isinstance(timing.get("sparsity"), Mapping):
+        for task in tasks:
+            if task not in timing["sparsity"]:
+                raise ConfigError(f"config: srnets.timing.sparsity has no value for task {task!r}")
+    if timing:
+        steps = timing["steps"]
+        if sorted(set(steps)) != list(steps):
+            raise ConfigError(f"config: srnets.timing.steps must increase strictly, got {steps}")
+        hp = config["finetune"]
+        for task, spec in tasks.items():
+            n = datasets[spec["train"]].get("n")
+            if n is None:
+                continue  # a real dataset: finetune checks the steps against the run's length before training
+            total = math.ceil(hp["epochs"] * -(-n // hp["batch_size"]))
+            if steps[-1] >= total:
+                raise ConfigError(f"config: srnets.timing.steps has {steps[-1]}, but the baseline of {task} runs "
+                                  f"{total} steps (finetune.epochs x ceil(datasets.{spec['train']}.n / batch_size))")
