@@ -519,7 +519,7 @@ def srn_outputs(run):
 
 def srn_loss(run):
     if run == "t5":
-        return (SRN_T5 and (SRN.get("table5") or {}).get("loss")) or "ce"
+        return (SRN.get("table5") or {}).get("loss", "ce")
     return "ce" if run == "timing" else srn_spec(run)["loss"]
 
 

@@ -283,7 +283,8 @@ def test_a_runs_sweep_sets_the_schedule_and_the_start_of_each_run(work, tmp_path
     assert metas["step~0"]["model_fingerprint"] != metas["fixed_hard"]["model_fingerprint"]
     for bad, message in ((runs + [{"name": "fixed_hard"}], "'fixed_hard' is given twice"),
                          ([{"name": "x", "loss": "poe"}], r"\['loss'\] cannot be set per run"),
-                         ([{"name": "a/b"}], "field 'name' must be a folder name")):
+                         ([{"name": "a/b"}], "field 'name' must be a folder name"),
+                         ([{"name": ".."}], "field 'name' must be a folder name")):
         with pytest.raises(ValueError, match=message):
             srnet.main([*common(work, "mask_train", hp=MASK_HP), "--select-after", "0.7", "--sparsity", "0.6",
                         "--runs", json.dumps(bad), "--sweep-dir", str(tmp_path / "bad")])

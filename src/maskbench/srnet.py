@@ -710,7 +710,8 @@ def parse_runs(args: SrnetArgs) -> dict[str, dict]:
     runs: dict[str, dict] = {}
     for i, item in enumerate(items):
         name = item.get("name") if isinstance(item, dict) else None
-        if not isinstance(name, str) or not name or not all(c.isalnum() or c in "._~-" for c in name):
+        if (not isinstance(name, str) or name.strip(".") == "" or
+                not all(c.isalnum() or c in "._~-" for c in name)):
             raise ValueError(f"--runs[{i}]: field 'name' must be a folder name of letters, digits and ._~-, got "
                              f"{name!r}")
         if name in runs:
