@@ -63,12 +63,19 @@ def test_dry_run_plans_every_job(configfile, expected, tmp_path):
         assert jobs.get(rule) == count, (rule, jobs)
 
 
-def test_paper_config_plans_the_full_reproduction_on_slurm(tmp_path):
+@pytest.fixture(scope="module")
+def paper_dry_run(tmp_path_factory):
+    """`snakemake -n` of the paper config with the SLURM profile (site facts from the environment)."""
     env = {"MASKBENCH_SLURM_ACCOUNT": "acct", "MASKBENCH_SLURM_PARTITION": "cpu",
            "MASKBENCH_SLURM_GPU_PARTITION": "gpu"}
     result = snakemake("-n", "--configfile", str(REPO / "configs/paper.yaml"), "--profile",
-                       str(REPO / "profiles/slurm"), workdir=tmp_path, env=env)
+                       str(REPO / "profiles/slurm"), workdir=tmp_path_factory.mktemp("paper"), env=env)
     assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_paper_config_plans_the_full_reproduction_on_slurm(paper_dry_run):
+    result = paper_dry_run
     jobs = planned_jobs(result.stdout)
     # 3 tasks x 5 seeds of bert-base, each scored on all its evaluation sets
     # (+ paper C's four OOD training sets)
@@ -91,12 +98,8 @@ def test_paper_config_plans_the_full_reproduction_on_slurm(tmp_path):
     assert "results/paper/nlu/mnli/bert-base-uncased/models" in result.stdout
 
 
-def test_paper_config_plans_the_whole_of_paper_c(tmp_path):
-    env = {"MASKBENCH_SLURM_ACCOUNT": "acct", "MASKBENCH_SLURM_PARTITION": "cpu",
-           "MASKBENCH_SLURM_GPU_PARTITION": "gpu"}
-    result = snakemake("-n", "--configfile", str(REPO / "configs/paper.yaml"), "--profile",
-                       str(REPO / "profiles/slurm"), workdir=tmp_path, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
+def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
+    result = paper_dry_run
     jobs = planned_jobs(result.stdout)
     # per task and seed (3 x 4): mask training with CE, PoE, reweighting and conf-reg on the fine-tuned model and
     # with CE on theta_pt, IMP, IMP-rewind (PoE) and the two retraining sweeps, the OOD-informed runs of (a) and
