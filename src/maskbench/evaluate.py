@@ -38,11 +38,10 @@ log = logging.getLogger("maskbench.evaluate")
 GROUP_COLUMNS = ("heuristic", "subcase")
 
 
-@dataclass
-class EvaluateArgs:
-    model_dirs: list[Path] = field(metadata={"help": "checkpoint folders written by maskbench.finetune"})
-    rows: list[str] = field(metadata={"help": "Table 1 row of each model, in the order of --model-dirs (recorded)"})
-    out_dirs: list[Path] = field(metadata={"help": "output folder of each model, in the order of --model-dirs"})
+@dataclass(kw_only=True)
+class EvalSetArgs:
+    """The arguments every evaluation entry point shares: the sets, how to score them, what to record."""
+
     data: list[Path] = field(metadata={"help": "prepared evaluation parquets, in the order of --eval-sets"})
     eval_sets: str = field(metadata={"help": "JSON list of {name, metric, merge} in the order of --data"})
     task: str = field(default="", metadata={"help": "recorded in the JSON"})
@@ -51,6 +50,13 @@ class EvaluateArgs:
     batch_size: int = field(default=256, metadata={"help": "evaluation batch size"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+
+
+@dataclass
+class EvaluateArgs(EvalSetArgs):
+    model_dirs: list[Path] = field(metadata={"help": "checkpoint folders written by maskbench.finetune"})
+    rows: list[str] = field(metadata={"help": "Table 1 row of each model, in the order of --model-dirs (recorded)"})
+    out_dirs: list[Path] = field(metadata={"help": "output folder of each model, in the order of --model-dirs"})
 
 
 @dataclass

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
-from maskbench.evaluate import load_eval_sets, parse_eval_sets, score_all
+from maskbench.evaluate import EvalSetArgs, load_eval_sets, parse_eval_sets, score_all
 from maskbench.masking.apply import MaskSet, MaskSwitch
 from maskbench.models import load_classifier, model_labels
 
@@ -30,19 +30,11 @@ NO_MASK = "none"
 
 
 @dataclass
-class EvaluateSrnetsArgs:
+class EvaluateSrnetsArgs(EvalSetArgs):
     model_dirs: list[Path] = field(metadata={"help": "checkpoint folder of each item"})
     masks: list[str] = field(metadata={"help": f"mask file of each item, or {NO_MASK!r} for the checkpoint itself"})
     rows: list[str] = field(metadata={"help": "row of each item (srnets/<run>/<sparsity>), recorded"})
     out_dirs: list[Path] = field(metadata={"help": "output folder of each item"})
-    data: list[Path] = field(metadata={"help": "prepared evaluation parquets, in the order of --eval-sets"})
-    eval_sets: str = field(metadata={"help": "JSON list of {name, metric, merge} in the order of --data"})
-    task: str = field(default="", metadata={"help": "recorded in the JSON"})
-    seed: int = field(default=-1, metadata={"help": "the models' seed (recorded)"})
-    max_length: int = field(default=128, metadata={"help": "truncation length"})
-    batch_size: int = field(default=256, metadata={"help": "evaluation batch size"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
 
 def group_items(args: EvaluateSrnetsArgs) -> dict[Path, list[tuple[MaskSet | None, str, Path]]]:
