@@ -1,5 +1,7 @@
 # maskbench: debiasing by pruning masks, rebuilt from one command.
-# Targets only; helpers live in rules/common.smk, configuration in config.yaml (schemas/ describes it).
+# Includes and targets only: shared helpers and config validation in rules/common.smk, each track's rules and
+# helpers in rules/<track>/ (included when the config's `track:` names it), configuration in config.yaml
+# (schemas/ describes it).
 import os
 
 from snakemake.utils import min_version
@@ -17,46 +19,41 @@ if not workflow.overwrite_configfiles:
 include: "rules/common.smk"
 
 
-wildcard_constraints:
-    dataset=alternation(DATASETS),
-    subset=alternation(SUBSETS),
-    task=alternation(TASKS),
-    seed=r"\d+",
-    source=alternation(list(SOURCES)),
-    loss=r"[a-z_]+",
+# nlu: papers A (Table 1, masked debiasing) and C (sparse and robust subnetworks, with `srnets:`)
+if "nlu" in TRACKS:
 
-
-include: "rules/data.smk"
-include: "rules/train.smk"
-include: "rules/bias.smk"
-include: "rules/masks.smk"
-include: "rules/evaluate.smk"
-include: "rules/report.smk"
-include: "rules/srnets.smk"
+    include: "rules/nlu/common.smk"
+    include: "rules/nlu/srnets_common.smk"
+    include: "rules/nlu/data.smk"
+    include: "rules/nlu/train.smk"
+    include: "rules/nlu/bias.smk"
+    include: "rules/nlu/masks.smk"
+    include: "rules/nlu/evaluate.smk"
+    include: "rules/nlu/report.smk"
+    include: "rules/nlu/srnets.smk"
 
 
 rule all:
     default_target: True
     input:
-        final_outputs(),
-        srn_report_outputs() if SRN else [],
+        TARGETS["all"],
 
 
 rule prepare_all:
     input:
-        prepared_datasets(),
+        TARGETS["prepare"],
 
 
 rule train_all:
     input:
-        trained_models(),
+        TARGETS["train"],
 
 
 rule masks_all:
     input:
-        mask_files(),
+        TARGETS["masks"],
 
 
 rule evaluate_all:
     input:
-        evaluation_jsons(),
+        TARGETS["evaluate"],

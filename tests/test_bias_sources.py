@@ -6,13 +6,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from maskbench import finetune as finetune_cli
-from maskbench.bias.overlap_features import claim_features, is_contiguous_subsequence, pair_features
-from maskbench.bias.probs import read_probs, write_probs
-from maskbench.bias_overlap import BiasModel
 from maskbench.data.schema import DataError, write_prepared
 from maskbench.data.synthetic import generate
-from maskbench.finetune import training_subset
+from maskbench.steps import finetune as finetune_cli
+from maskbench.steps.bias_overlap import BiasModel
+from maskbench.tracks.nlu.bias.overlap_features import (
+    claim_features,
+    is_contiguous_subsequence,
+    pair_features,
+)
+from maskbench.tracks.nlu.bias.probs import read_probs, write_probs
+from maskbench.tracks.nlu.training import training_subset
 
 LABELS = ["entailment", "neutral", "contradiction"]
 
@@ -138,12 +142,38 @@ def test_reweighting_sees_each_examples_own_bias_probability(tmp_path):
     assert (pd.read_csv(out / "train_curve.csv").train_loss.dropna() == 0).all()
 
 
+def test_learned_mixin_trains_its_gate_towards_a_bias_that_is_always_right(tmp_path):
+    # Clark et al.'s gate g = softplus(w.h + b) scales log p_b: with a bias certain of the gold label, a larger g
+    # lowers the loss, so the gate must grow over training (its mean per batch is logged in the curve)
+    frame, labels = generate("nli", "train", 64, seed=0)
+    train = tmp_path / "train.parquet"
+    write_prepared(frame, labels, train, {"dataset": "mnli_train", "task": "mnli"})
+    certain = np.full((64, 3), 0.05) + 0.85 * np.eye(3)[frame.label.to_numpy()]
+    bias = tmp_path / "bias.parquet"
+    write_probs(bias, frame.id, certain, labels, {"task": "mnli"})
+    spec = {"init": "scratch", "bert_config": {"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                               "intermediate_size": 16, "max_position_embeddings": 64}}
+    out = tmp_path / "out"
+    assert finetune_cli.main(["--train", str(train), "--out-dir", str(out), "--seed", "1", "--loss",
+                              "learned_mixin", "--bias-probs", str(bias), "--model-spec", json.dumps(spec),
+                              "--hparams", json.dumps({"epochs": 6, "batch_size": 8, "log_every": 8,
+                                                       "learning_rate": 0.01, "warmup": 0})]) == 0
+    gate = pd.read_csv(out / "train_curve.csv").mixin_gate.dropna().to_numpy()
+    assert len(gate) == 6 and gate[-1] > gate[0] + 0.1
+    # the gate is training-only: the checkpoint is a plain classifier
+    assert "mixin_gate" not in (out / "config.json").read_text()
+
+
 def test_workflow_knows_which_losses_need_a_teacher():
     import re
     from pathlib import Path
 
+    from maskbench.loss_needs import NEEDS as PLANNED
+    from maskbench.loss_needs import needing
     from maskbench.losses import NEEDS
 
-    common = (Path(__file__).resolve().parents[1] / "rules" / "common.smk").read_text()
-    declared = set(re.search(r"TEACHER_LOSSES = \{(.*)\}", common).group(1).replace('"', "").split(", "))
-    assert declared == {name for name, needs in NEEDS.items() if "teacher" in needs}
+    # the rules plan a loss's inputs from maskbench.loss_needs (torch-free), the losses check keywords against NEEDS
+    assert PLANNED == NEEDS
+    assert needing("teacher") == {"conf_reg"}
+    common = (Path(__file__).resolve().parents[1] / "rules" / "nlu" / "common.smk").read_text()
+    assert re.search(r'^TEACHER_LOSSES = needing\("teacher"\)$', common, re.M)

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from maskbench.data.schema import DataError, read_prepared, validate_frame, write_prepared
+from maskbench.data.schema import PREPARED_FORMATS, DataError, read_prepared, validate_frame, write_prepared
 
 LABELS = ["entailment", "neutral", "contradiction"]
 WHERE = "results/x.parquet"
@@ -26,6 +26,14 @@ def frame(**overrides):
 
 def test_valid_frame_passes():
     validate_frame(frame(), LABELS, WHERE)
+    validate_frame(frame(), LABELS, WHERE, track="nlu")
+
+
+def test_each_track_says_how_its_prepared_data_looks():
+    nlu = PREPARED_FORMATS["nlu"]
+    assert nlu.columns == ("id", "text_a", "text_b", "label") and nlu.strings == ("id", "text_a", "text_b")
+    with pytest.raises(DataError, match="track 'vision' has no prepared format"):
+        validate_frame(frame(), LABELS, WHERE, track="vision")
 
 
 def test_round_trip_keeps_rows_labels_metadata_and_extra_columns(tmp_path):

@@ -5,9 +5,9 @@ import os
 import pandas as pd
 import pytest
 
-from maskbench import figure_id_ood as cli
 from maskbench.report.figures import figure_data, plot_id_ood
 from maskbench.report.table1 import build_table1
+from maskbench.steps import figure_id_ood as cli
 
 COLUMNS = {
     "mnli_val": {"task": "mnli", "eval_set": "mnli_dev", "metric": "accuracy"},

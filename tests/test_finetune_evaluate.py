@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 import torch
 
-from maskbench import evaluate as evaluate_cli
-from maskbench import finetune as finetune_cli
 from maskbench.data.schema import DataError, write_prepared
 from maskbench.data.synthetic import generate
-from maskbench.evaluate import map_predictions
+from maskbench.steps import evaluate as evaluate_cli
+from maskbench.steps import finetune as finetune_cli
+from maskbench.tracks.nlu.evaluation import map_predictions
 from maskbench.train import linear_schedule, warmup_steps
 
 TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
@@ -127,7 +127,7 @@ def test_init_out_keeps_the_seeded_untrained_model(data_dir, checkpoint, tmp_pat
     """--init-out writes theta_pt (paper C's starting weights) without changing the run it belongs to."""
     from safetensors.torch import load_file
 
-    from maskbench.models import load_classifier
+    from maskbench.tracks.nlu.models import load_classifier
 
     def run(seed, name):
         return finetune_cli.main([

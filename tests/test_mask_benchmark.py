@@ -4,14 +4,14 @@ import math
 import pytest
 import torch
 
-from maskbench.mask_benchmark import (
+from maskbench.masking.codec import entropy_bits, write_mask_file
+from maskbench.steps.mask_benchmark import (
     bernoulli_entropy_bytes,
     bernoulli_masks,
     encoder_mask_shapes,
     main,
     mask_file_sizes,
 )
-from maskbench.masking.codec import entropy_bits, write_mask_file
 
 TINY = ["--threads", "1", "--step-hidden", "32", "--step-layers", "1", "--step-heads", "4",
         "--step-intermediate", "64", "--step-vocab", "100", "--step-batch", "4", "--step-seq", "16",

@@ -10,15 +10,11 @@ from torch import nn
 
 from maskbench.masking.apply import MaskMismatchError, MaskSet, MaskSwitch, model_fingerprint
 from maskbench.masking.binarizers import sigmoid_threshold_as_score, threshold_ste, topk_mask, topk_ste
+from maskbench.masking.deciders import MovementSigmoid, MovementTopK
+from maskbench.masking.engine import Masked, MaskedModules, detach_parametrizations
+from maskbench.masking.granularity import Block, GranularityError, Weight
 from maskbench.masking.schedules import cubic
-from maskbench.masking.scores import (
-    MaskController,
-    MaskSearchSpec,
-    ScoreMask,
-    ScoreMasks,
-    attach_scores,
-    detach_parametrizations,
-)
+from maskbench.masking.scores import MaskSearchSpec, attach_scores, decider_of
 from maskbench.masking.selectors import SelectorError, layer_index, module_kind, select_linear
 
 
@@ -69,8 +65,8 @@ def test_score_gradient_is_weight_times_gradient_of_the_masked_weight():
     x = torch.randn(5, 3)
     target = torch.randn(5, 2)
     spec = MaskSearchSpec(threshold_start=0.1, threshold_end=0.1)
-    controller = MaskController(spec, 10)
-    score_mask = ScoreMask(weight.shape, controller, init=0.0)
+    score_mask = Masked(decider_of(spec, 10), Weight(), weight)
+    assert score_mask.scores.eq(0.0).all()  # spec.score_init
     with torch.no_grad():
         score_mask.scores.copy_(torch.tensor([[0.5, -5.0, 1.0], [2.0, 0.1, -4.0]]))  # two pruned
     masked = weight * score_mask.mask()
@@ -92,15 +88,17 @@ def test_score_gradient_is_weight_times_gradient_of_the_masked_weight():
 
 
 def test_blocks_expand_one_score_per_tile():
-    controller = MaskController(MaskSearchSpec(method="movement_topk", threshold_start=0.5, threshold_end=0.5), 1)
-    score_mask = ScoreMask(torch.Size([4, 6]), controller, block=(2, 3))
+    decider = decider_of(MaskSearchSpec(method="movement_topk", threshold_start=0.5, threshold_end=0.5), 1)
+    assert isinstance(decider, MovementTopK)
+    score_mask = Masked(decider, Block(2, 3), torch.zeros(4, 6))
+    assert score_mask.scores.shape == (2, 2)
     with torch.no_grad():
         score_mask.scores.copy_(torch.tensor([[1.0, 0.0], [0.0, 2.0]]))
     mask = score_mask.mask()
     assert mask.shape == (4, 6)
     assert mask[:2, :3].eq(1).all() and mask[2:, 3:].eq(1).all() and mask[:2, 3:].eq(0).all()
-    with pytest.raises(ValueError, match="blocks"):
-        ScoreMask(torch.Size([4, 6]), controller, block=(3, 3), name="q")
+    with pytest.raises(GranularityError, match=r"^q: weight \(4, 6\) does not split into 3x3 blocks"):
+        Masked(decider, Block(3, 3), torch.zeros(4, 6), name="q")
 
 
 # ------------------------------------------------------------------------------------------- schedules
@@ -116,28 +114,41 @@ def test_cubic_schedule_values():
     assert cubic(3, 100, 0.0, 0.1, 5, 10) == 0.0 and cubic(95, 100, 0.0, 0.1, 5, 10) == 0.1
 
 
-def test_controller_moves_threshold_and_evaluates_at_the_end_value():
-    controller = MaskController(MaskSearchSpec(threshold_warmup_start=0, threshold_warmup_end=0), 4)
-    controller.set_step(2)  # m = 1/2: tau = 0.1 - 0.1 / 8
-    assert controller.threshold == pytest.approx(0.1 - 0.1 / 8)
-    assert controller.binarize(torch.tensor([-2.1]), training=True).item() == 1.0  # sigmoid 0.109 > 0.0875
-    assert controller.binarize(torch.tensor([-2.1]), training=False).item() == 1.0  # 0.109 > 0.1
-    assert controller.binarize(torch.tensor([-2.3]), training=False).item() == 0.0  # 0.091 < 0.1
-    assert controller.hard(torch.tensor([-1.5])).item() is True  # sigmoid 0.18 > 0.1
+def test_decider_moves_threshold_and_evaluates_at_the_end_value():
+    decider = decider_of(MaskSearchSpec(threshold_warmup_start=0, threshold_warmup_end=0), 4)
+    assert isinstance(decider, MovementSigmoid)
+    decider.set_step(2, 4)  # m = 1/2: tau = 0.1 - 0.1 / 8
+    assert decider.current == pytest.approx(0.1 - 0.1 / 8)
+    module = Masked(decider, Weight(), torch.zeros(1))
+
+    def binarize(score, training):
+        with torch.no_grad():
+            module.scores.fill_(score)
+        return decider.tiles(module, training).item()
+
+    assert binarize(-2.1, training=True) == 1.0  # sigmoid 0.109 > 0.0875
+    assert binarize(-2.1, training=False) == 1.0  # 0.109 > 0.1
+    assert binarize(-2.3, training=True) == 1.0  # 0.091 > 0.0875
+    assert binarize(-2.3, training=False) == 0.0  # 0.091 < 0.1
+    with torch.no_grad():
+        module.scores.fill_(-1.5)
+    assert decider.hard_tiles(module).item() is True  # sigmoid 0.18 > 0.1
+    with torch.no_grad():
+        module.scores.fill_(-2.3)
+    assert decider.hard_tiles(module).item() is False  # the end threshold, whatever the step
 
 
 def test_regularization_is_the_mean_sigmoid_per_group():
-    spec = MaskSearchSpec(l1_lambda=2.0)
-    controller = MaskController(spec, 1)
-    masks = {
-        "bert.encoder.layer.0.attention.self.query": ScoreMask(torch.Size([2, 2]), controller, init=0.0),
-        "bert.encoder.layer.0.attention.self.key": ScoreMask(torch.Size([2, 2]), controller, init=0.0),
-        "bert.encoder.layer.0.intermediate.dense": ScoreMask(torch.Size([2, 2]), controller, init=math.log(3)),
-    }
+    decider = decider_of(MaskSearchSpec(l1_lambda=2.0), 1)
+    names = ["bert.encoder.layer.0.attention.self.query", "bert.encoder.layer.0.attention.self.key",
+             "bert.encoder.layer.0.intermediate.dense"]
+    masks = {name: Masked(decider, Weight(), torch.zeros(2, 2), name, module_kind(name)) for name in names}
+    with torch.no_grad():
+        masks["bert.encoder.layer.0.intermediate.dense"].scores.fill_(math.log(3))  # sigmoid 0.75
     # attention: mean(0.5, 0.5) = 0.5; dense: 0.75; lambda 2 * (0.5 + 0.75) / 2
-    assert ScoreMasks(controller, masks).regularization().item() == pytest.approx(1.25)
-    ratio = MaskController(MaskSearchSpec(l1_schedule="threshold_ratio"), 10)
-    ratio.threshold = 0.05
+    assert MaskedModules(decider, masks).regularization().item() == pytest.approx(1.25)
+    ratio = decider_of(MaskSearchSpec(l1_schedule="threshold_ratio"), 10)
+    ratio.current = 0.05
     assert ratio.l1_weight() == pytest.approx(0.5)
 
 
@@ -159,6 +170,7 @@ def test_selectors_name_the_six_matrices_of_every_layer():
 # ------------------------------------------------------------------------------------------------ search
 def test_a_search_changes_scores_and_not_a_single_bit_of_the_weights():
     from maskbench.losses import get_loss
+    from maskbench.tracks.nlu.training import classification_objective
     from maskbench.train import TrainHParams, fit
 
     model = tiny_bert()
@@ -168,10 +180,10 @@ def test_a_search_changes_scores_and_not_a_single_bit_of_the_weights():
                       log_every=100)
     scores = attach_scores(model, MaskSearchSpec(), total_steps=12)
     assert all(not p.requires_grad for n, p in model.named_parameters() if not n.endswith("scores"))
-    fit(model, RandomBatches(), get_loss("ce"), hp, seed=0, device="cpu", step_hook=scores.controller.set_step,
-        regularizer=scores.regularization)
+    objective = classification_objective(get_loss("ce"), "cpu", regularizer=scores.regularization)
+    fit(model, RandomBatches(), objective, hp, seed=0, device="cpu", step_hook=scores.set_step)
     assert any(m.scores.abs().max() > 0 for m in scores.masks.values())
-    assert scores.controller.threshold > 0
+    assert scores.decider.current > 0
     masks = scores.hard_masks()
     assert set(masks) == set(select_linear(model, MaskSearchSpec().modules))
     detach_parametrizations(model)
@@ -286,8 +298,8 @@ def test_fused_masked_weight_matches_weight_times_mask(tau):
     torch.manual_seed(3)
     weight = torch.randn(4, 5)
     spec = MaskSearchSpec(threshold_start=tau, threshold_end=tau)
-    fused = ScoreMask(weight.shape, MaskController(spec, 1))
-    plain = ScoreMask(weight.shape, MaskController(spec, 1))
+    fused = Masked(decider_of(spec, 1), Weight(), weight)
+    plain = Masked(decider_of(spec, 1), Weight(), weight)
     with torch.no_grad():
         fused.scores.copy_(torch.randn(4, 5) * 2)
         plain.scores.copy_(fused.scores)
@@ -298,4 +310,4 @@ def test_fused_masked_weight_matches_weight_times_mask(tau):
     (out_plain * upstream).sum().backward()
     assert torch.equal(out_fused, out_plain)
     assert torch.equal(fused.scores.grad, plain.scores.grad)
-    assert torch.equal(fused.alive_rows(), plain.mask().amax(dim=1) > 0)
+    assert torch.equal(fused.alive_units(), plain.mask().amax(dim=1) > 0)

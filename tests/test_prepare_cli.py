@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from maskbench import prepare
 from maskbench.data.schema import read_prepared
+from maskbench.steps import prepare
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 LABELS = ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
@@ -79,7 +79,7 @@ def test_bad_spec_json_is_a_usage_error(workdir):
 def test_module_exit_status_on_missing_file(tmp_path):
     spec = {**SPEC, "source": "local:data/absent.jsonl"}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, "-m", "maskbench.prepare", *argv(spec)], cwd=tmp_path, env=env,
+    result = subprocess.run([sys.executable, "-m", "maskbench.steps.prepare", *argv(spec)], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "data/absent.jsonl" in result.stderr

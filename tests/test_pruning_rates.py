@@ -4,11 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from maskbench.masking.selectors import ENCODER_KINDS
 from maskbench.report.pruning_rates import (
-    LAYER_KINDS,
     heatmap_matrix,
     jaccard_chance,
-    module_kind,
+    layer_and_kind,
     plot_pruning_heatmaps,
     pruning_rate_table,
     pruning_rates,
@@ -47,8 +47,8 @@ def m(shape, pruned):
         ("bert.embeddings.word_embeddings", (None, "other")),
     ],
 )
-def test_module_kind(name, expected):
-    assert module_kind(name) == expected
+def test_layer_and_kind(name, expected):
+    assert layer_and_kind(name) == expected
 
 
 def mask_seed1():
@@ -211,11 +211,11 @@ def test_heatmap_matrix_layout():
     table = pruning_rate_table([{"task": "mnli", "row": "baseline", "seed": 1, "mask": mask_seed1()}])
     matrix, layers = heatmap_matrix(table, "mnli", "baseline")
     assert layers == [0, 1]
-    assert matrix.shape == (len(LAYER_KINDS), 2)
-    assert matrix[LAYER_KINDS.index("query"), 0] == pytest.approx(25.0)
-    assert matrix[LAYER_KINDS.index("ffn_out"), 0] == pytest.approx(75.0)
-    assert matrix[LAYER_KINDS.index("ffn_in"), 1] == pytest.approx(100.0)
-    assert np.isnan(matrix[LAYER_KINDS.index("key"), 0])
+    assert matrix.shape == (len(ENCODER_KINDS), 2)
+    assert matrix[ENCODER_KINDS.index("query"), 0] == pytest.approx(25.0)
+    assert matrix[ENCODER_KINDS.index("ffn_out"), 0] == pytest.approx(75.0)
+    assert matrix[ENCODER_KINDS.index("ffn_in"), 1] == pytest.approx(100.0)
+    assert np.isnan(matrix[ENCODER_KINDS.index("key"), 0])
 
 
 @pytest.mark.parametrize(

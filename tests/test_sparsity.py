@@ -12,11 +12,12 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from maskbench.losses import get_loss
-from maskbench.masking.scores import detach_parametrizations
+from maskbench.masking.deciders import Magnitude, ThresholdMaskTraining
+from maskbench.masking.engine import Masked, detach_parametrizations, plain_parameter_name
+from maskbench.masking.granularity import Weight
 from maskbench.masking.selectors import ENCODER_KINDS, select_linear
 from maskbench.masking.sparsity import (
-    MaskTrainingMask,
-    PrunedWeight,
+    MaskTraining,
     SparsityController,
     apply_fixed_masks,
     attach_mask_training,
@@ -25,10 +26,10 @@ from maskbench.masking.sparsity import (
     local_threshold,
     magnitude_init,
     magnitude_masks,
-    plain_parameter_name,
     prune_count,
     rewind_weights,
 )
+from maskbench.tracks.nlu.training import classification_objective
 from maskbench.train import TrainHParams, fit
 
 W_HAND = torch.tensor([[0.5, -0.1, 0.3], [-0.05, 0.9, 0.2]])
@@ -129,7 +130,10 @@ def test_straight_through_gradient_is_grad_of_masked_weight_times_weight():
     with torch.no_grad():
         layer.weight.copy_(torch.tensor([[0.5, -0.1], [0.3, 0.9]]))
     layer.weight.requires_grad_(False)
-    mask = MaskTrainingMask(torch.tensor([[1.0, 0.0], [1.0, 1.0]]), threshold=0.5)
+    mask = Masked(ThresholdMaskTraining(0.5), Weight(), layer.weight.detach())
+    with torch.no_grad():
+        mask.scores.copy_(torch.tensor([[1.0, 0.0], [1.0, 1.0]]))
+        mask.threshold.fill_(0.5)
     parametrize.register_parametrization(layer, "weight", mask)
     x = torch.tensor([[1.0, 2.0]])
     y = layer(x)
@@ -146,6 +150,7 @@ def test_attach_mask_training_freezes_everything_and_meets_sparsity():
     model = tiny_bert()
     kinds = [*ENCODER_KINDS, "pooler", "classifier"]
     training = attach_mask_training(model, kinds, 0.5, "hard")
+    assert isinstance(training, MaskTraining) and isinstance(training.decider, ThresholdMaskTraining)
     assert set(training.masks) == set(select_linear(model, kinds))
     assert all(not p.requires_grad for n, p in model.named_parameters() if not n.endswith(".scores"))
     assert all(p.requires_grad for p in training.parameters())
@@ -207,7 +212,8 @@ def test_fit_with_mask_training_changes_scores_never_a_weight():
     controller = SparsityController(training, 0.5, reset_every=4)
     hp = TrainHParams(epochs=3, batch_size=4, learning_rate=0.05, weight_decay=0.0, lr_schedule="constant",
                       log_every=100)
-    fit(model, RandomBatches(), get_loss("ce"), hp, seed=0, device="cpu", step_hook=controller.step_hook)
+    fit(model, RandomBatches(), classification_objective(get_loss("ce"), "cpu"), hp, seed=0, device="cpu",
+        step_hook=controller.step_hook)
     assert any(not torch.equal(m.scores, init_scores[n]) for n, m in training.masks.items())
     # 12 steps, resets before steps 0, 4 and 8, each leaving every matrix exactly at 50 %
     assert [h["step"] for h in controller.history] == [0, 4, 8]
@@ -288,7 +294,7 @@ def test_fixed_mask_weights_train_but_pruned_ones_stay_zero():
     layer = nn.Linear(3, 2)
     keep = torch.tensor([[True, False, True], [False, True, True]])
     attached = apply_fixed_masks({"layer": layer}, {"layer": keep})
-    assert isinstance(attached["layer"], PrunedWeight)
+    assert isinstance(attached["layer"], Masked) and isinstance(attached["layer"].decider, Magnitude)
     original = layer.parametrizations.weight.original
     assert original.requires_grad
     stored = original.detach().clone()

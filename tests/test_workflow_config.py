@@ -7,15 +7,74 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maskbench.workflow_config import ConfigError, check_references
+from maskbench.workflow_config import TRACK_CHECKS, ConfigError, check_references, tracks_of
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((REPO / "config.yaml").read_text())
+SHIPPED = ["config.yaml", "configs/smoke.yaml", "configs/minilm.yaml", "configs/paper.yaml", "configs/srnets.yaml"]
 
 
-@pytest.mark.parametrize("path", ["config.yaml", "configs/smoke.yaml", "configs/minilm.yaml", "configs/paper.yaml"])
+@pytest.mark.parametrize("path", SHIPPED)
 def test_shipped_configs_pass(path):
     check_references(yaml.safe_load((REPO / path).read_text()))
+
+
+def validated(config):
+    """What rules/common.smk does: the shared schema (which applies each named track's), then each track's schema
+    on its own for its defaults."""
+    from snakemake.utils import validate
+
+    validate(config, str(REPO / "schemas" / "config.schema.yaml"))
+    for track in tracks_of(config):
+        validate(config, str(REPO / "schemas" / f"{track}.schema.yaml"))
+    return config
+
+
+@pytest.mark.parametrize("path", SHIPPED)
+def test_shipped_configs_match_the_schemas_and_get_the_track_defaults(path):
+    config = validated(yaml.safe_load((REPO / path).read_text()))
+    assert config["compute"]["eval_runtime_min"] > 0  # a shared key's default
+    assert config["mask_search"]["hparams"]["adam_eps"] == 1.0e-6  # an nlu key's default, two levels down
+
+
+def test_every_track_of_the_schema_has_its_schema_and_checks():
+    shared = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
+    names = shared["definitions"]["track_name"]["enum"]
+    assert set(names) == set(TRACK_CHECKS)
+    applied = [entry["then"]["$ref"] for entry in shared["allOf"]]
+    assert applied == [f"{name}.schema.yaml" for name in names]
+    assert all((REPO / "schemas" / ref).is_file() for ref in applied)
+
+
+@pytest.mark.parametrize("track", ["nlu", ["nlu"]])
+def test_track_is_a_name_or_a_list_of_names(track):
+    config = copy.deepcopy(BASE)
+    config["track"] = track
+    assert tracks_of(validated(config)) == ["nlu"]
+    check_references(config)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda c: c.update(finetun={"epochs": 1}), "'finetun' was unexpected"),  # neither shared nor of a track
+    (lambda c: c["finetune"].update(epochz=3), "'epochz' was unexpected"),  # inside an nlu key
+    (lambda c: c["compute"].update(gpus=1), "'gpus' was unexpected"),  # inside a shared key
+    (lambda c: c.update(track="vision"), "'vision' is not valid"),
+    (lambda c: c.update(track=[]), "[] is not valid"),
+    (lambda c: c.pop("model"), "'model' is a required property"),  # nlu requires it
+])
+def test_the_schemas_refuse_unknown_keys_and_values_naming_them(edit, message):
+    from snakemake.exceptions import WorkflowError
+
+    config = copy.deepcopy(BASE)
+    edit(config)
+    with pytest.raises(WorkflowError) as err:
+        validated(config)
+    assert message in str(err.value)
+
+
+def test_an_unknown_track_is_refused_by_the_checks_too():
+    with pytest.raises(ConfigError, match="track has 'vision'"):
+        check_references({**BASE, "track": ["nlu", "vision"]})
 
 
 def edited(edit):

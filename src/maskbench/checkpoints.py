@@ -14,12 +14,15 @@ from maskbench import runtime
 
 
 def write_checkpoint(out_dir: Path, model: nn.Module, tokenizer, summary: dict, mask_set=None,
-                     curve: list[dict] | None = None) -> None:
-    """Weights, config and tokenizer (and ``mask.mask`` from a ``MaskSet``, ``train_curve.csv``) via a staging
-    folder, then ``train_summary.json``."""
+                     curve: list[dict] | None = None, files_from: Path | None = None) -> None:
+    """Weights, config and tokenizer (and ``mask.mask`` from a ``MaskSet``, ``train_curve.csv``, the files of
+    ``files_from``, e.g. a from-scratch tokenizer's vocab.txt) via a staging folder, then ``train_summary.json``."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
+        if files_from is not None:
+            for item in Path(files_from).iterdir():
+                shutil.copy2(item, staging / item.name)
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
         if curve:

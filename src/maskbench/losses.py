@@ -25,6 +25,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from maskbench.loss_needs import NEEDS  # noqa: F401 (re-exported: losses.NEEDS)
+
 EPS = 1e-12
 
 Loss = Callable[..., torch.Tensor]
@@ -217,18 +219,6 @@ LOSSES: dict[str, Loss] = {
     "focal": focal_loss,
     "conf_reg": confidence_regularization,
     "learned_mixin": learned_mixin,
-}
-
-# Which extra inputs each loss needs: "bias" -> bias_probs, "teacher" -> teacher_probs, "gate" -> gate.
-# "focal" is listed with "bias" (the debiased focal loss); called without bias_probs it is C's self-weighted one.
-NEEDS: dict[str, set[str]] = {
-    "ce": set(),
-    "poe": {"bias"},
-    "reweight": {"bias"},
-    "reweight_beta": {"bias"},
-    "focal": {"bias"},
-    "conf_reg": {"bias", "teacher"},
-    "learned_mixin": {"bias", "gate"},
 }
 
 _INPUTS = {"logits", "labels", "bias_probs", "teacher_probs", "gate"}

@@ -1,7 +1,9 @@
-"""The one training loop: batches, AdamW with linear warm-up and decay, a progress bar and a training curve.
+"""The one training loop: ``fit(model, data, objective, hp, ...)`` — seeded batches, AdamW parameter groups each
+with its own learning rate, weight decay and schedule, hooks that evaluate and may stop the run, normalisation
+statistics optionally frozen, a progress bar and a training curve.
 
-What is trainable is decided by the caller (``requires_grad`` on the model's parameters); the objective is a
-function from ``maskbench.losses``.
+What is trainable is decided by the caller (``requires_grad``, or explicit ``groups``); the objective runs the
+model itself (``maskbench.objectives`` adapts the pure losses of ``maskbench.losses``).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
+
+from maskbench.masking.engine import is_no_decay, plain_parameter_name
 
 log = logging.getLogger(__name__)
 
@@ -37,60 +41,6 @@ class TrainHParams:
     eval_every_epoch: bool = True  # score the dev set after every epoch (False: after the last one only)
 
 
-INPUT_VIEWS = ("pair", "text_a_only", "text_b_only")
-
-
-def view_texts(text_a: Sequence[str], text_b: Sequence[str], view: str) -> tuple[list[str], list[str]]:
-    """What the model reads: both texts, or only one (a hypothesis-only / claim-only bias model)."""
-    if view == "pair":
-        return list(text_a), list(text_b)
-    if view == "text_b_only":
-        return list(text_b), [""] * len(text_b)
-    if view == "text_a_only":
-        return list(text_a), [""] * len(text_a)
-    raise ValueError(f"input view {view!r} is unknown; choose one of {INPUT_VIEWS}")
-
-
-class EncodedPairs(Dataset):
-    """Token ids of (text_a, text_b) pairs, kept unpadded; `collate` pads each batch to its longest row."""
-
-    def __init__(self, tokenizer, text_a: Sequence[str], text_b: Sequence[str], labels=None, max_length=128,
-                 view: str = "pair"):
-        text_a, text_b = view_texts(text_a, text_b, view)
-        pairs = [b if b else None for b in text_b]
-        if all(p is None for p in pairs):
-            enc = tokenizer(list(text_a), truncation=True, max_length=max_length)
-        else:
-            enc = tokenizer(list(text_a), [p or "" for p in pairs], truncation=True, max_length=max_length)
-        self.input_ids = enc["input_ids"]
-        self.token_type_ids = enc.get("token_type_ids")
-        self.labels = None if labels is None else np.asarray(labels, dtype=np.int64)
-        self.pad_id = tokenizer.pad_token_id or 0
-
-    def __len__(self) -> int:
-        return len(self.input_ids)
-
-    def __getitem__(self, i: int) -> int:
-        return i
-
-    def collate(self, indices: list[int]) -> dict[str, torch.Tensor]:
-        width = max(len(self.input_ids[i]) for i in indices)
-        ids = torch.full((len(indices), width), self.pad_id, dtype=torch.long)
-        types = torch.zeros((len(indices), width), dtype=torch.long)
-        mask = torch.zeros((len(indices), width), dtype=torch.long)
-        for row, i in enumerate(indices):
-            n = len(self.input_ids[i])
-            ids[row, :n] = torch.tensor(self.input_ids[i])
-            mask[row, :n] = 1
-            if self.token_type_ids is not None:
-                types[row, :n] = torch.tensor(self.token_type_ids[i])
-        batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types,
-                 "index": torch.tensor(indices, dtype=torch.long)}
-        if self.labels is not None:
-            batch["labels"] = torch.from_numpy(self.labels[indices])
-        return batch
-
-
 def total_steps(n_examples: int, hp: TrainHParams) -> int:
     """Optimiser steps of a run: ``epochs`` (may be fractional) times the batches per epoch."""
     return max(1, math.ceil(hp.epochs * math.ceil(n_examples / hp.batch_size)))
@@ -100,7 +50,7 @@ def warmup_steps(warmup: float, total_steps: int) -> int:
     return int(round(warmup * total_steps)) if warmup < 1 else int(warmup)
 
 
-def linear_schedule(optimizer, warmup: int, total: int):
+def linear_factor(warmup: int, total: int) -> Callable[[int], float]:
     """Linear warm-up from 0 to the peak rate over `warmup` steps, then linear decay to 0 at `total`."""
 
     def factor(step: int) -> float:
@@ -108,111 +58,220 @@ def linear_schedule(optimizer, warmup: int, total: int):
             return (step + 1) / max(1, warmup)
         return max(0.0, (total - step) / max(1, total - warmup))
 
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    return factor
+
+
+def linear_schedule(optimizer, warmup: int, total: int):
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, linear_factor(warmup, total))
 
 
 LR_SCHEDULES = ("linear", "constant")
 
 
-def lr_schedule(optimizer, hp: TrainHParams, total: int):
-    if hp.lr_schedule == "constant":
-        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-    if hp.lr_schedule == "linear":
-        return linear_schedule(optimizer, warmup_steps(hp.warmup, total), total)
-    raise ValueError(f"hparams.lr_schedule {hp.lr_schedule!r} is unknown; choose one of {LR_SCHEDULES}")
-
-
-def adamw(model: torch.nn.Module, lr: float, weight_decay: float, eps: float = 1e-8) -> torch.optim.Optimizer:
-    """AdamW over the trainable parameters; biases and LayerNorm weights get no weight decay (as BERT)."""
+def trainable_groups(model: torch.nn.Module, lr: float, weight_decay: float) -> list[dict]:
+    """AdamW groups over the model's trainable parameters: biases and LayerNorm weights get no weight decay (as
+    BERT), decided on each parameter's plain name (a masked bias is still a bias)."""
     decay, no_decay = [], []
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
-        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(param)
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+        (no_decay if is_no_decay(plain_parameter_name(name)) else decay).append(param)
+    groups = [{"name": "decay", "params": decay, "lr": lr, "weight_decay": weight_decay},
+              {"name": "no_decay", "params": no_decay, "lr": lr, "weight_decay": 0.0}]
     groups = [g for g in groups if g["params"]]
     if not groups:
         raise ValueError("nothing to train: every parameter of the model has requires_grad False")
-    return torch.optim.AdamW(groups, lr=lr, eps=eps)
+    return groups
 
 
-def model_inputs(batch: dict[str, torch.Tensor], device) -> dict[str, torch.Tensor]:
-    return {k: batch[k].to(device) for k in ("input_ids", "attention_mask", "token_type_ids")}
+def adamw(model: torch.nn.Module, lr: float, weight_decay: float, eps: float = 1e-8) -> torch.optim.Optimizer:
+    """AdamW over the trainable parameters (``trainable_groups``)."""
+    return torch.optim.AdamW(trainable_groups(model, lr, weight_decay), lr=lr, eps=eps)
+
+
+def group_schedule(optimizer, groups: list[dict], hp: TrainHParams, total: int):
+    """One LambdaLR over every group, each with its own schedule (``group["schedule"]``: linear or constant;
+    ``group["warmup"]``), by default the run's (``hp.lr_schedule``, ``hp.warmup``)."""
+    factors = []
+    for group in groups:
+        kind = group.get("schedule", hp.lr_schedule)
+        if kind == "constant":
+            factors.append(lambda step: 1.0)
+        elif kind == "linear":
+            factors.append(linear_factor(warmup_steps(group.get("warmup", hp.warmup), total), total))
+        else:
+            raise ValueError(f"schedule {kind!r} of parameter group {group.get('name', '?')!r} is unknown; choose "
+                             f"one of {LR_SCHEDULES}")
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factors)
+
+
+# ------------------------------------------------------------------------------------------------ the loop
+Objective = Callable[[torch.nn.Module, dict], tuple[torch.Tensor, dict]]
+"""``objective(model, batch) -> (loss, logs)``: runs the model on a batch itself; ``logs`` are floats to
+average into the training curve (e.g. the terms of a composite loss)."""
+
+NORM_LAYERS = (torch.nn.modules.batchnorm._BatchNorm, torch.nn.InstanceNorm1d, torch.nn.InstanceNorm2d,
+               torch.nn.InstanceNorm3d)
+
+
+def set_training(model: torch.nn.Module, freeze_norm_stats: bool = False) -> None:
+    """``model.train()``, but with ``freeze_norm_stats`` every normalisation layer with running statistics stays
+    in eval mode, so a "frozen" model's BatchNorm statistics do not move."""
+    model.train()
+    if freeze_norm_stats:
+        for module in model.modules():
+            if isinstance(module, NORM_LAYERS):
+                module.eval()
+
+
+class Hook:
+    """What ``fit`` calls around each step; ``after_step`` returning True stops the run."""
+
+    def before_step(self, step: int, total: int) -> None:
+        pass
+
+    def after_step(self, step: int, total: int, model: torch.nn.Module) -> bool:
+        return False
+
+
+def restore_modes(model: torch.nn.Module, modes: dict) -> None:
+    """Put every module back in the train/eval mode recorded in ``modes`` (``{module: training}``)."""
+    for module, training in modes.items():
+        module.training = training
+
+
+class EvalHook(Hook):
+    """Every ``every`` steps (and at the last): ``score = evaluate(model)``, then ``on_result(step, score)``; a
+    True result (a plateau's stop criterion, say) stops the run. Every module goes back to the mode it had before
+    the evaluation (frozen normalisation statistics stay frozen)."""
+
+    def __init__(self, every: int, evaluate: Callable[[torch.nn.Module], float],
+                 on_result: Callable[[int, float], bool] | None = None):
+        if int(every) < 1:
+            raise ValueError(f"EvalHook: every must be a positive number of steps, got {every}")
+        self.every, self.evaluate, self.on_result = int(every), evaluate, on_result
+        self.history: list[dict] = []
+
+    def after_step(self, step, total, model):
+        if step % self.every and step != total:
+            return False
+        modes = {module: module.training for module in model.modules()}
+        score = self.evaluate(model)
+        restore_modes(model, modes)
+        self.history.append({"step": step, "score": score})
+        return bool(self.on_result(step, score)) if self.on_result is not None else False
+
+
+@dataclass
+class StepTimes:
+    """Wall-clock marks of one ``train_step`` (seconds): after the objective, the backward pass, the update."""
+
+    objective: float = 0.0
+    backward: float = 0.0
+    update: float = 0.0
+
+
+def train_step(model: torch.nn.Module, batch: dict, objective: Objective, optimizer, scheduler,
+               clip_params: list, max_grad_norm: float, step: int,
+               times: StepTimes | None = None) -> tuple[torch.Tensor, dict]:
+    """One optimisation step: objective, backward, gradient clipping, update, schedule. The loop and the
+    benchmarks run this same function."""
+    started = time.perf_counter()
+    loss, logs = objective(model, batch)
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"training loss became {loss.item()} at step {step}")
+    marked = time.perf_counter()
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    backward = time.perf_counter()
+    if max_grad_norm > 0:
+        torch.nn.utils.clip_grad_norm_(clip_params, max_grad_norm)
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    if times is not None:
+        times.objective, times.backward, times.update = (marked - started, backward - marked,
+                                                         time.perf_counter() - backward)
+    return loss, logs
+
+
+def clip_parameters(model: torch.nn.Module, groups: list[dict]) -> list:
+    """The model's parameters in model order, then any group parameter outside the model (a separate head)."""
+    params = list(model.parameters())
+    known = {id(p) for p in params}
+    return params + [p for g in groups for p in g["params"] if id(p) not in known]
 
 
 def fit(
     model: torch.nn.Module,
-    data: EncodedPairs,
-    loss_fn: Callable[..., torch.Tensor],
+    data,
+    objective: Objective,
     hp: TrainHParams,
     seed: int,
     device,
     evaluate: Callable[[torch.nn.Module], float] | None = None,
-    example_tensors: dict[str, torch.Tensor] | None = None,
+    *,
+    groups: list[dict] | None = None,
     step_hook: Callable[[int, int], None] | None = None,
-    regularizer: Callable[[], torch.Tensor] | None = None,
+    hooks: Sequence[Hook] = (),
+    freeze_norm_stats: bool = False,
 ) -> list[dict]:
     """Train in place; return the curve (one dict per logged step and per epoch end).
 
-    ``step_hook(step, total)`` runs before every step's forward pass (a mask search moves its threshold
-    there); ``regularizer()`` is added to the objective (a mask search's penalty on its scores).
-
-    ``example_tensors`` holds per-training-example inputs of the objective (bias or teacher probabilities),
-    row i for example i; each batch passes its rows to ``loss_fn`` by keyword.
+    ``data`` is a torch Dataset with a ``collate`` method (batches in a seeded order); ``objective(model,
+    batch)`` runs the model and returns the loss and what to log; ``groups`` are AdamW parameter groups, each
+    with its own ``lr``, ``weight_decay`` and optional ``schedule`` / ``warmup`` (default: the model's
+    trainable parameters at ``hp.learning_rate``, ``trainable_groups``). ``step_hook(step, total)`` runs
+    before every step's forward pass (a mask search moves its threshold there); ``hooks`` run around every
+    step and may stop the run (``EvalHook``); ``evaluate(model)`` scores the dev set after each epoch (or the
+    last, ``hp.eval_every_epoch``). ``freeze_norm_stats`` keeps BatchNorm statistics as they are.
     """
-    example_tensors = example_tensors or {}
     generator = torch.Generator().manual_seed(seed)
-    loader = DataLoader(data, batch_size=hp.batch_size, shuffle=True, generator=generator, collate_fn=data.collate)
+    loader = DataLoader(data, batch_size=hp.batch_size, shuffle=True, generator=generator,
+                        collate_fn=getattr(data, "collate", None))
     total = total_steps(len(data), hp)
-    optimizer = adamw(model, hp.learning_rate, hp.weight_decay, hp.adam_eps)
-    scheduler = lr_schedule(optimizer, hp, total)
-    model.to(device).train()
-    curve, step, running, started = [], 0, [], time.perf_counter()
+    groups = groups if groups is not None else trainable_groups(model, hp.learning_rate, hp.weight_decay)
+    optimizer = torch.optim.AdamW([{k: v for k, v in g.items() if k not in ("schedule", "warmup")} for g in groups],
+                                  lr=hp.learning_rate, eps=hp.adam_eps)
+    scheduler = group_schedule(optimizer, groups, hp, total)
+    clip_params = clip_parameters(model, groups)
+    model.to(device)
+    set_training(model, freeze_norm_stats)
+    curve, step, running, logged, started = [], 0, [], {}, time.perf_counter()
     bar = tqdm(total=total, desc="train", unit="step", mininterval=2.0)
-    epoch = 0
-    while step < total:
+    epoch, stop = 0, False
+    while step < total and not stop:
         epoch += 1
         for batch in loader:
             if step_hook is not None:
                 step_hook(step, total)
-            logits = model(**model_inputs(batch, device)).logits
-            extra = {k: v[batch["index"]].to(device) for k, v in example_tensors.items()}
-            loss = loss_fn(logits, batch["labels"].to(device), **extra)
-            if regularizer is not None:
-                loss = loss + regularizer()
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"training loss became {loss.item()} at step {step}")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if hp.max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), hp.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
+            for hook in hooks:
+                hook.before_step(step, total)
+            loss, logs = train_step(model, batch, objective, optimizer, scheduler, clip_params, hp.max_grad_norm,
+                                    step)
             step += 1
             running.append(loss.item())
+            for key, value in logs.items():
+                logged.setdefault(key, []).append(float(value))
             bar.update(1)
-            if step % hp.log_every == 0 or step == total:
+            for hook in hooks:
+                stop = hook.after_step(step, total, model) or stop
+            if step % hp.log_every == 0 or step == total or stop:
                 point = {"step": step, "epoch": epoch, "train_loss": float(np.mean(running)),
-                         "lr": scheduler.get_last_lr()[0], "seconds": time.perf_counter() - started}
+                         "lr": scheduler.get_last_lr()[0], "seconds": time.perf_counter() - started,
+                         **{key: float(np.mean(values)) for key, values in logged.items()}}
                 curve.append(point)
                 log.info("step %d/%d epoch %d loss %.4f lr %.2e", step, total, epoch, point["train_loss"], point["lr"])
-                running = []
-            if step >= total:
+                running, logged = [], {}
+            if step >= total or stop:
                 break
-        if evaluate is not None and (hp.eval_every_epoch or step >= total):
+        if evaluate is not None and (hp.eval_every_epoch or step >= total or stop):
             score = evaluate(model)
-            model.train()
+            set_training(model, freeze_norm_stats)
             curve.append({"step": step, "epoch": epoch, "dev_accuracy": score,
                           "seconds": time.perf_counter() - started})
             log.info("epoch %d done: dev accuracy %.2f", epoch, score)
+    if stop:
+        log.info("stopped by a hook at step %d of %d", step, total)
     bar.close()
     return curve
-
-
-@torch.no_grad()
-def predict_proba(model: torch.nn.Module, data: EncodedPairs, batch_size: int, device) -> np.ndarray:
-    """Softmax probabilities in the order of `data`."""
-    model.to(device).eval()
-    loader = DataLoader(data, batch_size=batch_size, shuffle=False, collate_fn=data.collate)
-    out = [torch.softmax(model(**model_inputs(b, device)).logits.float(), dim=-1).cpu() for b in loader]
-    return torch.cat(out).numpy()

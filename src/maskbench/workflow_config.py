@@ -1,20 +1,51 @@
 """Checks of the workflow config that a JSON schema cannot express: names that must refer to each other.
 
-The Snakefile calls `check_references` right after `snakemake.utils.validate`, so a dangling name stops the
-run before any job starts, with the key path in the message.
+rules/common.smk calls `check_references` right after `snakemake.utils.validate`, so a dangling name stops the
+run before any job starts, with the key path in the message. The shared keys are checked first, then the keys
+of every track the config names (`TRACK_CHECKS`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+
+DEFAULT_TRACK = "nlu"
 
 
 class ConfigError(ValueError):
     pass
 
 
+def tracks_of(config: Mapping) -> list[str]:
+    """The tracks a config names: `track:` is one name or a list of names (default: nlu)."""
+    track = config.get("track", DEFAULT_TRACK)
+    return [track] if isinstance(track, str) else list(track)
+
+
 def check_references(config: Mapping) -> None:
+    _check_datasets(config)
+    for track in tracks_of(config):
+        if track not in TRACK_CHECKS:
+            raise ConfigError(f"config: track has {track!r}, which is not a track {sorted(TRACK_CHECKS)}")
+        TRACK_CHECKS[track](config)
+
+
+def _check_datasets(config: Mapping) -> None:
+    """The dataset registry (shared by every track): what each kind of source needs."""
+    for name, spec in config["datasets"].items():
+        if spec["source"].startswith("synthetic:"):
+            for key in ("split", "n"):
+                if key not in spec:
+                    raise ConfigError(f"config: datasets.{name}.{key} is required for a synthetic source")
+        elif "labels" not in spec:
+            raise ConfigError(f"config: datasets.{name}.labels is required for source {spec['source']!r}")
+        if spec["source"].startswith("hf:") and "split" not in spec:
+            raise ConfigError(f"config: datasets.{name}.split is required for source {spec['source']!r}")
+
+
+def _check_nlu(config: Mapping) -> None:
+    """The nlu track (papers A and C): tasks, negation subsets, bias sources, rows, paper C's section."""
     datasets = config["datasets"]
     subsets = config.get("negation_subsets", {}) or {}
     tasks = config["tasks"]
@@ -25,14 +56,6 @@ def check_references(config: Mapping) -> None:
         if spec["task"] not in tasks:
             raise ConfigError(f"config: datasets.{name}.task has value {spec['task']!r}, which is not a task "
                               f"{sorted(tasks)}")
-        if spec["source"].startswith("synthetic:"):
-            for key in ("split", "n"):
-                if key not in spec:
-                    raise ConfigError(f"config: datasets.{name}.{key} is required for a synthetic source")
-        elif "labels" not in spec:
-            raise ConfigError(f"config: datasets.{name}.labels is required for source {spec['source']!r}")
-        if spec["source"].startswith("hf:") and "split" not in spec:
-            raise ConfigError(f"config: datasets.{name}.split is required for source {spec['source']!r}")
     for name, sub in subsets.items():
         if sub["from"] not in datasets:
             raise ConfigError(f"config: negation_subsets.{name}.from has value {sub['from']!r}, which is not a dataset")
@@ -180,3 +203,7 @@ def _check_srnets(srn: Mapping, config: Mapping, sources: Mapping) -> None:
             if steps[-1] >= total:
                 raise ConfigError(f"config: srnets.timing.steps has {steps[-1]}, but the baseline of {task} runs "
                                   f"{total} steps (finetune.epochs x ceil(datasets.{spec['train']}.n / batch_size))")
+
+
+# track -> its cross-reference checks (schemas/<track>.schema.yaml describes its keys)
+TRACK_CHECKS: dict[str, Callable[[Mapping], None]] = {"nlu": _check_nlu}

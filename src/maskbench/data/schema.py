@@ -1,14 +1,15 @@
-"""The prepared-data contract: one parquet per dataset with id/text_a/text_b/label columns.
+"""The prepared-data contract: one parquet per dataset, in the prepared format of its track.
 
-Label names live in the parquet schema metadata (key b"maskbench") so that a prepared file is
-self-describing: the int label is an index into that list.
+Every format has a unique string ``id`` and an integer class ``label``; ``PREPARED_FORMATS`` says which other
+columns a track's files must have (nlu: the text pair ``text_a``/``text_b``). Label names live in the parquet
+schema metadata (key b"maskbench") so that a prepared file is self-describing: the int label is an index into
+that list. Other columns (provenance such as ``heuristic``) pass through unchecked.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +17,25 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-REQUIRED_COLUMNS = ("id", "text_a", "text_b", "label")
-TEXT_COLUMNS = ("id", "text_a", "text_b")
+from maskbench.runtime import atomic_path, atomic_write_json
+
+
+@dataclass(frozen=True)
+class PreparedFormat:
+    """How a track's prepared data looks: the columns every file has, and those of them that hold strings."""
+
+    columns: tuple[str, ...]
+    strings: tuple[str, ...]
+
+
+# track (the config's `track:`) -> its prepared format; validate_frame checks a frame against it
+PREPARED_FORMATS: dict[str, PreparedFormat] = {
+    "nlu": PreparedFormat(columns=("id", "text_a", "text_b", "label"), strings=("id", "text_a", "text_b")),
+}
+DEFAULT_TRACK = "nlu"
+# the nlu format's columns, which the registry's column mappings and sources produce
+REQUIRED_COLUMNS = PREPARED_FORMATS["nlu"].columns
+TEXT_COLUMNS = PREPARED_FORMATS["nlu"].strings
 META_KEY = b"maskbench"
 
 
@@ -48,19 +66,26 @@ def _is_int(value) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
-def validate_frame(df: pd.DataFrame, labels, where) -> None:
-    """Raise DataError on the first violation of the prepared-data contract."""
+def prepared_format(track: str) -> PreparedFormat:
+    if track not in PREPARED_FORMATS:
+        raise DataError(f"track {track!r} has no prepared format (known: {sorted(PREPARED_FORMATS)})")
+    return PREPARED_FORMATS[track]
+
+
+def validate_frame(df: pd.DataFrame, labels, where, track: str = DEFAULT_TRACK) -> None:
+    """Raise DataError on the first violation of the prepared-data contract of ``track``."""
+    fmt = prepared_format(track)
     _check_labels(labels, where)
-    for column in REQUIRED_COLUMNS:
+    for column in fmt.columns:
         if column not in df.columns:
             raise DataError(
-                f"{where}: field {column!r} is missing (required columns {list(REQUIRED_COLUMNS)}, "
+                f"{where}: field {column!r} is missing (required columns {list(fmt.columns)}, "
                 f"found {list(df.columns)})"
             )
     if len(df) == 0:
         raise DataError(f"{where}: field 'id' has 0 values (empty split, no rows)")
 
-    for column in TEXT_COLUMNS:
+    for column in fmt.strings:
         series = df[column]
         null = series.isna()
         if null.any():
@@ -99,24 +124,10 @@ def validate_frame(df: pd.DataFrame, labels, where) -> None:
         )
 
 
-def _replace_atomically(path: Path, write) -> None:
-    """Write through a temporary file in the target directory so readers never see a partial file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_prepared(df: pd.DataFrame, labels, path, meta: dict) -> None:
+def write_prepared(df: pd.DataFrame, labels, path, meta: dict, track: str = DEFAULT_TRACK) -> None:
     """Validate, then write df as parquet with {"labels": labels, **meta} under the b"maskbench" key."""
     path = Path(path)
-    validate_frame(df, labels, path)
+    validate_frame(df, labels, path, track)
     frame = df.reset_index(drop=True).copy()
     frame["label"] = frame["label"].astype("int64")
     table = pa.Table.from_pandas(frame, preserve_index=False)
@@ -124,10 +135,11 @@ def write_prepared(df: pd.DataFrame, labels, path, meta: dict) -> None:
     metadata = dict(table.schema.metadata or {})
     metadata[META_KEY] = json.dumps(payload).encode("utf-8")
     table = table.replace_schema_metadata(metadata)
-    _replace_atomically(path, lambda tmp: pq.write_table(table, tmp))
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
 
 
-def read_prepared(path) -> tuple[pd.DataFrame, list[str], dict]:
+def read_prepared(path, track: str = DEFAULT_TRACK) -> tuple[pd.DataFrame, list[str], dict]:
     """Return (df, labels, meta) of a prepared parquet; meta includes "labels"."""
     path = Path(path)
     if not path.is_file():
@@ -146,16 +158,15 @@ def read_prepared(path) -> tuple[pd.DataFrame, list[str], dict]:
     labels = meta.get("labels")
     _check_labels(labels, path)
     df = table.to_pandas()
-    validate_frame(df, labels, path)
+    validate_frame(df, labels, path, track)
     return df, list(labels), meta
 
 
-def write_prepared_with_summary(df: pd.DataFrame, labels, path, meta: dict, summary_path, summary: dict) -> None:
+def write_prepared_with_summary(df: pd.DataFrame, labels, path, meta: dict, summary_path, summary: dict,
+                                track: str = DEFAULT_TRACK) -> None:
     """Write the prepared parquet, then its summary JSON; without its summary the parquet would look finished to
     the workflow, so a failure writing the summary removes the parquet again."""
-    from maskbench.runtime import atomic_write_json
-
-    write_prepared(df, labels, path, meta)
+    write_prepared(df, labels, path, meta, track)
     try:
         atomic_write_json(summary_path, summary)
     except BaseException:

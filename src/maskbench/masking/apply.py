@@ -18,34 +18,58 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from maskbench.masking.codec import read_mask_file, write_mask_file
-from maskbench.masking.scores import detach_parametrizations
-
-_ORIGINAL = ".parametrizations."
+from maskbench.masking.density import density, module_density
+from maskbench.masking.engine import FixedMask, plain_parameter_name, remove_parametrizations
 
 
 class MaskMismatchError(ValueError):
     """A mask does not belong to the model it is applied to."""
 
 
-def _plain_name(name: str) -> str:
-    """`x.parametrizations.weight.original` -> `x.weight`: fingerprints ignore attached masks."""
-    if _ORIGINAL in name and name.endswith(".original"):
-        module, rest = name.split(_ORIGINAL, 1)
-        return f"{module}.{rest.removesuffix('.original')}"
-    return name
-
-
-def model_fingerprint(model: nn.Module) -> str:
-    """sha256 over every parameter's name, dtype, shape and bytes (masks attached or not)."""
+def _fingerprint_tensors(items) -> str:
     digest = hashlib.sha256()
-    params = sorted((_plain_name(n), p) for n, p in model.named_parameters() if ".parametrizations." not in n
-                    or n.endswith(".original"))
-    for name, param in params:
-        tensor = param.detach().to("cpu").contiguous()
+    for name, tensor in items:
+        tensor = tensor.detach().to("cpu").contiguous()
         digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}\n".encode())
         if tensor.numel():
             digest.update(tensor.reshape(-1).view(torch.uint8).numpy())
     return digest.hexdigest()
+
+
+def _stored_tensors(module: nn.Module, prefix: str = ""):
+    """(plain name, tensor) of every parameter and buffer, masks attached or not (their own scores and
+    buffers are not part of the model)."""
+    for name, tensor in [*module.named_parameters(), *module.named_buffers()]:
+        if ".parametrizations." in f".{name}" and not name.endswith(".original"):
+            continue
+        yield plain_parameter_name(prefix + name), tensor
+
+
+def model_fingerprint(model: nn.Module) -> str:
+    """sha256 over every parameter's and buffer's name, dtype, shape and bytes (masks attached or not)."""
+    return _fingerprint_tensors(sorted(_stored_tensors(model), key=lambda item: item[0]))
+
+
+def map_prefix(name: str, prefix_map: dict[str, str] | None) -> str:
+    """A module name as the model names it: the longest mask-side prefix in ``prefix_map`` replaced by its
+    model-side prefix (``{"encoder.": "bert.encoder."}`` moves a bare encoder's mask under a classifier)."""
+    for source in sorted(prefix_map or {}, key=len, reverse=True):
+        if name.startswith(source):
+            return prefix_map[source] + name[len(source):]
+    return name
+
+
+def masked_modules_fingerprint(model: nn.Module, names, prefix_map: dict[str, str] | None = None) -> str:
+    """sha256 over the weights and buffers of the masked modules only, under the mask's own module names
+    (``names``; each looked up in the model through ``prefix_map``): equal for one encoder under any head."""
+    modules = dict(model.named_modules())
+    items = []
+    for name in sorted(names):
+        module = modules.get(map_prefix(name, prefix_map))
+        if module is None:
+            raise MaskMismatchError(f"module {map_prefix(name, prefix_map)!r} does not exist in the model")
+        items += [(f"{name}.{tensor_name}", tensor) for tensor_name, tensor in _stored_tensors(module)]
+    return _fingerprint_tensors(items)
 
 
 @dataclass
@@ -63,7 +87,8 @@ class MaskSet:
         key = str(device)
         if key not in self._tensors:
             self._tensors[key] = {
-                name: (torch.from_numpy(~mask).to(device), torch.from_numpy(~mask.any(axis=1)).to(device))
+                name: (torch.from_numpy(~mask).to(device),
+                       torch.from_numpy(~mask.reshape(mask.shape[0], -1).any(axis=1)).to(device))
                 for name, mask in self.masks.items()}
         return self._tensors[key]
 
@@ -72,11 +97,10 @@ class MaskSet:
         return self.meta.get("model_fingerprint")
 
     def density(self) -> float:
-        kept = sum(int(m.sum()) for m in self.masks.values())
-        return kept / max(1, sum(m.size for m in self.masks.values()))
+        return density(self.masks)
 
     def module_density(self) -> dict[str, float]:
-        return {name: float(m.mean()) for name, m in self.masks.items()}
+        return module_density(self.masks)
 
     def save(self, path: str | Path) -> dict:
         meta = {**self.meta, "density": self.density(), "module_density": self.module_density()}
@@ -93,18 +117,6 @@ class MaskSet:
         return str(self.path) if self.path else f"mask ({self.meta.get('method', '?')})"
 
 
-class ZeroWhere(nn.Module):
-    """Parametrization: zero the entries where ``zeroed`` is True — the pruned weights of a matrix, or the bias of
-    output rows whose weights are all pruned. The stored tensor stays untouched."""
-
-    def __init__(self, zeroed: torch.Tensor):
-        super().__init__()
-        self.zeroed = zeroed
-
-    def forward(self, tensor: torch.Tensor) -> torch.Tensor:
-        return tensor.masked_fill(self.zeroed, 0.0)
-
-
 class MaskSwitch:
     """Apply, switch and revert masks on one loaded model.
 
@@ -112,9 +124,10 @@ class MaskSwitch:
     >>> switch.apply(MaskSet.load("a.mask")); ...; switch.apply(MaskSet.load("b.mask")); switch.revert()
     """
 
-    def __init__(self, model: nn.Module, fingerprint: str | None = None):
+    def __init__(self, model: nn.Module, fingerprint: str | None = None, prefix_map: dict[str, str] | None = None):
         self.model = model
         self._fingerprint = fingerprint
+        self.prefix_map = prefix_map or {}
         self.active: MaskSet | None = None
         self._modules: dict[str, nn.Module] = {}
 
@@ -125,26 +138,41 @@ class MaskSwitch:
         return self._fingerprint
 
     def check(self, mask_set: MaskSet) -> None:
-        """Refuse a mask of another model, or one naming modules this model lacks or shapes it differs in."""
+        """Refuse a mask of another model, or one naming modules this model lacks or shapes it differs in.
+
+        A mask belongs to this model when the whole-model fingerprints agree, or — for a mask moved between
+        heads of one encoder — when the fingerprint over its masked modules only (``meta.masked_fingerprint``)
+        agrees with the same modules of this model, found through ``prefix_map``."""
         where = mask_set.describe()
         if mask_set.fingerprint is None:
             raise MaskMismatchError(f"{where}: field 'meta.model_fingerprint' is missing; cannot tell which model "
                                     "the mask belongs to")
-        if mask_set.fingerprint != self.fingerprint:
-            raise MaskMismatchError(
-                f"{where}: field 'meta.model_fingerprint' is {mask_set.fingerprint[:16]}…, but the loaded model's "
-                f"is {self.fingerprint[:16]}… — the mask was searched on a different model "
-                f"({mask_set.meta.get('model_dir', 'unknown')})")
         modules = dict(self.model.named_modules())
         for name, mask in mask_set.masks.items():
-            module = modules.get(name)
+            module = modules.get(map_prefix(name, self.prefix_map))
             if module is None:
-                raise MaskMismatchError(f"{where}: module {name!r} does not exist in the model")
+                raise MaskMismatchError(f"{where}: module {map_prefix(name, self.prefix_map)!r} does not exist in "
+                                        "the model")
             weight = module.parametrizations.weight.original if parametrize.is_parametrized(module, "weight") \
                 else module.weight
             if tuple(weight.shape) != tuple(mask.shape):
                 raise MaskMismatchError(f"{where}: module {name!r} has shape {tuple(mask.shape)} in the mask but "
                                         f"{tuple(weight.shape)} in the model")
+        if mask_set.fingerprint == self.fingerprint:
+            return
+        masked = mask_set.meta.get("masked_fingerprint")
+        if masked is not None:
+            ours = masked_modules_fingerprint(self.model, mask_set.masks, self.prefix_map)
+            if ours == masked:
+                return
+            raise MaskMismatchError(
+                f"{where}: field 'meta.masked_fingerprint' (the masked modules only) is {masked[:16]}…, but the "
+                f"same modules of the loaded model give {ours[:16]}… — the mask was searched on a different "
+                f"encoder ({mask_set.meta.get('model_dir', 'unknown')})")
+        raise MaskMismatchError(
+            f"{where}: field 'meta.model_fingerprint' is {mask_set.fingerprint[:16]}…, but the loaded model's "
+            f"is {self.fingerprint[:16]}… — the mask was searched on a different model "
+            f"({mask_set.meta.get('model_dir', 'unknown')})")
 
     def apply(self, mask_set: MaskSet) -> None:
         """Make the model compute with ``mask_set`` (replacing any mask applied before)."""
@@ -155,36 +183,29 @@ class MaskSwitch:
         modules = dict(self.model.named_modules())
         device = next(self.model.parameters()).device
         for name, (pruned, dead_rows) in mask_set.pruned_tensors(device).items():
-            module = modules[name]
-            dead = dead_rows if zero_bias and module.bias is not None else None
+            module = modules[map_prefix(name, self.prefix_map)]
+            dead = dead_rows if zero_bias and getattr(module, "bias", None) is not None else None
             if name in self._modules:
                 module.parametrizations.weight[0].zeroed = pruned
                 has_bias_mask = parametrize.is_parametrized(module, "bias")
                 if dead is not None and has_bias_mask:
                     module.parametrizations.bias[0].zeroed = dead
                 elif dead is not None:
-                    parametrize.register_parametrization(module, "bias", ZeroWhere(dead), unsafe=True)
+                    parametrize.register_parametrization(module, "bias", FixedMask(dead), unsafe=True)
                 elif has_bias_mask:
                     parametrize.remove_parametrizations(module, "bias", leave_parametrized=False)
             else:
-                parametrize.register_parametrization(module, "weight", ZeroWhere(pruned), unsafe=True)
+                parametrize.register_parametrization(module, "weight", FixedMask(pruned), unsafe=True)
                 if dead is not None:
-                    parametrize.register_parametrization(module, "bias", ZeroWhere(dead), unsafe=True)
+                    parametrize.register_parametrization(module, "bias", FixedMask(dead), unsafe=True)
                 self._modules[name] = module
         self.active = mask_set
 
     def _remove(self, name: str) -> None:
-        module = self._modules.pop(name)
-        for tensor_name in list(module.parametrizations.keys()):
-            parametrize.remove_parametrizations(module, tensor_name, leave_parametrized=False)
+        remove_parametrizations(self._modules.pop(name))
 
     def revert(self) -> None:
         """Back to the unmasked model: the original weight tensors, bit-identical."""
         for name in list(self._modules):
             self._remove(name)
         self.active = None
-
-
-def revert_all(model: nn.Module) -> None:
-    """Remove any mask or score parametrization from the model."""
-    detach_parametrizations(model)

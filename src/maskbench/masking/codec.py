@@ -38,11 +38,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from maskbench.runtime import atomic_path
 
 __all__ = [
     "FORMAT_VERSION",
@@ -440,19 +441,12 @@ def write_mask_file(path: str | os.PathLike, masks: dict[str, np.ndarray], meta:
     except (TypeError, ValueError) as err:
         raise MaskFileError(f"{path}: meta is not JSON-serialisable: {err}") from err
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(MAGIC)
-            handle.write(len(header_json).to_bytes(8, "little"))
-            handle.write(header_json)
-            for payload in payloads:
-                handle.write(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        handle.write(MAGIC)
+        handle.write(len(header_json).to_bytes(8, "little"))
+        handle.write(header_json)
+        for payload in payloads:
+            handle.write(payload)
 
     header_bytes = _PREFIX_BYTES + len(header_json)
     return {

@@ -1,4 +1,5 @@
-"""Schedules of a value over training steps (movement pruning's threshold, gradual sparsity)."""
+"""Schedules of a value over training steps: cubic (movement pruning's threshold, gradual sparsity), linear
+(paper B's threshold), constant, and plateau-driven (paper D's temperature)."""
 
 from __future__ import annotations
 
@@ -19,3 +20,64 @@ def cubic(step: float, total: float, start: float, end: float, warmup_start: flo
         return float(end)
     m = 1.0 - (step - warmup_start) / (total - (warmup_start + warmup_end))
     return float(end + (start - end) * m**3)
+
+
+def linear(step: float, total: float, start: float, end: float) -> float:
+    """``start`` at step 0 rising (or falling) linearly to ``end`` at ``total``, then ``end`` (paper B's
+    threshold tau, 0 -> 0.1 over training)."""
+    if total <= 0:
+        raise ValueError(f"linear schedule: total must be positive, got {total}")
+    fraction = min(max(step / total, 0.0), 1.0)
+    return float(start + (end - start) * fraction)
+
+
+def constant(step: float, total: float, start: float, end: float | None = None) -> float:
+    """``start`` throughout."""
+    return float(start)
+
+
+SCHEDULES = {"cubic": cubic, "linear": linear, "constant": constant}
+
+
+class Plateau:
+    """A value lowered when a monitored score stops improving (paper D's temperature).
+
+    ``update(score)`` after every evaluation: a score better than the best by more than ``threshold`` resets
+    the count, otherwise after ``patience`` evaluations without improvement the value is multiplied by
+    ``factor`` (and the count restarts). ``stop`` turns True once the value would fall below ``minimum`` — the
+    run's stop criterion. ``mode`` is "max" (accuracy) or "min" (a loss).
+    """
+
+    def __init__(self, value: float, factor: float = 0.5, patience: int = 2, minimum: float = 0.0,
+                 threshold: float = 0.0, mode: str = "max"):
+        if not 0.0 < factor < 1.0:
+            raise ValueError(f"plateau schedule: factor must lie in (0, 1), got {factor}")
+        if patience < 0 or mode not in ("max", "min"):
+            raise ValueError(f"plateau schedule: patience must be >= 0 and mode max or min, got {patience}, {mode!r}")
+        self.value, self.factor, self.patience = float(value), float(factor), int(patience)
+        self.minimum, self.threshold, self.mode = float(minimum), float(threshold), mode
+        self.best: float | None = None
+        self.waited = 0
+        self.stop = False
+        self.history: list[dict] = []
+
+    def _improved(self, score: float) -> bool:
+        if self.best is None:
+            return True
+        return score > self.best + self.threshold if self.mode == "max" else score < self.best - self.threshold
+
+    def update(self, score: float) -> float:
+        """Record one evaluation; return the (possibly lowered) value."""
+        if self._improved(score):
+            self.best, self.waited = score, 0
+        else:
+            self.waited += 1
+            if self.waited > self.patience:
+                lowered = self.value * self.factor
+                if lowered < self.minimum:
+                    self.stop = True
+                else:
+                    self.value = lowered
+                self.waited = 0
+        self.history.append({"score": float(score), "value": self.value, "stop": self.stop})
+        return self.value

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -38,10 +37,10 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from maskbench.masking.binarizers import masked_weight
+from maskbench.masking.deciders import Magnitude, ThresholdMaskTraining
+from maskbench.masking.engine import Masked, MaskedModules, attach, plain_parameter_name
+from maskbench.masking.granularity import Weight
 from maskbench.masking.schedules import cubic
-from maskbench.masking.scores import freeze
-from maskbench.masking.selectors import select_linear
 
 InitKind = Literal["hard", "soft"]
 ScheduleKind = Literal["fixed", "gradual"]
@@ -93,7 +92,7 @@ def local_threshold(scores: torch.Tensor, sparsity: float) -> float:
     return float(flat.kthvalue(k).values)
 
 
-def _ascending_rank_prune(values: torch.Tensor, k: int) -> torch.Tensor:
+def ascending_rank_prune(values: torch.Tensor, k: int) -> torch.Tensor:
     """Bool mask (True = kept) pruning the k smallest ``values``; ties broken by flat position (stable)."""
     flat = values.detach().flatten()
     keep = torch.ones(flat.numel(), dtype=torch.bool, device=flat.device)
@@ -126,107 +125,53 @@ def magnitude_init(weight: torch.Tensor, sparsity: float, kind: InitKind = "hard
     if alpha * phi <= phi:
         raise ValueError(f"magnitude_init(hard): alpha * phi = {alpha * phi} must exceed phi = {phi}, or the kept "
                          "scores would not pass the threshold (paper C requires alpha >= 1; 1 keeps nothing)")
-    keep = _ascending_rank_prune(magnitude, k)
+    keep = ascending_rank_prune(magnitude, k)
     scores = torch.zeros_like(magnitude)
     scores[keep] = alpha * phi
     return scores, float(phi)
 
 
 # ------------------------------------------------------------------------------------------ mask training
-class MaskTrainingMask(nn.Module):
-    """Parametrization W -> W * 1[S > t] of one Linear weight with trainable scores S and a threshold t.
-
-    ``scores`` is an ``nn.Parameter`` of the weight's shape; ``threshold`` a 0-dim buffer (saved with the
-    model, moved with ``.to``) that only ``set_threshold`` changes: between two resets the mask moves because
-    the scores do, so the sparsity may drift away from the target (paper C, Algorithm 2, line 14).
-    """
-
-    def __init__(self, scores: torch.Tensor, threshold: float, name: str = ""):
-        super().__init__()
-        self.scores = nn.Parameter(scores.detach().clone())
-        self.register_buffer("threshold", torch.tensor(float(threshold), dtype=self.scores.dtype))
-        self.name = name
-
-    def set_threshold(self, threshold: float) -> None:
-        self.threshold.fill_(float(threshold))
-
-    def forward(self, weight: torch.Tensor) -> torch.Tensor:
-        return masked_weight(weight, self.scores, self.threshold)
-
-    def hard_mask(self) -> torch.Tensor:
-        """Bool mask of the current scores and threshold (True = kept), no gradient."""
-        return self.scores.detach() > self.threshold
-
-    def pruned_count(self) -> int:
-        return int((self.scores.detach() <= self.threshold).sum())
-
-    def reset_threshold(self, sparsity: float) -> float:
-        """Move t to ``local_threshold(S, sparsity)`` so this matrix meets ``sparsity`` now; return t."""
-        threshold = local_threshold(self.scores, sparsity)
-        self.set_threshold(threshold)
-        return threshold
-
-
-@dataclass
-class MaskTraining:
-    """The score masks of one mask-training run, by module name, and the modules they are attached to."""
-
-    masks: dict[str, MaskTrainingMask]
-    modules: dict[str, nn.Linear] = field(default_factory=dict, repr=False)
-
-    def parameters(self) -> list[nn.Parameter]:
-        """The only trainable tensors of the run: one score matrix per masked module."""
-        return [mask.scores for mask in self.masks.values()]
+class MaskTraining(MaskedModules):
+    """The masks of one mask-training run (``deciders.ThresholdMaskTraining`` on the engine): per module a score
+    tensor and a threshold buffer that only ``reset_thresholds`` moves — between two resets the mask moves
+    because the scores do, so the sparsity may drift away from the target (paper C, Algorithm 2, line 14)."""
 
     def reset_thresholds(self, sparsity: float) -> dict[str, float]:
         """Re-set every module's threshold so that each matrix alone meets ``sparsity`` (local control)."""
-        return {name: mask.reset_threshold(sparsity) for name, mask in self.masks.items()}
+        return {name: self.decider.reset_threshold(mask, sparsity) for name, mask in self.masks.items()}
 
     def thresholds(self) -> dict[str, float]:
         return {name: float(mask.threshold) for name, mask in self.masks.items()}
 
-    def hard_masks(self) -> dict[str, np.ndarray]:
-        """The current binary masks (True = kept) as numpy bool arrays of the weights' shapes."""
-        return {name: mask.hard_mask().cpu().numpy().astype(bool) for name, mask in self.masks.items()}
-
     def pruned_counts(self) -> dict[str, int]:
-        return {name: mask.pruned_count() for name, mask in self.masks.items()}
+        return {name: int((mask.scores.detach() <= mask.threshold).sum()) for name, mask in self.masks.items()}
 
     def module_sparsity(self) -> dict[str, float]:
         """Pruned fraction of each masked matrix."""
-        return {name: mask.pruned_count() / max(1, mask.scores.numel()) for name, mask in self.masks.items()}
+        counts = self.pruned_counts()
+        return {name: counts[name] / max(1, mask.scores.numel()) for name, mask in self.masks.items()}
 
     def sparsity(self) -> float:
         """Pruned fraction over all masked matrices together (paper C's |theta_pr|: only the masked ones)."""
         pruned = sum(self.pruned_counts().values())
         return pruned / max(1, sum(mask.scores.numel() for mask in self.masks.values()))
 
-    def detach(self) -> None:
-        """Remove the score masks; every weight is the very tensor it was before (never written)."""
-        for module in self.modules.values():
-            if parametrize.is_parametrized(module, "weight"):
-                parametrize.remove_parametrizations(module, "weight", leave_parametrized=False)
-
 
 def attach_mask_training(model: nn.Module, modules: list[str] | tuple[str, ...], sparsity: float,
-                         init: InitKind = "hard", alpha: float = 2.0, phi: float = 0.01) -> MaskTraining:
-    """Freeze the whole model and give each selected Linear magnitude-initialised scores (paper C, Alg. 2).
+                         init: InitKind = "hard", alpha: float = 2.0, phi: float = 0.01,
+                         granularity="weight") -> MaskTraining:
+    """Freeze the whole model and give each selected module magnitude-initialised scores (paper C, Alg. 2).
 
-    ``modules`` are kinds or regular expressions for ``selectors.select_linear`` (paper C: the six encoder
+    ``modules`` are kinds or regular expressions (``selectors.select_modules``; paper C: the six encoder
     matrices of every layer, the pooler and the classifier). Biases are not masked, as in paper C's code.
     The initial mask meets ``sparsity`` per matrix (see ``magnitude_init``).
     """
-    freeze(model)
-    chosen = select_linear(model, modules, "mask_training.modules")
-    masks: dict[str, MaskTrainingMask] = {}
-    for name, module in chosen.items():
-        if parametrize.is_parametrized(module, "weight"):
-            raise ValueError(f"mask training: {name!r} already carries a parametrization; detach it first")
-        scores, threshold = magnitude_init(module.weight, sparsity, init, alpha, phi)
-        mask = MaskTrainingMask(scores, threshold, name).to(module.weight.device)
-        parametrize.register_parametrization(module, "weight", mask)
-        masks[name] = mask
-    return MaskTraining(masks, dict(chosen))
+    if init not in INIT_KINDS:
+        raise ValueError(f"magnitude_init: kind {init!r} is unknown; choose one of {INIT_KINDS}")
+    attached = attach(model, ThresholdMaskTraining(sparsity, init, alpha, phi), modules, granularity,
+                      where="mask_training.modules")
+    return MaskTraining(attached.decider, attached.masks, attached.modules)
 
 
 class SparsityController:
@@ -285,36 +230,10 @@ class SparsityController:
 
 
 # ------------------------------------------------------------------------------------------------------ IMP
-class PrunedWeight(nn.Module):
-    """Parametrization W -> W * keep for a fixed mask, the weights themselves still trainable.
-
-    ``masked_fill`` passes no gradient to pruned entries, so training never updates them through the loss and
-    they stay pruned whatever their stored value becomes (decoupled weight decay may still shrink it; it is
-    never seen). The mask is a non-persistent buffer: it moves with ``.to`` but does not change the model's
-    state_dict keys (save masks separately, e.g. with ``fixed_masks`` and ``MaskSet``).
-    """
-
-    def __init__(self, keep: torch.Tensor):
-        super().__init__()
-        self.register_buffer("pruned", ~keep.detach().to(torch.bool), persistent=False)
-
-    @property
-    def keep(self) -> torch.Tensor:
-        return ~self.pruned
-
-    def set_keep(self, keep: torch.Tensor) -> None:
-        if keep.shape != self.pruned.shape:
-            raise ValueError(f"mask shape {tuple(keep.shape)} differs from {tuple(self.pruned.shape)}")
-        self.pruned = ~keep.detach().to(device=self.pruned.device, dtype=torch.bool)
-
-    def forward(self, weight: torch.Tensor) -> torch.Tensor:
-        return weight.masked_fill(self.pruned, 0.0)
-
-
-def _pruned_weight_of(module: nn.Module) -> PrunedWeight | None:
+def _magnitude_mask_of(module: nn.Module) -> Masked | None:
     if not parametrize.is_parametrized(module, "weight"):
         return None
-    found = [p for p in module.parametrizations.weight if isinstance(p, PrunedWeight)]
+    found = [p for p in module.parametrizations.weight if isinstance(p, Masked) and isinstance(p.decider, Magnitude)]
     return found[0] if found else None
 
 
@@ -338,8 +257,8 @@ def magnitude_masks(model_modules: Mapping[str, nn.Linear], sparsity: float,
         if current is not None and name in current:
             alive = torch.as_tensor(current[name], device=weight.device).to(torch.bool)
         else:
-            attached = _pruned_weight_of(module)
-            alive = attached.keep if attached is not None else torch.ones_like(weight, dtype=torch.bool)
+            attached = _magnitude_mask_of(module)
+            alive = ~attached.pruned_weights() if attached is not None else torch.ones_like(weight, dtype=torch.bool)
         if alive.shape != weight.shape:
             raise ValueError(f"magnitude_masks: mask of {name!r} has shape {tuple(alive.shape)}, weight "
                              f"{tuple(weight.shape)}")
@@ -351,7 +270,7 @@ def magnitude_masks(model_modules: Mapping[str, nn.Linear], sparsity: float,
         # dead entries rank first (-1 < any |W|), so the first k of the order are the dead ones plus the
         # k - already smallest alive ones
         ranked = weight.abs().to(torch.float32).masked_fill(~alive, -1.0)
-        out[name] = _ascending_rank_prune(ranked, k)
+        out[name] = ascending_rank_prune(ranked, k)
     return out
 
 
@@ -381,31 +300,32 @@ def imp_schedule(total_steps: int, rounds: int = 10, step_fraction: float = 0.1,
     return events
 
 
-def apply_fixed_masks(modules: Mapping[str, nn.Linear], masks: Mapping[str, torch.Tensor]) -> dict[str, PrunedWeight]:
-    """Attach (or, on later IMP rounds, update in place) a ``PrunedWeight`` per masked module.
+_MAGNITUDE = Magnitude()
+
+
+def apply_fixed_masks(modules: Mapping[str, nn.Module], masks: Mapping[str, torch.Tensor]) -> dict[str, Masked]:
+    """Attach (or, on later IMP rounds, update in place) a magnitude mask per module, with the given keep masks.
 
     The weights keep requires_grad as they were: IMP trains the surviving weights. Updating rather than
     stacking a second parametrization keeps ``parametrizations.weight.original`` the one stored tensor.
     """
-    attached: dict[str, PrunedWeight] = {}
+    attached: dict[str, Masked] = {}
     for name, keep in masks.items():
         if name not in modules:
             raise KeyError(f"apply_fixed_masks: no module {name!r} among {sorted(modules)[:4]}...")
         module = modules[name]
         keep = torch.as_tensor(keep).to(device=module.weight.device, dtype=torch.bool)
-        existing = _pruned_weight_of(module)
-        if existing is not None:
-            existing.set_keep(keep)
-            attached[name] = existing
-            continue
-        if parametrize.is_parametrized(module, "weight"):
-            raise ValueError(f"apply_fixed_masks: {name!r} carries another parametrization; detach it first")
-        if keep.shape != module.weight.shape:
+        existing = _magnitude_mask_of(module)
+        if existing is None:
+            if parametrize.is_parametrized(module, "weight"):
+                raise ValueError(f"apply_fixed_masks: {name!r} carries another parametrization; detach it first")
+            existing = Masked(_MAGNITUDE, Weight(), module.weight.detach(), name).to(module.weight.device)
+            parametrize.register_parametrization(module, "weight", existing, unsafe=True)
+        if keep.shape != existing.keep.shape:
             raise ValueError(f"apply_fixed_masks: mask of {name!r} has shape {tuple(keep.shape)}, weight "
-                             f"{tuple(module.weight.shape)}")
-        pruned_weight = PrunedWeight(keep)
-        parametrize.register_parametrization(module, "weight", pruned_weight, unsafe=True)
-        attached[name] = pruned_weight
+                             f"{tuple(existing.keep.shape)}")
+        existing.keep = keep.detach().clone()
+        attached[name] = existing
     return attached
 
 
@@ -413,18 +333,10 @@ def fixed_masks(modules: Mapping[str, nn.Module]) -> dict[str, np.ndarray]:
     """The attached IMP masks (True = kept) as numpy bool arrays, e.g. for ``MaskSet``."""
     out = {}
     for name, module in modules.items():
-        attached = _pruned_weight_of(module)
+        attached = _magnitude_mask_of(module)
         if attached is not None:
-            out[name] = attached.keep.cpu().numpy().astype(bool)
+            out[name] = attached.hard_mask().cpu().numpy().astype(bool)
     return out
-
-
-def plain_parameter_name(name: str) -> str:
-    """``x.parametrizations.weight.original`` -> ``x.weight``: the name the parameter has without masks."""
-    if _PARAMETRIZED in name and name.endswith(".original"):
-        module, rest = name.split(_PARAMETRIZED, 1)
-        return f"{module}.{rest.removesuffix('.original')}"
-    return name
 
 
 def _excluded(name: str, exclude: Iterable[str]) -> bool:

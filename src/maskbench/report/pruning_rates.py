@@ -8,7 +8,8 @@ and ``classifier``.
 
 A *record* is ``{"task", "row", "seed", "mask"}``: one trained mask of one model row on one task.
 
-* ``module_kind`` / ``pruning_rates``: one mask, one line per module.
+* ``layer_and_kind`` / ``pruning_rates``: one mask, one line per module (kinds from
+  ``maskbench.masking.selectors``, counts from ``maskbench.masking.density``).
 * ``pruning_rate_table``: records averaged over seeds, one line per (task, row, layer, kind) plus an
   ``overall`` line (layer -1) per (task, row); the data of the heatmap.
 * ``seed_overlap_table`` / ``seed_overlap_summary``: how much the pruned sets of two seeds agree
@@ -19,7 +20,6 @@ A *record* is ``{"task", "row", "seed", "mask"}``: one trained mask of one model
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from itertools import combinations
 from pathlib import Path
@@ -30,11 +30,13 @@ from matplotlib import colormaps
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
-from maskbench.report import atomic_output
+from maskbench.masking.density import as_bool, kept_counts
+from maskbench.masking.module_kinds import ENCODER_KINDS, layer_index, module_kind
 from maskbench.report.table1 import ROW_LABELS, task_label
+from maskbench.runtime import atomic_path
 
-# encoder-layer module types, in the order of paper A's Figure 2 (bottom to top of a layer)
-LAYER_KINDS = ("query", "key", "value", "attention_output", "ffn_in", "ffn_out")
+# short labels of the encoder-layer kinds; ENCODER_KINDS is in the order of paper A's Figure 2 (bottom to top of
+# a layer)
 KIND_LABELS = {
     "query": "Q",
     "key": "K",
@@ -69,50 +71,24 @@ SUMMARY_COLUMNS = [
     "jaccard_chance_mean",
 ]
 
-# suffix of a module name after "layer.<i>." -> kind; "attention.output.dense" must be tested as a whole
-# suffix so that it is never mistaken for the FFN's own "output.dense"
-_LAYER_SUFFIXES = {
-    "attention.self.query": "query",
-    "attention.self.key": "key",
-    "attention.self.value": "value",
-    "attention.output.dense": "attention_output",
-    "intermediate.dense": "ffn_in",
-    "output.dense": "ffn_out",
-}
-_LAYER_RE = re.compile(r"(?:^|\.)layer\.(\d+)\.(.+)$")
 
+def layer_and_kind(name: str) -> tuple[int | None, str]:
+    """(layer index, kind) of a module (or ``.weight``) name: kind from the engine's table of BERT module kinds
+    (``maskbench.masking.selectors.module_kind``), the layer for the encoder-layer kinds (``ENCODER_KINDS``)
+    only, else None.
 
-def module_kind(name: str) -> tuple[int | None, str]:
-    """(layer index, kind) of a module name; kind is one of ``LAYER_KINDS`` for encoder-layer modules,
-    else ``"pooler"``, ``"classifier"`` or ``"other"`` with layer None.
-
-    >>> module_kind("bert.encoder.layer.3.attention.output.dense")
+    >>> layer_and_kind("bert.encoder.layer.3.attention.output.dense")
     (3, 'attention_output')
-    >>> module_kind("encoder.layer.3.output.dense")
+    >>> layer_and_kind("encoder.layer.3.output.dense")
     (3, 'ffn_out')
     """
     name = name.removesuffix(".weight")
-    hit = _LAYER_RE.search(name)
-    if hit is not None:
-        kind = _LAYER_SUFFIXES.get(hit.group(2))
-        if kind is not None:
-            return int(hit.group(1)), kind
-        return None, "other"
-    parts = name.split(".")
-    if "pooler" in parts:
-        return None, "pooler"
-    if "classifier" in parts:
-        return None, "classifier"
-    return None, "other"
-
-
-def _as_bool(values) -> np.ndarray:
-    arr = np.asarray(values)
-    return arr if arr.dtype == np.bool_ else arr.astype(bool)
+    kind = module_kind(name)
+    return (layer_index(name) if kind in ENCODER_KINDS else None), kind
 
 
 def _kind_rank(kind: str) -> int:
-    order = (*LAYER_KINDS, "pooler", "classifier", "other")
+    order = (*ENCODER_KINDS, "pooler", "classifier", "other")
     return order.index(kind) if kind in order else len(order)
 
 
@@ -120,11 +96,9 @@ def pruning_rates(mask: Mapping[str, object]) -> pd.DataFrame:
     """One line per module of ``mask``: layer (nullable int), kind, module, n_weights, n_pruned and
     pruned_fraction (percent, 0-100). Encoder-layer modules come first, by layer then by kind."""
     records = []
-    for name, values in mask.items():
-        kept = _as_bool(values)
-        n_weights = int(kept.size)
-        n_pruned = n_weights - int(np.count_nonzero(kept))
-        layer, kind = module_kind(name)
+    for name, (n_weights, n_kept) in kept_counts(mask).items():
+        n_pruned = n_weights - n_kept
+        layer, kind = layer_and_kind(name)
         records.append(
             {
                 "layer": layer,
@@ -165,13 +139,13 @@ def pruning_rate_table(records: Iterable[Mapping]) -> pd.DataFrame:
     single seed) over seeds of the module's pruned percentage, n_seeds the number of seeds. Only
     encoder-layer modules count; each (task, row) also gets a ``kind == "overall"`` line with
     ``layer == -1``: the percentage of all masked encoder-layer weights that are pruned. Lines follow
-    the first appearance of (task, row) in ``records``, then layer, then ``LAYER_KINDS`` order, overall last.
+    the first appearance of (task, row) in ``records``, then layer, then ``ENCODER_KINDS`` order, overall last.
     """
     records = _check_records(records)
     per_seed = []
     for rec in records:
         rates = pruning_rates(rec["mask"])
-        enc = rates[rates["kind"].isin(LAYER_KINDS)]
+        enc = rates[rates["kind"].isin(ENCODER_KINDS)]
         if enc.empty:
             raise ValueError(
                 f"mask of task={rec['task']}, row={rec['row']}, seed={rec['seed']} has no encoder-layer "
@@ -225,7 +199,7 @@ def mask_overlap(mask_a: Mapping[str, object], mask_b: Mapping[str, object]) -> 
         raise ValueError("the two masks share no module")
     n_weights = n_a = n_b = n_both = n_either = 0
     for name in common:
-        kept_a, kept_b = _as_bool(mask_a[name]), _as_bool(mask_b[name])
+        kept_a, kept_b = as_bool(mask_a[name]), as_bool(mask_b[name])
         if kept_a.shape != kept_b.shape:
             raise ValueError(f"module {name!r}: mask shapes differ ({kept_a.shape} vs {kept_b.shape})")
         pruned_a, pruned_b = ~kept_a, ~kept_b
@@ -290,14 +264,14 @@ def seed_overlap_summary(overlap: pd.DataFrame) -> pd.DataFrame:
 
 
 def heatmap_matrix(table: pd.DataFrame, task: str, row: str) -> tuple[np.ndarray, list[int]]:
-    """The (len(LAYER_KINDS), n_layers) matrix of pruned_mean for one (task, row) of a
+    """The (len(ENCODER_KINDS), n_layers) matrix of pruned_mean for one (task, row) of a
     ``pruning_rate_table``, NaN where a (layer, kind) is missing, and the 0-based layers of its columns."""
-    part = table[(table["task"] == task) & (table["row"] == row) & table["kind"].isin(LAYER_KINDS)]
+    part = table[(table["task"] == task) & (table["row"] == row) & table["kind"].isin(ENCODER_KINDS)]
     layers = sorted(int(x) for x in part["layer"].unique())
-    matrix = np.full((len(LAYER_KINDS), len(layers)), np.nan)
+    matrix = np.full((len(ENCODER_KINDS), len(layers)), np.nan)
     col = {layer: j for j, layer in enumerate(layers)}
     for rec in part.itertuples(index=False):
-        matrix[LAYER_KINDS.index(rec.kind), col[int(rec.layer)]] = float(rec.pruned_mean)
+        matrix[ENCODER_KINDS.index(rec.kind), col[int(rec.layer)]] = float(rec.pruned_mean)
     return matrix, layers
 
 
@@ -305,7 +279,7 @@ def plot_pruning_heatmaps(table: pd.DataFrame, path: str | Path) -> None:
     """Paper A Figure 2 style: one heatmap per (task, row) of a ``pruning_rate_table`` (rows Q ... FFN out,
     columns layers 1..L, colour and annotation = mean pruned %), shared colour scale and colourbar.
     Written atomically as a PNG at ``path``; missing parent folders are created."""
-    layer_lines = table[table["kind"].isin(LAYER_KINDS)]
+    layer_lines = table[table["kind"].isin(ENCODER_KINDS)]
     if layer_lines.empty:
         raise ValueError("nothing to plot: the table has no encoder-layer line")
     pairs = list(dict.fromkeys(zip(layer_lines["task"], layer_lines["row"], strict=True)))
@@ -337,7 +311,7 @@ def plot_pruning_heatmaps(table: pd.DataFrame, path: str | Path) -> None:
             colour = "white" if norm(value) < 0.55 else "black"
             ax.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=font, color=colour)
         ax.set_xticks(range(len(layers)), [str(layer + 1) for layer in layers])
-        ax.set_yticks(range(len(LAYER_KINDS)), [KIND_LABELS[k] for k in LAYER_KINDS])
+        ax.set_yticks(range(len(ENCODER_KINDS)), [KIND_LABELS[k] for k in ENCODER_KINDS])
         ax.set_xlabel("layer")
         title = f"{task_label(task)} · {ROW_LABELS.get(row, row)}"
         if (task, row) in overall:
@@ -354,5 +328,5 @@ def plot_pruning_heatmaps(table: pd.DataFrame, path: str | Path) -> None:
         pad=0.01,
     )
     fig.suptitle("Pruning rate per module type and layer")
-    with atomic_output(path) as tmp:
+    with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=150, format="png")

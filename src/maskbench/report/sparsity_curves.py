@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from maskbench.report import atomic_output
 from maskbench.report.table1 import MISSING, format_cell, task_label
+from maskbench.runtime import atomic_path
 
 CURVE_KEYS = ["paradigm", "method", "loss"]
 CURVE_COLUMNS = ["paradigm", "method", "loss", "task", "eval_set", "sparsity", "mean", "std", "n_seeds"]
@@ -255,7 +255,7 @@ def plot_curves(
     )
     if title is not None:
         fig.suptitle(title)
-    with atomic_output(path) as tmp:
+    with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=150, format="png")
 
 

@@ -1,0 +1,39 @@
+# Tables and figures, rebuilt from the evaluation JSONs alone (no model runs here).
+
+
+rule table1:
+    input:
+        evals=evaluation_jsons(),
+    output:
+        csv=report(f"{R}/tables/table1.csv", caption="captions/table1.rst", category="Table 1"),
+        md=f"{R}/tables/table1.md",
+        tex=f"{R}/tables/table1.tex",
+    params:
+        columns=as_json(config["report"]["table1"]["columns"]),
+        rows=as_json(ROWS),
+    log:
+        f"{R}/logs/table1/table1.log",
+    localrule: True
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.table1 --evals {input.evals} --columns {params.columns} --rows {params.rows}"
+        " --out-csv {output.csv} --out-md {output.md} --out-tex {output.tex} > {log} 2>&1"
+
+
+rule figure_id_ood:
+    input:
+        table=rules.table1.output.csv,
+    output:
+        png=report(f"{R}/figures/id_ood.png", caption="captions/id_ood.rst", category="Figures"),
+        csv=f"{R}/figures/id_ood.csv",
+    params:
+        columns=as_json(config["report"]["table1"]["columns"]),
+    log:
+        f"{R}/logs/figure_id_ood/id_ood.log",
+    localrule: True
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.figure_id_ood --table {input.table} --columns {params.columns}"
+        " --out {output.png} --out-csv {output.csv} > {log} 2>&1"

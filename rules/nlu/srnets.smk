@@ -1,0 +1,84 @@
+# Paper C (sparse and robust subnetworks), planned only when the config has `srnets:` (helpers: rules/nlu/srnets_common.smk).
+# Each srnet job runs one sweep of one (task, seed) in one process (`maskbench.steps.srnet --sparsities/--masks/--runs`);
+# evaluate_srnets scores every subnetwork of a (task, seed), srnet_report draws the curves and Table 5.
+
+if SRN:
+
+    for _run in list(SRN_RUNS) + list(SRN_FEEDERS) + SRN_NAMED_SWEEPS:
+
+        rule:
+            name:
+                f"srnet_{_run}"
+            input:
+                unpack(srn_inputs_of(_run)),
+            output:
+                srn_outputs(_run),
+            params:
+                options=srn_options_of(_run),
+            log:
+                f"{R}/logs/srnet/{_run}/{{task}}/seed~{{seed}}.log",
+            benchmark:
+                f"{R}/benchmarks/rules/srnet/{_run}/{{task}}/seed~{{seed}}.tsv"
+            threads: COMPUTE["train_threads"]
+            resources:
+                mem_mb=COMPUTE["train_mem_mb"],
+                runtime=COMPUTE.get("srnet_runtime_min", COMPUTE["train_runtime_min"]),
+                gpu=training_gpus(),
+            conda:
+                "../../envs/maskbench.yaml"
+            shell:
+                "python -m maskbench.steps.srnet {params.options} --threads {threads} > {log} 2>&1"
+
+    for _task in SRN_TASKS:
+
+        rule:
+            # every subnetwork of one (task, seed): masks switched in on their start model, checkpoints as they are
+            name:
+                f"evaluate_srnets_{_task}"
+            input:
+                unpack(srn_eval_inputs_of(_task)),
+            output:
+                srn_eval_outputs(_task, "{seed}"),
+            params:
+                subnetworks=srn_eval_options_of(_task),
+                eval_sets=as_json(eval_set_specs(_task)),
+                task=_task,
+                max_length=config["finetune"]["max_length"],
+                batch_size=config["finetune"]["eval_batch_size"],
+            log:
+                f"{R}/logs/evaluate_srnets/{_task}/seed~{{seed}}.log",
+            benchmark:
+                f"{R}/benchmarks/rules/evaluate_srnets/{_task}/seed~{{seed}}.tsv"
+            threads: 1
+            resources:
+                mem_mb=COMPUTE["eval_mem_mb"],
+                runtime=COMPUTE["eval_runtime_min"],
+            conda:
+                "../../envs/maskbench.yaml"
+            shell:
+                "python -m maskbench.steps.evaluate_srnets {params.subnetworks} --data {input.data}"
+                " --eval-sets {params.eval_sets} --task {params.task} --seed {wildcards.seed}"
+                " --max-length {params.max_length} --batch-size {params.batch_size} --threads {threads} > {log} 2>&1"
+
+    rule srnet_report:
+        # paper C's curves (ID and OOD metric vs sparsity, std bands over seeds), Table 5 and the timing study
+        input:
+            evals=srn_all_evals(),
+            reference=[evaluation_json(t, "baseline", s, e) for t in SRN_TASKS for s in SRN_SEEDS
+                       for e in eval_set_names(t)],
+        output:
+            srn_report_outputs(captioned=True),
+        params:
+            runs=as_json(srn_report_runs()),
+            metrics=as_json(SRN.get("metrics", {})),
+            table5=as_json(SRN.get("table5", {})),
+            out_dir=R,
+        log:
+            f"{R}/logs/srnet_report/srnet_report.log",
+        localrule: True
+        conda:
+            "../../envs/maskbench.yaml"
+        shell:
+            "python -m maskbench.steps.srnet_report --evals {input.evals} --reference {input.reference}"
+            " --runs {params.runs} --metrics {params.metrics} --table5 {params.table5}"
+            " --results {params.out_dir} > {log} 2>&1"

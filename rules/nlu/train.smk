@@ -1,0 +1,34 @@
+# Baseline fine-tuning (Table 1 "Baseline"), one job per task and seed.
+
+
+rule finetune_baseline:
+    input:
+        unpack(task_train_data),
+    output:
+        model=f"{R}/{NLU}/{{task}}/{MODEL}/models/method~finetune/loss~ce/seed~{{seed}}/model.safetensors",
+        summary=f"{R}/{NLU}/{{task}}/{MODEL}/models/method~finetune/loss~ce/seed~{{seed}}/train_summary.json",
+        # the baseline's own training-set probabilities: the teacher of confidence regularisation
+        probs=f"{R}/{NLU}/{{task}}/{MODEL}/models/method~finetune/loss~ce/seed~{{seed}}/train_probs.parquet",
+        # with `srnets:` also paper C's theta_pt (the untrained start) and the timing study's snapshots
+        **finetune_extra_outputs(),
+    params:
+        model_spec=as_json(config["model"]),
+        hparams=as_json(config["finetune"]),
+        out_dir=folder_of_output("model"),
+        extra=finetune_extra_options,
+    log:
+        f"{R}/logs/finetune_baseline/{{task}}/seed~{{seed}}.log",
+    benchmark:
+        f"{R}/benchmarks/rules/finetune_baseline/{{task}}/seed~{{seed}}.tsv"
+    threads: COMPUTE["train_threads"]
+    resources:
+        mem_mb=COMPUTE["train_mem_mb"],
+        runtime=COMPUTE["train_runtime_min"],
+        gpu=training_gpus(),
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.finetune --train {input.train} --dev {input.dev}"
+        " --model-spec {params.model_spec} --hparams {params.hparams} --loss ce"
+        " --seed {wildcards.seed} --threads {threads} --out-dir {params.out_dir}"
+        " --train-probs-out {output.probs} {params.extra} > {log} 2>&1"

@@ -1,0 +1,265 @@
+"""The masking engine: one parametrization ``W -> W * expand(m(S))`` on any module with a weight.
+
+``attach(model, decider, targets, granularity)`` gives every selected module (Linear, Conv1d/2d/3d, Embedding; by
+kind or regular expression, ``selectors.py``) a ``Masked`` parametrization (``torch.nn.utils.parametrize``): the
+stored weight lives on untouched as ``parametrizations.weight.original``, ``m`` is the decider's tile mask of the
+scores ``S`` (``deciders.py``), ``expand`` the granularity's spread of tiles over the weight (``granularity.py``,
+chosen per module kind). ``MaskedModules.detach()`` removes every parametrization and leaves the modules
+bit-identical to before; ``bypass()`` makes every mask return the raw weight (the original model, e.g. for a
+regulariser towards it, without a copy).
+
+Frozen weights are the default (only the scores train); ``train_weights=True`` keeps the weights trainable, and
+``param_groups`` then gives scores and weights their own learning rate and weight decay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+from maskbench.masking.binarizers import masked_weight
+from maskbench.masking.deciders import Decider
+from maskbench.masking.density import density
+from maskbench.masking.granularity import Granularity, Weight, granularity_for
+from maskbench.masking.selectors import module_kind, select_modules
+
+
+class Masked(nn.Module):
+    """Parametrization of one weight: ``W * expand(m(S))``, with S of the granularity's score shape."""
+
+    def __init__(self, decider: Decider, granularity: Granularity, weight: torch.Tensor, name: str = "",
+                 kind: str = "other"):
+        super().__init__()
+        self.shape = tuple(weight.shape)
+        self.granularity = granularity
+        scores, buffers = decider.init_state(weight, granularity, name or "module")
+        if decider.trains_scores:
+            self.scores = nn.Parameter(scores.detach().clone())
+        else:
+            self.register_buffer("scores", scores.detach().clone())
+        for key, value in buffers.items():
+            self.register_buffer(key, value)
+        self._decider = (decider,)  # a tuple: not a submodule, not in state_dict
+        self.name, self.kind = name, kind
+        self.bypassed = False
+
+    @property
+    def decider(self) -> Decider:
+        return self._decider[0]
+
+    def _fused(self) -> bool:
+        return isinstance(self.granularity, Weight)
+
+    def mask(self) -> torch.Tensor:
+        """The float {0, 1} weight-shaped mask as the forward pass uses it (straight-through gradient)."""
+        return self.granularity.expand(self.decider.tiles(self, self.training), self.shape)
+
+    def hard_mask(self) -> torch.Tensor:
+        """The final bool weight-shaped mask (True = kept)."""
+        return self.granularity.expand(self.decider.hard_tiles(self), self.shape)
+
+    def pruned_weights(self) -> torch.Tensor:
+        """Bool, weight-shaped: True where the current mask zeroes the weight."""
+        return ~self.granularity.expand(self.decider.hard_tiles(self), self.shape)
+
+    def forward(self, weight: torch.Tensor) -> torch.Tensor:
+        if self.bypassed:
+            return weight
+        own = getattr(self.decider, "forward", None)
+        if own is not None:
+            return own(self, weight)
+        if self._fused():
+            threshold = self.decider.threshold(self, self.training)
+            if threshold is not None:
+                return masked_weight(weight, self.scores, threshold)
+        return weight * self.mask().to(weight.dtype)
+
+    def alive_units(self) -> torch.Tensor:
+        """Bool per output unit (dim 0): True if it keeps at least one weight (no gradient)."""
+        with torch.no_grad():
+            threshold = self.decider.threshold(self, self.training)
+            if threshold is not None and self.scores.dim() == 2:
+                # a unit survives iff its highest score passes the threshold: no full mask needed
+                rows = self.shape[0] // self.scores.shape[0]
+                alive = self.scores.amax(dim=1) > threshold
+                return alive.repeat_interleave(rows) if rows > 1 else alive
+            mask = self.mask() if self.decider.trains_scores else self.hard_mask()
+            return mask.reshape(self.shape[0], -1).amax(dim=1) > 0
+
+
+class EmptyRowBias(nn.Module):
+    """Parametrization of a bias: zero the bias of every output unit whose weights are all masked, as
+    nn_pruning's MaskedLinear does (``bias_mask``)."""
+
+    def __init__(self, owner: Masked):
+        super().__init__()
+        self._owner = (owner,)
+
+    def forward(self, bias: torch.Tensor) -> torch.Tensor:
+        if self._owner[0].bypassed:
+            return bias
+        return bias * self._owner[0].alive_units().to(bias.dtype)
+
+
+class FixedMask(nn.Module):
+    """Parametrization with a fixed bool mask: zero the entries where ``zeroed`` is True (pruned weights of a
+    saved mask, or the bias of output units whose weights are all pruned). The stored tensor stays untouched."""
+
+    def __init__(self, zeroed: torch.Tensor):
+        super().__init__()
+        self.zeroed = zeroed
+
+    def forward(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.masked_fill(self.zeroed, 0.0)
+
+
+def freeze(model: nn.Module) -> None:
+    for param in model.parameters():
+        param.requires_grad_(False)
+
+
+def remove_parametrizations(module: nn.Module, keep_values: bool = False) -> None:
+    """Remove every parametrization of ``module``: the original tensors back (``keep_values`` False), or the
+    masked values written into them (True: a pruned model that saves like any other)."""
+    if parametrize.is_parametrized(module):
+        for tensor_name in list(module.parametrizations.keys()):
+            parametrize.remove_parametrizations(module, tensor_name, leave_parametrized=keep_values)
+
+
+def detach_parametrizations(model: nn.Module) -> None:
+    """Remove every parametrization of the model, restoring the original tensors (bit-identical: they were never
+    written)."""
+    for module in list(model.modules()):
+        remove_parametrizations(module)
+
+
+@dataclass
+class MaskedModules:
+    """What ``attach`` returns: the decider and each module's ``Masked`` parametrization, by module name."""
+
+    decider: Decider
+    masks: dict[str, Masked]
+    modules: dict[str, nn.Module] = field(default_factory=dict, repr=False)
+
+    def parameters(self) -> list[nn.Parameter]:
+        """The trainable scores, one tensor per masked module (empty for a decider without trained scores)."""
+        return [m.scores for m in self.masks.values() if isinstance(m.scores, nn.Parameter)]
+
+    def weights(self) -> list[nn.Parameter]:
+        """The masked modules' stored weights and biases (``train_weights``: trained beside the scores)."""
+        out = []
+        for module in self.modules.values():
+            for name, param in module.named_parameters():
+                if ".parametrizations." in f".{name}" and not name.endswith(".original"):
+                    continue
+                out.append(param)
+        return out
+
+    def prune_to(self, sparsity: float) -> None:
+        """A decider without trained scores (``Magnitude``): re-decide every module's mask from its weights."""
+        for name, mask in self.masks.items():
+            module = self.modules[name]
+            self.decider.prune_to(mask, module.parametrizations.weight.original, sparsity)
+
+    def set_step(self, step: int, total: int | None = None) -> None:
+        self.decider.set_step(step, total)
+
+    def regularization(self) -> torch.Tensor | None:
+        return self.decider.regularizer(self.masks)
+
+    def hard_masks(self) -> dict[str, np.ndarray]:
+        """The final binary masks (True = kept), as numpy bool arrays of the weights' shapes."""
+        return {name: m.hard_mask().cpu().numpy().astype(bool) for name, m in self.masks.items()}
+
+    def density(self) -> float:
+        return density(self.hard_masks())
+
+    @contextlib.contextmanager
+    def bypass(self) -> Iterator[None]:
+        """Inside, every mask returns the raw weights: the model computes as if no mask were attached."""
+        previous = {name: m.bypassed for name, m in self.masks.items()}
+        for m in self.masks.values():
+            m.bypassed = True
+        try:
+            yield
+        finally:
+            for name, m in self.masks.items():
+                m.bypassed = previous[name]
+
+    def param_groups(self, score_lr: float, weight_lr: float | None = None, weight_decay: float = 0.0,
+                     score_weight_decay: float = 0.0) -> list[dict]:
+        """Optimiser groups: the scores at ``score_lr``; with ``weight_lr``, the masked modules' weights (decay
+        ``weight_decay``) and biases (no decay) at theirs, named by their plain parameter names."""
+        groups = [{"name": "scores", "params": self.parameters(), "lr": score_lr,
+                   "weight_decay": score_weight_decay}]
+        if weight_lr is not None:
+            decay, no_decay = [], []
+            for module_name, module in self.modules.items():
+                for name, param in module.named_parameters():
+                    if not param.requires_grad or (".parametrizations." in f".{name}"
+                                                   and not name.endswith(".original")):
+                        continue
+                    plain = plain_parameter_name(f"{module_name}.{name}")
+                    (no_decay if is_no_decay(plain) else decay).append(param)
+            groups += [{"name": "weights", "params": decay, "lr": weight_lr, "weight_decay": weight_decay},
+                       {"name": "biases", "params": no_decay, "lr": weight_lr, "weight_decay": 0.0}]
+        return [g for g in groups if g["params"]]
+
+    def detach(self, keep_values: bool = False) -> None:
+        """Remove the masks (and bias masks): the weights are the very tensors they were before, or, with
+        ``keep_values``, carry the masked values (pruned entries 0)."""
+        for module in self.modules.values():
+            remove_parametrizations(module, keep_values)
+
+
+_PARAMETRIZED = ".parametrizations."
+
+
+def plain_parameter_name(name: str) -> str:
+    """``x.parametrizations.weight.original`` -> ``x.weight``: the name a parameter has without masks."""
+    if _PARAMETRIZED in name and name.endswith(".original"):
+        module, rest = name.split(_PARAMETRIZED, 1)
+        return f"{module}.{rest.removesuffix('.original')}"
+    return name
+
+
+def is_no_decay(plain_name: str) -> bool:
+    """Biases and LayerNorm weights get no weight decay (as BERT); decided on the plain name, so a masked bias
+    (``...parametrizations.bias.original``) is still a bias."""
+    return plain_name.endswith("bias") or "LayerNorm" in plain_name
+
+
+def attach(model: nn.Module, decider: Decider, targets: Iterable[str], granularity=None, *,
+           family: str = "bert", train_weights: bool = False, zero_bias_of_empty_rows: bool = False,
+           where: str = "modules") -> MaskedModules:
+    """Give every selected module a ``Masked`` weight; freeze the whole model unless ``train_weights``.
+
+    ``granularity``: one granularity (or its config spelling) for every module, or a per-kind plan
+    ``{kind: spelling, "default": spelling}`` (paper B: square blocks on Q/K/V/O, rows on the FFN).
+    """
+    per_kind = isinstance(granularity, dict) and "head" not in granularity
+    plan = granularity if per_kind else {"default": granularity or "weight"}
+    chosen = select_modules(model, list(targets), where, family)
+    grains: dict[str, Granularity] = {}
+    for name, module in chosen.items():  # every check before the model is touched
+        if parametrize.is_parametrized(module, "weight"):
+            raise ValueError(f"{where}: {name!r} already carries a mask; detach it first")
+        grains[name] = granularity_for(module_kind(name, family), plan, f"{where} granularity")
+        grains[name].score_shape(tuple(module.weight.shape), name)
+    if not train_weights:
+        freeze(model)
+    masks: dict[str, Masked] = {}
+    for name, module in chosen.items():
+        mask = Masked(decider, grains[name], module.weight.detach(), name, module_kind(name, family))
+        mask = mask.to(module.weight.device)
+        parametrize.register_parametrization(module, "weight", mask, unsafe=not decider.trains_scores)
+        if zero_bias_of_empty_rows and getattr(module, "bias", None) is not None:
+            parametrize.register_parametrization(module, "bias", EmptyRowBias(mask))
+        masks[name] = mask
+    return MaskedModules(decider, masks, dict(chosen))

@@ -1,0 +1,1 @@
+"""What is specific to a track: its models, batches, module kinds and evaluation."""

@@ -1,0 +1,79 @@
+"""Text-pair batches of the nlu track: what a model reads (pair or one text), token ids padded per batch, and softmax predictions."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+log = logging.getLogger(__name__)
+
+
+INPUT_VIEWS = ("pair", "text_a_only", "text_b_only")
+
+
+def view_texts(text_a: Sequence[str], text_b: Sequence[str], view: str) -> tuple[list[str], list[str]]:
+    """What the model reads: both texts, or only one (a hypothesis-only / claim-only bias model)."""
+    if view == "pair":
+        return list(text_a), list(text_b)
+    if view == "text_b_only":
+        return list(text_b), [""] * len(text_b)
+    if view == "text_a_only":
+        return list(text_a), [""] * len(text_a)
+    raise ValueError(f"input view {view!r} is unknown; choose one of {INPUT_VIEWS}")
+
+
+class EncodedPairs(Dataset):
+    """Token ids of (text_a, text_b) pairs, kept unpadded; `collate` pads each batch to its longest row."""
+
+    def __init__(self, tokenizer, text_a: Sequence[str], text_b: Sequence[str], labels=None, max_length=128,
+                 view: str = "pair"):
+        text_a, text_b = view_texts(text_a, text_b, view)
+        pairs = [b if b else None for b in text_b]
+        if all(p is None for p in pairs):
+            enc = tokenizer(list(text_a), truncation=True, max_length=max_length)
+        else:
+            enc = tokenizer(list(text_a), [p or "" for p in pairs], truncation=True, max_length=max_length)
+        self.input_ids = enc["input_ids"]
+        self.token_type_ids = enc.get("token_type_ids")
+        self.labels = None if labels is None else np.asarray(labels, dtype=np.int64)
+        self.pad_id = tokenizer.pad_token_id or 0
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    def __getitem__(self, i: int) -> int:
+        return i
+
+    def collate(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        width = max(len(self.input_ids[i]) for i in indices)
+        ids = torch.full((len(indices), width), self.pad_id, dtype=torch.long)
+        types = torch.zeros((len(indices), width), dtype=torch.long)
+        mask = torch.zeros((len(indices), width), dtype=torch.long)
+        for row, i in enumerate(indices):
+            n = len(self.input_ids[i])
+            ids[row, :n] = torch.tensor(self.input_ids[i])
+            mask[row, :n] = 1
+            if self.token_type_ids is not None:
+                types[row, :n] = torch.tensor(self.token_type_ids[i])
+        batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types,
+                 "index": torch.tensor(indices, dtype=torch.long)}
+        if self.labels is not None:
+            batch["labels"] = torch.from_numpy(self.labels[indices])
+        return batch
+
+
+def model_inputs(batch: dict[str, torch.Tensor], device) -> dict[str, torch.Tensor]:
+    return {k: batch[k].to(device) for k in ("input_ids", "attention_mask", "token_type_ids")}
+
+
+@torch.no_grad()
+def predict_proba(model: torch.nn.Module, data: EncodedPairs, batch_size: int, device) -> np.ndarray:
+    """Softmax probabilities in the order of `data`."""
+    model.to(device).eval()
+    loader = DataLoader(data, batch_size=batch_size, shuffle=False, collate_fn=data.collate)
+    out = [torch.softmax(model(**model_inputs(b, device)).logits.float(), dim=-1).cpu() for b in loader]
+    return torch.cat(out).numpy()
