@@ -48,6 +48,15 @@ def as_json(obj):
     return shlex.quote(json.dumps(obj))
 
 
+def quoted(paths):
+    """Shell words for a path or a list of paths. A shell command quotes its own placeholders (`{input.x:q}`);
+    a params function that builds several options puts every path through this, so that a results folder with
+    spaces (`results: "res spaced"`) stays one word."""
+    if isinstance(paths, str):
+        return shlex.quote(paths)
+    return " ".join(shlex.quote(str(p)) for p in paths)
+
+
 def folder_of_output(name):
     """A params function: the folder of the named output (its first file when the output is a list)."""
 

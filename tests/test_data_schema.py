@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from maskbench.data.checksum import CHECKSUM_KEY, with_checksum
 from maskbench.data.schema import PREPARED_FORMATS, DataError, read_prepared, validate_frame, write_prepared
 
 LABELS = ["entailment", "neutral", "contradiction"]
@@ -111,6 +112,56 @@ def test_read_prepared_validates_content(tmp_path):
     path = tmp_path / "dup.parquet"
     table = pa.Table.from_pandas(frame(id=["x", "x", "y"]), preserve_index=False)
     table = table.replace_schema_metadata({b"maskbench": json.dumps({"labels": LABELS}).encode()})
-    pq.write_table(table, path)
+    pq.write_table(with_checksum(table), path)  # a writer's bug, not damage: the checksum matches
     with pytest.raises(DataError, match=r"dup\.parquet: field 'id' has duplicated value 'x'"):
         read_prepared(path)
+
+
+def test_prepared_file_carries_a_checksum_over_data_and_metadata(tmp_path):
+    path = tmp_path / "mnli.parquet"
+    write_prepared(frame(), LABELS, path, {"dataset": "mnli_dev", "task": "mnli"})
+    table = pq.read_table(path)
+    assert len(table.schema.metadata[CHECKSUM_KEY]) == 64
+    read_prepared(path)
+    # another text under the old checksum: refused, the file named
+    changed = table.set_column(1, "text_a", pa.array(["A man sleeps!", "Two dogs run.", "It rains."]))
+    pq.write_table(changed, tmp_path / "edited.parquet")
+    with pytest.raises(DataError, match=r"edited\.parquet: field 'metadata' has checksum .* the file is corrupted"):
+        read_prepared(tmp_path / "edited.parquet")
+    # other label names under the old checksum
+    metadata = dict(table.schema.metadata)
+    metadata[b"maskbench"] = metadata[b"maskbench"].replace(b"neutral", b"neutrel")
+    pq.write_table(table.replace_schema_metadata(metadata), tmp_path / "labels.parquet")
+    with pytest.raises(DataError, match=r"labels\.parquet: .*corrupted"):
+        read_prepared(tmp_path / "labels.parquet")
+    # no checksum at all
+    metadata.pop(CHECKSUM_KEY)
+    pq.write_table(table.replace_schema_metadata(metadata), tmp_path / "old.parquet")
+    with pytest.raises(DataError, match=r"old\.parquet: field 'metadata' has no 'maskbench.sha256' checksum"):
+        read_prepared(tmp_path / "old.parquet")
+
+
+def test_damaged_prepared_file_is_refused_naming_it(tmp_path):
+    from maskbench.data.synthetic import generate
+
+    data, labels = generate("nli", "train", 40, seed=0, rho=0.9)
+    path = tmp_path / "train.parquet"
+    write_prepared(data, labels, path, {"dataset": "train", "task": "mnli"})
+    reference, _, meta = read_prepared(path)
+    raw = path.read_bytes()
+    broken = tmp_path / "broken.parquet"
+    positions = range(0, len(raw), len(raw) // 250 + 1)  # a sample: every byte takes ~20 s on a busy machine
+    refused = 0
+    for position in positions:
+        changed = bytearray(raw)
+        changed[position] ^= 0xFF
+        broken.write_bytes(bytes(changed))
+        try:
+            df, names, got = read_prepared(broken)
+        except DataError as err:
+            assert str(err).startswith(f"{broken}: "), (position, str(err))
+            refused += 1
+            continue
+        # what gets through is a byte nothing reads (the leading magic, page statistics): the same data
+        assert df.equals(reference) and names == labels and got == meta, position
+    assert refused > 0.6 * len(positions)

@@ -1,8 +1,10 @@
 """Mask codec: bit-exact round trips, the Rice bit layout by hand, sizes against the entropy bound, files."""
 
+import hashlib
 import json
 import math
 import os
+import zlib
 
 import numpy as np
 import pytest
@@ -289,7 +291,7 @@ def test_file_round_trip_with_meta_and_stats(tmp_path):
     assert stats["payload_bytes"] < stats["bitpack_bytes"]
 
     header = read_mask_header(path)
-    assert header["format"] == 1 and header["meta"] == meta
+    assert header["format"] == 2 and header["meta"] == meta
     assert [m["name"] for m in header["modules"]] == list(masks)
     offsets = [(m["offset"], m["nbytes"]) for m in header["modules"]]
     assert offsets[0][0] == 0
@@ -303,7 +305,15 @@ def test_file_round_trip_with_meta_and_stats(tmp_path):
     raw = path.read_bytes()
     header_len = int.from_bytes(raw[8:16], "little")
     assert json.loads(raw[16 : 16 + header_len]) == header
-    assert stats["header_bytes"] == 16 + header_len
+    # the checksums: one CRC32 per module, then the sha256 of everything before it
+    table_end = 16 + header_len + 4 * len(masks)
+    assert stats["checksum_bytes"] == 4 * len(masks) + 32
+    assert stats["header_bytes"] == 16 + header_len + stats["checksum_bytes"]
+    assert raw[table_end : table_end + 32] == hashlib.sha256(raw[:table_end]).digest()
+    payloads = raw[stats["header_bytes"] :]
+    for index, module in enumerate(header["modules"]):
+        crc = int.from_bytes(raw[16 + header_len + 4 * index : 16 + header_len + 4 * index + 4], "little")
+        assert crc == zlib.crc32(payloads[module["offset"] : module["offset"] + module["nbytes"]])
 
 
 def test_file_overwrite_replaces_content(tmp_path):
@@ -322,13 +332,26 @@ def test_bert_like_file_is_close_to_entropy(tmp_path):
     assert stats["payload_bytes"] < 0.5 * stats["bitpack_bytes"]
 
 
-def rewrite_header(path, edit):
-    raw = path.read_bytes()
+def split_file(raw):
+    """(header dict, payload section) of a format-2 file."""
     header_len = int.from_bytes(raw[8:16], "little")
     header = json.loads(raw[16 : 16 + header_len])
+    return header, raw[16 + header_len + 4 * len(header["modules"]) + 32 :]
+
+
+def assemble(header, payloads):
+    """A format-2 file with valid checksums: what a writer with a bug (not a flipped byte) would produce."""
+    body = json.dumps(header).encode()
+    prefix = MAGIC + len(body).to_bytes(8, "little") + body
+    table = b"".join(zlib.crc32(payloads[m["offset"] : m["offset"] + m["nbytes"]]).to_bytes(4, "little")
+                     for m in header["modules"])
+    return prefix + table + hashlib.sha256(prefix + table).digest() + payloads
+
+
+def rewrite_header(path, edit):
+    header, payloads = split_file(path.read_bytes())
     edit(header)
-    new_header = json.dumps(header).encode()
-    path.write_bytes(MAGIC + len(new_header).to_bytes(8, "little") + new_header + raw[16 + header_len :])
+    path.write_bytes(assemble(header, payloads))
 
 
 def test_bad_magic(tmp_path):
@@ -392,13 +415,12 @@ def test_decoded_ones_differ_from_header(tmp_path):
 def test_corrupt_rice_payload_is_reported(tmp_path):
     path = tmp_path / "flipped.mbm"
     write_mask_file(path, {"sparse": random_mask((5000,), 0.02, seed=4)}, {})
-    raw = bytearray(path.read_bytes())
-    header = read_mask_header(path)
-    assert header["modules"][0]["encoding"] == "rice"
-    start = len(raw) - header["modules"][0]["nbytes"]
-    raw[start : start + header["modules"][0]["unary_bytes"]] = b"\xff" * header["modules"][0]["unary_bytes"]
-    path.write_bytes(bytes(raw))
-    with pytest.raises(MaskFileError, match="flipped.mbm.*'sparse'"):
+    header, payloads = split_file(path.read_bytes())
+    module = header["modules"][0]
+    assert module["encoding"] == "rice"
+    payloads = b"\xff" * module["unary_bytes"] + payloads[module["unary_bytes"] :]
+    path.write_bytes(assemble(header, payloads))  # checksums recomputed: the decoder's own checks must catch it
+    with pytest.raises(MaskFileError, match="flipped.mbm.*'sparse'.*terminators"):
         read_mask_file(path)
 
 
@@ -415,3 +437,54 @@ def test_write_rejects_non_bool_masks_and_writes_nothing(tmp_path):
         write_mask_file(path, {"ok": np.ones(4, bool)}, {"bad": object()})
     assert not path.exists()
     assert not path.parent.exists() or os.listdir(path.parent) == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# integrity: checksums
+
+
+def test_every_flipped_byte_is_refused_naming_the_file_and_the_module(tmp_path):
+    rng = np.random.default_rng(5)
+    masks = {"layer.0.query": rng.random((24, 16)) < 0.9, "layer.0.key": rng.random((16, 24)) < 0.5,
+             "pooler": np.ones((8, 8), bool), "classifier": rng.random((3, 16)) < 0.02}
+    path = tmp_path / "flip.mask"
+    stats = write_mask_file(path, masks, {"method": "movement_sigmoid", "seed": 1})
+    raw = path.read_bytes()
+    header = read_mask_header(path)
+    start = stats["header_bytes"]
+    owner = {}  # payload byte -> the module it belongs to
+    for module in header["modules"]:
+        owner.update({start + i: module["name"] for i in range(module["offset"], module["offset"] + module["nbytes"])})
+    assert len(owner) == stats["payload_bytes"] > 0
+    broken = tmp_path / "broken.mask"
+    for position in range(len(raw)):
+        for flip in (0x01, 0xFF):
+            changed = bytearray(raw)
+            changed[position] ^= flip
+            broken.write_bytes(bytes(changed))
+            for reader in (read_mask_file, read_mask_header):
+                with pytest.raises(MaskFileError) as info:
+                    reader(broken)
+                message = str(info.value)
+                assert message.startswith(f"{broken}: "), (position, message)
+                if position in owner:
+                    assert f"module {owner[position]!r}: corrupted payload" in message, (position, message)
+                elif position >= 16:  # magic and length: refused as another file or as truncated/corrupted
+                    assert "corrupted" in message or "truncated" in message, (position, message)
+
+
+def test_checksums_cost_4_bytes_per_module_plus_32(tmp_path):
+    masks = {f"m{i}": np.arange(40).reshape(5, 8) % (i + 2) == 0 for i in range(6)}
+    stats = write_mask_file(tmp_path / "a.mask", masks, {})
+    header, payloads = split_file((tmp_path / "a.mask").read_bytes())
+    unchecked = 16 + len(json.dumps(header, separators=(",", ":")).encode()) + len(payloads)
+    assert stats["file_bytes"] - unchecked == stats["checksum_bytes"] == 4 * 6 + 32
+
+
+def test_format_1_files_are_refused_with_a_clear_message(tmp_path):
+    path = tmp_path / "old.mask"
+    body = json.dumps({"format": 1, "meta": {}, "modules": []}).encode()
+    path.write_bytes(b"MBMASK01" + len(body).to_bytes(8, "little") + body)
+    for reader in (read_mask_file, read_mask_header):
+        with pytest.raises(MaskFileError, match=r"old\.mask: mask file format 1 has no checksums"):
+            reader(path)

@@ -172,14 +172,7 @@ def test_bad_data_stops_before_training_naming_file_field_and_value(tmp_path):
     assert not list((tmp_path / "results/nlu/mnli").rglob("model.safetensors"))
 
 
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("smoke")
-    # ~8 minutes on 2 free cores (94 jobs, mostly start-up); the limit only catches a hang
-    result = snakemake("--cores", "2", "--configfile", str(REPO / "configs/smoke.yaml"), workdir=workdir,
-                       timeout=1800)
-    assert result.returncode == 0, result.stderr[-5000:]
-    return workdir
+# smoke_run: the smoke DAG run locally, a session fixture in conftest.py (tests/test_slurm.py compares with it)
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ rule train_bias_model:
     wildcard_constraints:
         source=alternation(NEURAL_SOURCES),
     params:
+        checkpoint_every=COMPUTE["checkpoint_every"],
         model_spec=weak_learner_model,
         hparams=weak_learner_hparams,
         options=weak_learner_options,
@@ -29,10 +30,10 @@ rule train_bias_model:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.finetune --train {input.train} --dev {input.dev}"
+        "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
         " --model-spec {params.model_spec} --hparams {params.hparams} --loss ce {params.options}"
-        " --seed {wildcards.seed} --threads {threads} --out-dir {params.out_dir}"
-        " --train-probs-out {output.probs} > {log} 2>&1"
+        " --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --out-dir {params.out_dir:q}"
+        " --train-probs-out {output.probs:q} > {log:q} 2>&1"
 
 
 # the logistic-regression bias model scores itself on the task's evaluation sets: one rule per task, as the
@@ -63,9 +64,9 @@ for _task in TASKS:
         conda:
             "../../envs/maskbench.yaml"
         shell:
-            "python -m maskbench.steps.bias_overlap --train {input.train} --eval-data {input.data}"
+            "python -m maskbench.steps.bias_overlap --train {input.train:q} --eval-data {input.data:q}"
             " --eval-sets {params.eval_sets} {params.options} --task {params.task} --seed {wildcards.seed}"
-            " --out {output.probs} --eval-dir {params.eval_dir} > {log} 2>&1"
+            " --out {output.probs:q} --eval-dir {params.eval_dir:q} > {log:q} 2>&1"
 
 
 rule finetune_debiased:
@@ -76,6 +77,7 @@ rule finetune_debiased:
         model=f"{R}/{NLU}/{{task}}/{MODEL}/models/method~finetune/loss~{{loss}}/bias~{{source}}/seed~{{seed}}/model.safetensors",
         summary=f"{R}/{NLU}/{{task}}/{MODEL}/models/method~finetune/loss~{{loss}}/bias~{{source}}/seed~{{seed}}/train_summary.json",
     params:
+        checkpoint_every=COMPUTE["checkpoint_every"],
         model_spec=as_json(config["model"]),
         hparams=as_json(config["finetune"]),
         loss_hparams=debiased_loss_hparams,
@@ -93,10 +95,10 @@ rule finetune_debiased:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.finetune --train {input.train} --dev {input.dev} --bias-probs {input.bias}"
-        " --model-spec {params.model_spec} --hparams {params.hparams} --loss {wildcards.loss}"
-        " --loss-hparams {params.loss_hparams} {params.teacher} --seed {wildcards.seed} --threads {threads}"
-        " --out-dir {params.out_dir} > {log} 2>&1"
+        "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
+        " --bias-probs {input.bias:q} --model-spec {params.model_spec} --hparams {params.hparams} --loss {wildcards.loss}"
+        " --loss-hparams {params.loss_hparams} {params.teacher} --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every}"
+        " --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule bias_models_table:
@@ -111,4 +113,5 @@ rule bias_models_table:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.bias_models_table --evals {input.evals} --out {output.csv} > {log} 2>&1"
+        "python -m maskbench.steps.bias_models_table --evals {input.evals:q} --out {output.csv:q}"
+        " > {log:q} 2>&1"

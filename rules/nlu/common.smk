@@ -197,13 +197,13 @@ def eval_dirs_of(task, rows):
     """A params function: the evaluation folder of each row, for the job's seed."""
 
     def out_dirs(wildcards):
-        return " ".join(os.path.dirname(evaluation_json(task, r, wildcards.seed, "any")) for r in rows)
+        return quoted([os.path.dirname(evaluation_json(task, r, wildcards.seed, "any")) for r in rows])
 
     return out_dirs
 
 
 def model_dirs_of(wildcards, input):
-    return " ".join(os.path.dirname(m) for m in input.models)
+    return quoted([os.path.dirname(m) for m in input.models])
 
 
 def model_dir_of(wildcards, input):
@@ -252,7 +252,7 @@ def overlap_options_of(task):
     if spec.get("binary_positive", {}).get(task):
         opts.append(f"--binary-positive {shlex.quote(spec['binary_positive'][task])}")
     opts.append(f"--vectors {shlex.quote(spec['vectors'])}" if spec.get("vectors")
-                else f"--embeddings-from {checkpoint_dir(task, SEEDS[0])}")
+                else f"--embeddings-from {quoted(checkpoint_dir(task, SEEDS[0]))}")
     return " ".join(opts)
 
 
@@ -271,7 +271,7 @@ def debiased_inputs(wildcards):
 
 
 def teacher_option(wildcards, input):
-    return f"--teacher-probs {input.teacher}" if "teacher" in input.keys() else ""
+    return f"--teacher-probs {quoted(input.teacher)}" if "teacher" in input.keys() else ""
 
 
 def debiased_loss_hparams(wildcards):
@@ -298,7 +298,7 @@ def mask_search_inputs(wildcards):
 
 
 def bias_option(wildcards, input):
-    return f"--bias-probs {input.bias}" if "bias" in input.keys() else ""
+    return f"--bias-probs {quoted(input.bias)}" if "bias" in input.keys() else ""
 
 
 def mask_loss_hparams(wildcards):

@@ -18,8 +18,8 @@ rule prepare_dataset:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.prepare --name {wildcards.dataset} --spec {params.spec}"
-        " --out {output.data} --summary {output.summary} > {log} 2>&1"
+        "python -m maskbench.steps.prepare --name {wildcards.dataset:q} --spec {params.spec}"
+        " --out {output.data:q} --summary {output.summary:q} > {log:q} 2>&1"
 
 
 rule negation_subset:
@@ -41,8 +41,8 @@ rule negation_subset:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.negation_subset --input {input} --out {output.data}"
-        " --summary {output.summary} {params.options} > {log} 2>&1"
+        "python -m maskbench.steps.negation_subset --input {input:q} --out {output.data:q}"
+        " --summary {output.summary:q} {params.options} > {log:q} 2>&1"
 
 
 rule dataset_summary:
@@ -60,4 +60,5 @@ rule dataset_summary:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.dataset_summary --summaries {input.prepared} --out {output.csv} > {log} 2>&1"
+        "python -m maskbench.steps.dataset_summary --summaries {input.prepared:q} --out {output.csv:q}"
+        " > {log:q} 2>&1"

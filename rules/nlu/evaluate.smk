@@ -38,6 +38,6 @@ for _task in TASKS:
                 "../../envs/maskbench.yaml"
             shell:
                 "python -m maskbench.steps.evaluate --model-dirs {params.model_dirs} --rows {params.rows}"
-                " --out-dirs {params.out_dirs} --data {input.data} --eval-sets {params.eval_sets}"
+                " --out-dirs {params.out_dirs} --data {input.data:q} --eval-sets {params.eval_sets}"
                 " --task {params.task} --seed {wildcards.seed} --max-length {params.max_length}"
-                " --batch-size {params.batch_size} --threads {threads} > {log} 2>&1"
+                " --batch-size {params.batch_size} --threads {threads} > {log:q} 2>&1"

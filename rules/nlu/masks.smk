@@ -13,6 +13,7 @@ rule search_mask:
         method=MASK_METHOD,
         source=alternation(list(SOURCES) + ["none"]),
     params:
+        checkpoint_every=COMPUTE["checkpoint_every"],
         model_dir=model_dir_of,
         spec=mask_search_spec(),
         hparams=as_json(MASK_SEARCH["hparams"]),
@@ -31,10 +32,10 @@ rule search_mask:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.mask_search --model-dir {params.model_dir} --train {input.train} --dev {input.dev}"
-        " --spec {params.spec} --hparams {params.hparams} --loss {wildcards.loss}"
+        "python -m maskbench.steps.mask_search --model-dir {params.model_dir:q}"
+        " --train {input.train:q} --dev {input.dev:q} --spec {params.spec} --hparams {params.hparams} --loss {wildcards.loss}"
         " --loss-hparams {params.loss_hparams} {params.bias} {params.teacher} --seed {wildcards.seed}"
-        " --threads {threads} --out {output.mask} --summary {output.summary} > {log} 2>&1"
+        " --threads {threads} --checkpoint-every {params.checkpoint_every} --out {output.mask:q} --summary {output.summary:q} > {log:q} 2>&1"
 
 
 for _task in TASKS if MASK_ROWS else []:
@@ -66,10 +67,10 @@ for _task in TASKS if MASK_ROWS else []:
         conda:
             "../../envs/maskbench.yaml"
         shell:
-            "python -m maskbench.steps.evaluate_masks --model-dir {params.model_dir} --masks {input.masks}"
-            " --rows {params.rows} --out-dirs {params.out_dirs} --data {input.data} --eval-sets {params.eval_sets}"
+            "python -m maskbench.steps.evaluate_masks --model-dir {params.model_dir:q} --masks {input.masks:q}"
+            " --rows {params.rows} --out-dirs {params.out_dirs} --data {input.data:q} --eval-sets {params.eval_sets}"
             " --task {params.task} --seed {wildcards.seed} --max-length {params.max_length}"
-            " --batch-size {params.batch_size} --threads {threads} > {log} 2>&1"
+            " --batch-size {params.batch_size} --threads {threads} > {log:q} 2>&1"
 
 
 rule mask_report:
@@ -91,9 +92,9 @@ rule mask_report:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.mask_report --masks {input.masks} --keys {params.mask_keys} --out-rates {output.rates}"
-        " --out-figure {output.figure} --out-overlap {output.overlap}"
-        " --out-overlap-summary {output.overlap_summary} > {log} 2>&1"
+        "python -m maskbench.steps.mask_report --masks {input.masks:q} --keys {params.mask_keys}"
+        " --out-rates {output.rates:q} --out-figure {output.figure:q} --out-overlap {output.overlap:q}"
+        " --out-overlap-summary {output.overlap_summary:q} > {log:q} 2>&1"
 
 
 rule mask_benchmark:
@@ -103,7 +104,7 @@ rule mask_benchmark:
     output:
         json=f"{R}/benchmarks/masks.json",
     params:
-        mask_files=lambda wildcards, input: f"--mask-files {' '.join(input.masks)}" if input.masks else "",
+        mask_files=lambda wildcards, input: f"--mask-files {quoted(input.masks)}" if input.masks else "",
         options=" ".join(f"--{k.replace('_', '-')} {v}" for k, v in config["mask_benchmark"].items()),
     log:
         f"{R}/logs/mask_benchmark/masks.log",
@@ -116,5 +117,5 @@ rule mask_benchmark:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.mask_benchmark --out {output.json} {params.mask_files} {params.options}"
-        " --threads {threads} > {log} 2>&1"
+        "python -m maskbench.steps.mask_benchmark --out {output.json:q} {params.mask_files} {params.options}"
+        " --threads {threads} > {log:q} 2>&1"

@@ -17,8 +17,8 @@ rule table1:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.table1 --evals {input.evals} --columns {params.columns} --rows {params.rows}"
-        " --out-csv {output.csv} --out-md {output.md} --out-tex {output.tex} > {log} 2>&1"
+        "python -m maskbench.steps.table1 --evals {input.evals:q} --columns {params.columns} --rows {params.rows}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} --out-tex {output.tex:q} > {log:q} 2>&1"
 
 
 rule figure_id_ood:
@@ -35,5 +35,5 @@ rule figure_id_ood:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.figure_id_ood --table {input.table} --columns {params.columns}"
-        " --out {output.png} --out-csv {output.csv} > {log} 2>&1"
+        "python -m maskbench.steps.figure_id_ood --table {input.table:q} --columns {params.columns}"
+        " --out {output.png:q} --out-csv {output.csv:q} > {log:q} 2>&1"

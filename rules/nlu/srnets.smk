@@ -14,6 +14,7 @@ if SRN:
             output:
                 srn_outputs(_run),
             params:
+                checkpoint_every=COMPUTE["checkpoint_every"],
                 options=srn_options_of(_run),
             log:
                 f"{R}/logs/srnet/{_run}/{{task}}/seed~{{seed}}.log",
@@ -27,7 +28,7 @@ if SRN:
             conda:
                 "../../envs/maskbench.yaml"
             shell:
-                "python -m maskbench.steps.srnet {params.options} --threads {threads} > {log} 2>&1"
+                "python -m maskbench.steps.srnet {params.options} --threads {threads} --checkpoint-every {params.checkpoint_every} > {log:q} 2>&1"
 
     for _task in SRN_TASKS:
 
@@ -56,9 +57,9 @@ if SRN:
             conda:
                 "../../envs/maskbench.yaml"
             shell:
-                "python -m maskbench.steps.evaluate_srnets {params.subnetworks} --data {input.data}"
+                "python -m maskbench.steps.evaluate_srnets {params.subnetworks} --data {input.data:q}"
                 " --eval-sets {params.eval_sets} --task {params.task} --seed {wildcards.seed}"
-                " --max-length {params.max_length} --batch-size {params.batch_size} --threads {threads} > {log} 2>&1"
+                " --max-length {params.max_length} --batch-size {params.batch_size} --threads {threads} > {log:q} 2>&1"
 
     rule srnet_report:
         # paper C's curves (ID and OOD metric vs sparsity, std bands over seeds), Table 5 and the timing study
@@ -72,13 +73,14 @@ if SRN:
             runs=as_json(srn_report_runs()),
             metrics=as_json(SRN.get("metrics", {})),
             table5=as_json(SRN.get("table5", {})),
-            out_dir=R,
+            # the results folder, read off the first output ({R}/tables/sparsity_curves.csv)
+            out_dir=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
         log:
             f"{R}/logs/srnet_report/srnet_report.log",
         localrule: True
         conda:
             "../../envs/maskbench.yaml"
         shell:
-            "python -m maskbench.steps.srnet_report --evals {input.evals} --reference {input.reference}"
+            "python -m maskbench.steps.srnet_report --evals {input.evals:q} --reference {input.reference:q}"
             " --runs {params.runs} --metrics {params.metrics} --table5 {params.table5}"
-            " --results {params.out_dir} > {log} 2>&1"
+            " --results {params.out_dir:q} > {log:q} 2>&1"

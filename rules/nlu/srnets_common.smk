@@ -112,10 +112,10 @@ def finetune_extra_outputs():
 def finetune_extra_options(wildcards, output):
     if not SRN:
         return ""
-    opts = f"--init-out {os.path.dirname(output.init)}"
+    opts = f"--init-out {quoted(os.path.dirname(output.init))}"
     if SRN_TIMING:
         opts += (f" --snapshot-steps {' '.join(str(n) for n in SRN_TIMING['steps'])}"
-                 f" --snapshot-dir {os.path.dirname(os.path.dirname(output.snapshots[0]))}")
+                 f" --snapshot-dir {quoted(os.path.dirname(os.path.dirname(output.snapshots[0])))}")
     return opts
 
 
@@ -202,11 +202,11 @@ def srn_options_of(run):
         task, seed = wildcards.task, wildcards.seed
         folder = srn_dir(task, run, seed)
         loss = srn_loss(run)
-        common = f"--train {input.train} --dev {input.dev} --seed {seed} --tag {run} --loss {loss}"
+        common = f"--train {quoted(input.train)} --dev {quoted(input.dev)} --seed {seed} --tag {run} --loss {loss}"
         if "bias" in input.keys():
-            common += f" --bias-probs {input.bias}"
+            common += f" --bias-probs {quoted(input.bias)}"
         if "teacher" in input.keys():
-            common += f" --teacher-probs {input.teacher}"
+            common += f" --teacher-probs {quoted(input.teacher)}"
         training = srn_settings("mask_training", task)
         select_after = SRN.get("select_after", 0.7)
         ood = run not in SRN_NAMED_SWEEPS and srn_spec(run).get("ood")
@@ -219,24 +219,24 @@ def srn_options_of(run):
             entries = [entry for _, entry in named_sweep_entries(run, task, seed).values()]
             sparsity = SRN_T5_SPARSITY if run == "t5" else timing_sparsity(task)
             first_start = checkpoint_dir(task, seed) if run == "t5" else initial_dir(task, seed)
-            return (f"--method mask_train --start-dir {first_start} {common} {mask_opts}"
+            return (f"--method mask_train --start-dir {quoted(first_start)} {common} {mask_opts}"
                     f" --init {training.get('init', 'hard')} --select-after {select_after}"
-                    f" --sparsity {sparsity} --runs {as_json(entries)} --sweep-dir {folder}")
+                    f" --sparsity {sparsity} --runs {as_json(entries)} --sweep-dir {quoted(folder)}")
         spec = srn_spec(run)
-        common = f"--start-dir {os.path.dirname(input.start)} {common}"
+        common = f"--start-dir {quoted(os.path.dirname(input.start))} {common}"
         if spec["method"] == "mask_train":
             if ood:
                 mix = [{"path": path, "repeat": m.get("repeat", 1), "label_map": m.get("label_map", {})}
                        for path, m in zip(input.mix, SRN_OOD["train"][task])]
-                common += f" --mix-train {as_json(mix)} --mix-exclude {' '.join(input.exclude)}"
+                common += f" --mix-train {as_json(mix)} --mix-exclude {quoted(input.exclude)}"
             return (f"--method mask_train {common} {mask_opts} --init {training.get('init', 'hard')}"
                     f" --select-after {select_after if spec['start'] == 'ft' else 0.0}"
-                    f" --sparsities {' '.join(map(str, SRN_SPARSITIES))} --sweep-dir {folder}")
+                    f" --sparsities {' '.join(map(str, SRN_SPARSITIES))} --sweep-dir {quoted(folder)}")
         if spec["method"] in ("imp", "imp_rewind"):
             return (f"--method {spec['method']} {common} --hparams {as_json(srn_settings('imp', task)['hparams'])}"
-                    f" --final-sparsity {imp_levels()[-1]} --out-dir {folder}")
+                    f" --final-sparsity {imp_levels()[-1]} --out-dir {quoted(folder)}")
         return (f"--method retrain {common} --hparams {as_json(srn_settings('retrain', task)['hparams'])}"
-                f" --masks {' '.join(input.masks)} --sweep-dir {folder}")
+                f" --masks {quoted(input.masks)} --sweep-dir {quoted(folder)}")
 
     return options
 
@@ -288,7 +288,7 @@ def srn_eval_options_of(task):
 
 def srn_item_options(task, seed):
     items = srn_items(task, seed)
-    return " ".join([
+    return quoted([
         "--model-dirs", *[model for model, _, _, _ in items], "--masks", *[mask for _, mask, _, _ in items],
         "--rows", *[row for _, _, row, _ in items], "--out-dirs", *[where for _, _, _, where in items]])
 

@@ -12,6 +12,7 @@ rule finetune_baseline:
         # with `srnets:` also paper C's theta_pt (the untrained start) and the timing study's snapshots
         **finetune_extra_outputs(),
     params:
+        checkpoint_every=COMPUTE["checkpoint_every"],
         model_spec=as_json(config["model"]),
         hparams=as_json(config["finetune"]),
         out_dir=folder_of_output("model"),
@@ -28,7 +29,7 @@ rule finetune_baseline:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.finetune --train {input.train} --dev {input.dev}"
+        "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
         " --model-spec {params.model_spec} --hparams {params.hparams} --loss ce"
-        " --seed {wildcards.seed} --threads {threads} --out-dir {params.out_dir}"
-        " --train-probs-out {output.probs} {params.extra} > {log} 2>&1"
+        " --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --out-dir {params.out_dir:q}"
+        " --train-probs-out {output.probs:q} {params.extra} > {log:q} 2>&1"

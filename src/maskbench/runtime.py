@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import random
+import re
 import secrets
 import sys
 from collections.abc import Iterator
@@ -75,6 +76,19 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def sweep_temporaries(path: str | os.PathLike) -> list[Path]:
+    """Remove the temporary files of ``path`` (``atomic_path``'s ``.<name>.<8 hex>.tmp<suffix>``) that a killed
+    job (``kill -9``, a cancelled cluster job) left behind; one output has one writer, so any is a leftover."""
+    path = Path(path)
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{8}}\.tmp{re.escape(path.suffix)}")
+    if not path.parent.is_dir():
+        return []
+    stale = sorted(item for item in path.parent.iterdir() if pattern.fullmatch(item.name) and item.is_file())
+    for item in stale:
+        item.unlink(missing_ok=True)
+    return stale
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path in the folder of ``path``; rename it onto ``path`` if the block succeeds, remove it
@@ -82,10 +96,12 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
     The temporary name keeps the real suffix (``.x.csv.<random>.tmp.csv``) for writers that infer the format from
     it (matplotlib), and the file is created with the mode a plain ``open`` gives (0644 under the usual umask),
-    not ``mkstemp``'s 0600. Missing parent folders are created.
+    not ``mkstemp``'s 0600. Missing parent folders are created, and the temporaries of ``path`` that a killed
+    earlier writer left are removed (``sweep_temporaries``).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_temporaries(path)
     while True:
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp{path.suffix}")
         try:

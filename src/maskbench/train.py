@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
 from maskbench.masking.engine import is_no_decay, plain_parameter_name
+from maskbench.resume import Resume, rng_state, set_rng_state
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +216,7 @@ def fit(
     step_hook: Callable[[int, int], None] | None = None,
     hooks: Sequence[Hook] = (),
     freeze_norm_stats: bool = False,
+    resume: Resume | None = None,
 ) -> list[dict]:
     """Train in place; return the curve (one dict per logged step and per epoch end).
 
@@ -225,6 +227,8 @@ def fit(
     before every step's forward pass (a mask search moves its threshold there); ``hooks`` run around every
     step and may stop the run (``EvalHook``); ``evaluate(model)`` scores the dev set after each epoch (or the
     last, ``hp.eval_every_epoch``). ``freeze_norm_stats`` keeps BatchNorm statistics as they are.
+    ``resume`` saves the run's state every ``resume.every`` steps and, when a saved state exists, goes on from it
+    (``maskbench.resume``): the result is bit-identical to an uninterrupted run on CPU.
     """
     generator = torch.Generator().manual_seed(seed)
     loader = DataLoader(data, batch_size=hp.batch_size, shuffle=True, generator=generator,
@@ -235,14 +239,37 @@ def fit(
                                   lr=hp.learning_rate, eps=hp.adam_eps)
     scheduler = group_schedule(optimizer, groups, hp, total)
     clip_params = clip_parameters(model, groups)
+    outside = clip_params[len(list(model.parameters())):]  # trained beside the model (a gate, a bias head)
     model.to(device)
     set_training(model, freeze_norm_stats)
     curve, step, running, logged, started = [], 0, [], {}, time.perf_counter()
-    bar = tqdm(total=total, desc="train", unit="step", mininterval=2.0)
-    epoch, stop = 0, False
+    epoch, stop, skip = 0, False, 0
+    saved = resume.load() if resume is not None else None
+    if saved is not None:
+        model.load_state_dict(saved["model"])
+        with torch.no_grad():
+            for param, value in zip(outside, saved["outside"], strict=True):
+                param.copy_(value)
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        step, epoch, skip, curve = saved["step"], saved["epoch"] - 1, saved["batches_in_epoch"], saved["curve"]
+        running, logged = saved["running"], saved["logged"]
+        if resume.restore is not None and saved.get("extra") is not None:
+            resume.restore(saved["extra"])
+    bar = tqdm(total=total, initial=step, desc="train", unit="step", mininterval=2.0)
     while step < total and not stop:
         epoch += 1
+        if saved is not None:  # the data order of the interrupted epoch, then its batches already taken skipped
+            generator.set_state(saved["epoch_generator"])
+        epoch_generator = generator.get_state()
+        taken = 0
         for batch in loader:
+            if taken < skip:
+                taken += 1
+                continue
+            if saved is not None:  # every generator as it was when the state was saved
+                set_rng_state(saved["rng"])
+                saved, skip = None, 0
             if step_hook is not None:
                 step_hook(step, total)
             for hook in hooks:
@@ -250,6 +277,7 @@ def fit(
             loss, logs = train_step(model, batch, objective, optimizer, scheduler, clip_params, hp.max_grad_norm,
                                     step)
             step += 1
+            taken += 1
             running.append(loss.item())
             for key, value in logs.items():
                 logged.setdefault(key, []).append(float(value))
@@ -263,8 +291,17 @@ def fit(
                 curve.append(point)
                 log.info("step %d/%d epoch %d loss %.4f lr %.2e", step, total, epoch, point["train_loss"], point["lr"])
                 running, logged = [], {}
+            if resume is not None and step % resume.every == 0 and step < total and not stop:
+                resume.save({"step": step, "epoch": epoch, "batches_in_epoch": taken, "curve": curve,
+                             "running": running, "logged": logged, "model": model.state_dict(),
+                             "outside": [p.detach().clone() for p in outside],
+                             "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                             "epoch_generator": epoch_generator, "rng": rng_state()})
             if step >= total or stop:
                 break
+        if saved is not None:  # the state was taken after the epoch's last batch
+            set_rng_state(saved["rng"])
+            saved, skip = None, 0
         if evaluate is not None and (hp.eval_every_epoch or step >= total or stop):
             score = evaluate(model)
             set_training(model, freeze_norm_stats)

@@ -22,16 +22,41 @@ def infer_format(path: Path) -> str | None:
     return _SUFFIX_FORMAT.get(suffixes[-1]) if suffixes else None
 
 
-def _open_text(path: Path):
+def _open_binary(path: Path):
     if path.suffix.lower() == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _not_utf8(path, raw: bytes, err: UnicodeDecodeError, first_line: int = 1) -> DataError:
+    """The DataError for a byte that is not UTF-8: the file, the line and column, the byte."""
+    line = first_line + raw.count(b"\n", 0, err.start)
+    column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+    return DataError(f"{path}: line {line} has byte {raw[err.start:err.start + 1]!r} at column {column}, which is "
+                     f"not UTF-8 ({err.reason}); the file must be UTF-8 encoded")
+
+
+def decode_line(raw: bytes, path, number: int) -> str:
+    """One line of a UTF-8 text file (line ``number``), or a DataError naming the file, line and byte."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _not_utf8(path, raw, err, number) from err
+
+
+def read_utf8(path: Path) -> str:
+    """The whole (optionally gzipped) file as text; a byte that is not UTF-8 is a DataError naming its line."""
+    with _open_binary(path) as handle:
+        raw = handle.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _not_utf8(path, raw, err) from err
 
 
 def _read_json_records(path: Path) -> pd.DataFrame:
     # Parsed by hand rather than pd.read_json so ids like "007" and texts like "NaN" keep their exact value.
-    with _open_text(path) as handle:
-        text = handle.read()
+    text = read_utf8(path)
     if text.lstrip().startswith("["):
         try:
             records = json.loads(text)
@@ -59,7 +84,10 @@ def _read_delimited(path: Path, fmt: str) -> pd.DataFrame:
         options.update(sep="\t", quoting=csv.QUOTE_NONE)
     try:
         return pd.read_csv(path, **options)
-    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as err:
+    except UnicodeDecodeError:
+        read_utf8(path)  # raises the DataError naming the line
+        raise
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise DataError(f"{path}: field 'format' has value {fmt!r} but the file does not parse: {err}") from err
 
 

@@ -127,10 +127,21 @@ def _is_missing(value) -> bool:
 
 
 def map_columns(raw: pd.DataFrame, name: str, spec: Mapping, where: str) -> pd.DataFrame:
-    """Apply `columns` and `label_map`; unmapped id -> "<name>-<row>", unmapped text_b -> ""."""
+    """Apply `columns` and `label_map`; unmapped id -> "<name>-<row>".
+
+    Every task is a text pair: a source without a ``text_b`` column and without a `columns` mapping is refused
+    (it would train on empty second texts without a word). A `columns` mapping that leaves ``text_b`` out says
+    so on purpose: a single-text dataset, text_b = "".
+    """
     if len(raw) == 0:
         raise DataError(f"{where}: field 'id' has 0 values (empty split, no rows)")
     columns = dict(spec.get("columns") or {})
+    if not columns and "text_b" not in raw.columns:
+        raise DataError(
+            f"{where}: field 'text_b' is missing: the source has no column 'text_b' (source columns "
+            f"{list(raw.columns)}) and the dataset has no `columns:` mapping; map the second text with "
+            f"columns: {{text_a: ..., text_b: <source column>}} (a mapping without text_b makes a single-text dataset)"
+        )
     for prepared in ("id", "text_a", "text_b", "label"):
         if prepared not in columns and prepared in raw.columns:
             columns[prepared] = prepared

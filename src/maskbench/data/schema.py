@@ -3,7 +3,9 @@
 Every format has a unique string ``id`` and an integer class ``label``; ``PREPARED_FORMATS`` says which other
 columns a track's files must have (nlu: the text pair ``text_a``/``text_b``). Label names live in the parquet
 schema metadata (key b"maskbench") so that a prepared file is self-describing: the int label is an index into
-that list. Other columns (provenance such as ``heuristic``) pass through unchecked.
+that list. Other columns (provenance such as ``heuristic``) pass through unchecked. The metadata also holds a
+sha256 over the data and that metadata (key b"maskbench.sha256", `maskbench.data.checksum`): `read_prepared`,
+which every reader goes through, refuses a cut, damaged or altered file, naming it.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from maskbench.data.checksum import read_checked_table, write_checked_table
 from maskbench.runtime import atomic_path, atomic_write_json
 
 
@@ -136,21 +138,19 @@ def write_prepared(df: pd.DataFrame, labels, path, meta: dict, track: str = DEFA
     metadata[META_KEY] = json.dumps(payload).encode("utf-8")
     table = table.replace_schema_metadata(metadata)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
+        write_checked_table(table, tmp)  # a checksum over data and metadata, checked by read_prepared
 
 
 def read_prepared(path, track: str = DEFAULT_TRACK) -> tuple[pd.DataFrame, list[str], dict]:
-    """Return (df, labels, meta) of a prepared parquet; meta includes "labels"."""
+    """Return (df, labels, meta) of a prepared parquet; meta includes "labels".
+
+    A cut or damaged file, or one whose data no longer match the checksum `write_prepared` stored, is refused
+    with a DataError naming it (`maskbench.data.checksum`)."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: field 'path' has value {str(path)!r} but no such file exists")
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowException, OSError) as err:
-        raise DataError(f"{path}: field 'path' has value {str(path)!r} that is not readable parquet: {err}") from err
-    raw = (table.schema.metadata or {}).get(META_KEY)
-    if raw is None:
-        raise DataError(f"{path}: field 'metadata' has no {META_KEY.decode()!r} key (not a prepared file)")
+    table = read_checked_table(path, DataError, META_KEY)
+    raw = table.schema.metadata[META_KEY]
     try:
         meta = json.loads(raw)
     except json.JSONDecodeError as err:

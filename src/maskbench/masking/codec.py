@@ -24,20 +24,30 @@ Both streams are big-endian bit order (``np.packbits``' default) and zero-padded
 chosen (0..32) to minimise the exact byte size, which is computed for every ``k`` from a histogram of the
 gaps rather than by trial encoding.
 
-File layout (see `write_mask_file`)::
+File layout, format 2 (see `write_mask_file`)::
 
-    b"MBMASK01" | header length (8 bytes, little-endian uint64) | UTF-8 JSON header | payloads
+    b"MBMASK02" | header length (8 bytes, little-endian uint64) | UTF-8 JSON header
+                | CRC32 of every module's payload (4 bytes each, little-endian, in header order)
+                | sha256 of everything before it (32 bytes) | payloads
 
-The JSON header is ``{"format": 1, "meta": ..., "modules": [...]}``; every module entry is the
+The JSON header is ``{"format": 2, "meta": ..., "modules": [...]}``; every module entry is the
 `encode_mask` header plus its ``name``, ``offset`` (relative to the start of the payload section, i.e. to
-the first byte after the JSON header) and ``nbytes``.
+the first byte after the sha256) and ``nbytes``.
+
+Integrity: the sha256 covers magic, length, JSON header and the CRC table, so a changed byte anywhere before
+the payloads is refused ("header checksum mismatch"); each module's payload is checked against its CRC32
+before it is decoded, so a changed payload byte is refused naming the module. Both readers check everything
+(`read_mask_header` too, though it decodes nothing). The cost is 4 bytes per module plus 32 bytes per file.
+Format 1 files (``b"MBMASK01"``, no checksums) are refused with a message saying to rewrite them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +67,12 @@ __all__ = [
     "write_mask_file",
 ]
 
-MAGIC = b"MBMASK01"
-FORMAT_VERSION = 1
+MAGIC = b"MBMASK02"
+FORMAT_VERSION = 2
+# magic -> format of the older layouts this reader recognises (and refuses with a clear message)
+_OLD_MAGICS = {b"MBMASK01": 1}
+_CRC_BYTES = 4  # per module: zlib.crc32 of its payload
+_SHA_BYTES = 32  # per file: sha256 of magic, length, JSON header and CRC table
 ENCODINGS = ("constant", "bitpack", "rice")
 MAX_K = 32
 # Gaps below this go through a bincount when sizing every k; larger ones (at most n / _HIST_LIMIT of them)
@@ -400,7 +414,7 @@ def write_mask_file(path: str | os.PathLike, masks: dict[str, np.ndarray], meta:
     never leaves half a file behind.
 
     Returned stats (bytes unless stated): ``file_bytes`` (= ``header_bytes + payload_bytes``, header
-    counting magic and length field), ``entropy_bytes`` (sum of per-module ``entropy_bits / 8``),
+    counting magic, length field and checksums), ``checksum_bytes`` (4 per module + 32), ``entropy_bytes`` (sum of per-module ``entropy_bits / 8``),
     ``global_entropy_bytes`` (``N * H(overall density) / 8``), ``bitpack_bytes`` (sum of ``ceil(n / 8)``),
     ``n_elements`` and ``density`` (overall fraction of ones).
     """
@@ -441,18 +455,23 @@ def write_mask_file(path: str | os.PathLike, masks: dict[str, np.ndarray], meta:
     except (TypeError, ValueError) as err:
         raise MaskFileError(f"{path}: meta is not JSON-serialisable: {err}") from err
 
+    prefix = MAGIC + len(header_json).to_bytes(8, "little") + header_json
+    crc_table = b"".join(zlib.crc32(payload).to_bytes(_CRC_BYTES, "little") for payload in payloads)
+    digest = hashlib.sha256(prefix + crc_table).digest()
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        handle.write(MAGIC)
-        handle.write(len(header_json).to_bytes(8, "little"))
-        handle.write(header_json)
+        handle.write(prefix)
+        handle.write(crc_table)
+        handle.write(digest)
         for payload in payloads:
             handle.write(payload)
 
-    header_bytes = _PREFIX_BYTES + len(header_json)
+    checksum_bytes = len(crc_table) + len(digest)
+    header_bytes = len(prefix) + checksum_bytes
     return {
         "file_bytes": header_bytes + offset,
         "payload_bytes": offset,
         "header_bytes": header_bytes,
+        "checksum_bytes": checksum_bytes,
         "entropy_bytes": entropy_total / 8,
         "global_entropy_bytes": entropy_bits(n_total, ones_total) / 8,
         "bitpack_bytes": bitpack_total,
@@ -461,33 +480,61 @@ def write_mask_file(path: str | os.PathLike, masks: dict[str, np.ndarray], meta:
     }
 
 
-def _read_prefix(path: Path, handle: Any, file_size: int) -> tuple[dict, int]:
-    """Parse magic, length and JSON header; return (header, offset of the payload section)."""
-    magic = handle.read(len(MAGIC))
+def _read_verified(path: Path) -> tuple[dict, memoryview]:
+    """Read the whole file; check magic, layout, the header's sha256 and every payload's CRC32.
+
+    Returns (header, payload section). Every failure is a MaskFileError naming the file, and the module when
+    its payload is at fault.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise MaskFileError(f"{path}: cannot read the mask file: {err.strerror or err}") from err
+    file_size = len(data)
+    magic = data[: len(MAGIC)]
+    if magic in _OLD_MAGICS:
+        raise MaskFileError(
+            f"{path}: mask file format {_OLD_MAGICS[magic]} has no checksums and is no longer read "
+            f"(this maskbench reads format {FORMAT_VERSION}); rerun the job that wrote it (snakemake -f <file>)"
+        )
     if magic != MAGIC:
         raise MaskFileError(f"{path}: not a maskbench mask file (magic {magic!r}, expected {MAGIC!r})")
-    length_field = handle.read(8)
-    if len(length_field) != 8:
+    if file_size < _PREFIX_BYTES:
         raise MaskFileError(f"{path}: truncated: file ends inside the header length field")
-    header_len = int.from_bytes(length_field, "little")
+    header_len = int.from_bytes(data[len(MAGIC) : _PREFIX_BYTES], "little")
     if _PREFIX_BYTES + header_len > file_size:
         raise MaskFileError(
-            f"{path}: truncated: header claims {header_len} bytes but only "
+            f"{path}: truncated or corrupted: header claims {header_len} bytes but only "
             f"{file_size - _PREFIX_BYTES} follow the length field"
         )
-    raw = handle.read(header_len)
+    header_end = _PREFIX_BYTES + header_len
     try:
-        header = json.loads(raw.decode("utf-8"))
+        header = json.loads(data[_PREFIX_BYTES:header_end].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise MaskFileError(f"{path}: header is not valid UTF-8 JSON: {err}") from err
+        raise MaskFileError(f"{path}: corrupted: header is not valid UTF-8 JSON: {err}") from err
     if not isinstance(header, dict) or not isinstance(header.get("modules"), list):
-        raise MaskFileError(f"{path}: header must be a JSON object with a 'modules' list")
+        raise MaskFileError(f"{path}: corrupted: header must be a JSON object with a 'modules' list")
+    modules = header["modules"]
+    table_end = header_end + _CRC_BYTES * len(modules)
+    payload_start = table_end + _SHA_BYTES
+    if payload_start > file_size:
+        raise MaskFileError(
+            f"{path}: truncated: the checksums of {len(modules)} modules need bytes {header_end}..{payload_start} "
+            f"but the file has {file_size}"
+        )
+    stored = data[table_end:payload_start]
+    computed = hashlib.sha256(memoryview(data)[:table_end]).digest()
+    if stored != computed:
+        raise MaskFileError(
+            f"{path}: corrupted: header checksum mismatch (sha256 stored {stored.hex()[:16]}..., computed "
+            f"{computed.hex()[:16]}...): a byte of the header or of its checksums changed"
+        )
     if header.get("format") != FORMAT_VERSION:
         raise MaskFileError(f"{path}: unsupported format {header.get('format')!r}, expected {FORMAT_VERSION}")
 
-    payload_size = file_size - _PREFIX_BYTES - header_len
+    payload_size = file_size - payload_start
     end = 0
-    for index, module in enumerate(header["modules"]):
+    for index, module in enumerate(modules):
         if not isinstance(module, dict) or not isinstance(module.get("name"), str):
             raise MaskFileError(f"{path}: module entry {index} is not an object with a string 'name'")
         offset, nbytes = module.get("offset"), module.get("nbytes")
@@ -503,28 +550,34 @@ def _read_prefix(path: Path, handle: Any, file_size: int) -> tuple[dict, int]:
         end = max(end, offset + nbytes)
     if end != payload_size:
         raise MaskFileError(f"{path}: {payload_size - end} unexpected bytes after the last payload")
-    return header, _PREFIX_BYTES + header_len
+
+    payloads = memoryview(data)[payload_start:]
+    for index, module in enumerate(modules):
+        at = header_end + _CRC_BYTES * index
+        stored_crc = int.from_bytes(data[at : at + _CRC_BYTES], "little")
+        computed_crc = zlib.crc32(payloads[module["offset"] : module["offset"] + module["nbytes"]])
+        if stored_crc != computed_crc:
+            raise MaskFileError(
+                f"{path}: module {module['name']!r}: corrupted payload (CRC32 stored {stored_crc:08x}, computed "
+                f"{computed_crc:08x}; payload bytes {module['offset']}..{module['offset'] + module['nbytes']})"
+            )
+    return header, payloads
 
 
 def read_mask_header(path: str | os.PathLike) -> dict:
     """The parsed JSON header (format, meta, modules) without decoding any payload.
 
-    Still checks that the file is long enough for every module's payload, so a truncated file fails here.
+    Checks the whole file all the same (layout, the header's sha256, every payload's CRC32: about a
+    millisecond per megabyte), so a truncated or corrupted file fails here too.
     """
-    path = Path(path)
-    with open(path, "rb") as handle:
-        header, _ = _read_prefix(path, handle, os.fstat(handle.fileno()).st_size)
+    header, _ = _read_verified(Path(path))
     return header
 
 
 def read_mask_file(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
     """Decode every module: ``(masks by name in file order, meta)``; any inconsistency is a MaskFileError."""
     path = Path(path)
-    with open(path, "rb") as handle:
-        header, start = _read_prefix(path, handle, os.fstat(handle.fileno()).st_size)
-        handle.seek(start)
-        data = handle.read()
-    view = memoryview(data)
+    header, view = _read_verified(path)
     masks: dict[str, np.ndarray] = {}
     for module in header["modules"]:
         name = module["name"]

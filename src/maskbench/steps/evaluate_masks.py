@@ -39,13 +39,13 @@ def main(argv=None) -> int:
     args = parse_dataclass(EvaluateMasksArgs, argv, "python -m maskbench.steps.evaluate_masks", __doc__.splitlines()[0])
     require_same_lengths(masks=args.masks, rows=args.rows, out_dirs=args.out_dirs)
     eval_sets = parse_eval_sets(args.eval_sets, args.data)
+    mask_sets = [MaskSet.load(path) for path in args.masks]  # a damaged mask file stops the job before the model
     runtime.set_threads(args.threads)
     device = runtime.pick_device(args.device)
     model, tokenizer = load_classifier(args.model_dir)
     model.to(device)
     loaded = load_eval_sets(eval_sets, model_labels(model))
     switch = MaskSwitch(model)
-    mask_sets = [MaskSet.load(path) for path in args.masks]
     for mask_set in mask_sets:  # refuse a foreign mask before any work
         switch.check(mask_set)
     for mask_set, row, out_dir in zip(mask_sets, args.rows, args.out_dirs, strict=True):

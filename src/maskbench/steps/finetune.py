@@ -21,9 +21,10 @@ from pathlib import Path
 import pandas as pd
 
 from maskbench import runtime
-from maskbench.checkpoints import write_checkpoint
+from maskbench.checkpoints import sweep_staging, write_checkpoint
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.losses import get_loss
+from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.tracks.nlu.batches import INPUT_VIEWS, EncodedPairs, predict_proba
 from maskbench.tracks.nlu.bias.probs import write_probs
 from maskbench.tracks.nlu.models import build_model_and_tokenizer
@@ -63,6 +64,8 @@ class FinetuneArgs:
         "help": "also write the model after these many optimiser steps (paper C's timing study starts mask "
                 "training from such checkpoints), each to <--snapshot-dir>/step~<N>/"})
     snapshot_dir: Path | None = field(default=None, metadata={"help": "the folder of the --snapshot-steps"})
+    checkpoint_every: int = field(default=0, metadata={
+        "help": "save the run's state every N steps beside --out-dir and resume from it when rerun (0: never)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
@@ -95,6 +98,22 @@ def snapshot_hook(args: FinetuneArgs, model, tokenizer, n_examples: int, hp: Tra
     return hook
 
 
+def resume_of(args: FinetuneArgs) -> Resume | None:
+    """The run's resumable state (``--checkpoint-every``), or None. A state from after a snapshot step whose
+    folder is missing (a rerun removed it as an incomplete output) is dropped: that snapshot must be retrained."""
+    if args.checkpoint_every <= 0:
+        return None
+    resume = Resume(state_path_for(args.out_dir), args.checkpoint_every, run_key(args))
+    if args.snapshot_steps and resume.path.is_file():
+        saved = resume.saved_step()
+        missing = [s for s in args.snapshot_steps if saved is not None and s <= saved
+                   and not (args.snapshot_dir / f"step~{s}" / "train_summary.json").is_file()]
+        if missing:
+            log.warning("snapshots %s are missing: restarting from step 0 instead of resuming at %s", missing, saved)
+            resume.done()
+    return resume
+
+
 def main(argv=None) -> int:
     setup_logging()
     args = parse_args(argv)
@@ -118,6 +137,7 @@ def main(argv=None) -> int:
              device, args.seed)
 
     (args.out_dir / "train_summary.json").unlink(missing_ok=True)  # a crash below leaves no finished-looking run
+    sweep_staging(args.out_dir)  # what a killed run of this same output left behind
     with tempfile.TemporaryDirectory(prefix=".vocab.") as vocab_dir:  # a from-scratch model's vocabulary file
         texts = pd.concat([train_df.text_a, train_df.text_b])
         model, tokenizer = build_model_and_tokenizer(spec, labels, texts, Path(vocab_dir))
@@ -136,7 +156,9 @@ def main(argv=None) -> int:
             "loss": args.loss, "train": str(args.train), "hparams": dataclasses.asdict(hp)})
         started = time.perf_counter()
         objective, groups = objective_and_groups(model, args.loss, loss_fn, device, hp, example_tensors)
-        curve = fit(model, data, objective, hp, args.seed, device, evaluate, groups=groups, step_hook=snapshot)
+        resume = resume_of(args)
+        curve = fit(model, data, objective, hp, args.seed, device, evaluate, groups=groups, step_hook=snapshot,
+                    resume=resume)
         seconds = time.perf_counter() - started
         if args.train_probs_out is not None:
             # every training example, also those a weak learner never saw (its subset is a sample)
@@ -156,6 +178,8 @@ def main(argv=None) -> int:
         }
         # weights, tokenizer and curve through a staging folder; the summary last marks a finished run
         write_checkpoint(args.out_dir, model, tokenizer, summary, curve=curve, files_from=Path(vocab_dir))
+    if resume is not None:
+        resume.done()
     log.info("wrote %s in %.1fs", args.out_dir, seconds)
     return 0
 

@@ -24,6 +24,7 @@ from maskbench.data.schema import DataError
 from maskbench.losses import get_loss
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
 from maskbench.masking.scores import MaskSearchSpec, attach_scores
+from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.tracks.nlu.batches import EncodedPairs
 from maskbench.tracks.nlu.models import input_view, load_classifier, model_labels
 from maskbench.tracks.nlu.training import (
@@ -51,6 +52,8 @@ class MaskSearchArgs:
     loss_hparams: str = field(default="{}", metadata={"help": "JSON of the objective's hyper-parameters"})
     bias_probs: Path | None = field(default=None, metadata={"help": "bias model probabilities of the training set"})
     teacher_probs: Path | None = field(default=None, metadata={"help": "teacher probabilities of the training set"})
+    checkpoint_every: int = field(default=0, metadata={
+        "help": "save the search's state every N steps beside --out and resume from it when rerun (0: never)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
@@ -82,7 +85,10 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     objective, groups = objective_and_groups(model, args.loss, loss_fn, device, hp, example_tensors,
                                              scores.regularization if spec.l1_lambda > 0 else None)
-    curve = fit(model, data, objective, hp, args.seed, device, evaluate, groups=groups, step_hook=scores.set_step)
+    resume = (Resume(state_path_for(args.out), args.checkpoint_every, run_key(args)) if args.checkpoint_every > 0
+              else None)
+    curve = fit(model, data, objective, hp, args.seed, device, evaluate, groups=groups, step_hook=scores.set_step,
+                resume=resume)
     seconds = time.perf_counter() - started
     mask_set = MaskSet(scores.hard_masks(), {
         "method": spec.method, "spec": dataclasses.asdict(spec), "hparams": dataclasses.asdict(hp),
@@ -102,6 +108,8 @@ def main(argv=None) -> int:
         "search_seconds": seconds, "final_dev_accuracy": final_dev, "curve": curve, "device": str(device),
         "meta": {k: v for k, v in mask_set.meta.items() if k != "module_density"},
     })
+    if resume is not None:
+        resume.done()
     log.info("wrote %s: %.2f%% pruned, %d bytes, dev accuracy %s, %.1fs", args.out, 100 * (1 - density),
              stats["file_bytes"], final_dev, seconds)
     return 0

@@ -3,10 +3,11 @@
     python -m maskbench.steps.predict --model results/.../method~finetune/loss~ce/seed~1 \
         --mask a.mask b.mask --input pairs.jsonl --out predictions.jsonl
 
-``--input`` is JSON Lines with ``text_a`` and ``text_b`` (``premise``/``hypothesis`` and
-``question1``/``question2`` are accepted too; an ``id`` is kept when present). Each output line holds the
-input's id, and per mask (``none`` = the unmasked model) the predicted label and its probabilities. Without
-``--mask`` the unmasked model predicts; ``--no-unmasked`` leaves the unmasked model out.
+``--input`` is UTF-8 JSON Lines with ``text_a`` and ``text_b`` on every line (``premise``/``hypothesis``,
+``question1``/``question2`` and ``evidence``/``claim`` are accepted too, but always both of one pair; an ``id``
+is kept when present); a bad line stops it, naming the file and line, before the model is loaded. Each output
+line holds the input's id, and per mask (``none`` = the unmasked model) the predicted label and its
+probabilities. Without ``--mask`` the unmasked model predicts; ``--no-unmasked`` leaves the unmasked model out.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from pathlib import Path
 
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.data.local_source import decode_line
 from maskbench.data.schema import DataError
 from maskbench.masking.apply import MaskSet, MaskSwitch
+from maskbench.masking.codec import MaskFileError
 from maskbench.tracks.nlu.batches import EncodedPairs, predict_proba
-from maskbench.tracks.nlu.models import input_view, load_classifier, model_labels
+from maskbench.tracks.nlu.models import CheckpointError, input_view, load_classifier, model_labels
 
 log = logging.getLogger("maskbench.steps.predict")
 
@@ -43,27 +46,38 @@ class PredictArgs:
 
 
 def read_pairs(path: Path) -> tuple[list[str], list[str], list[str]]:
-    """(ids, text_a, text_b) of a JSON Lines file; errors name the file, line and field."""
+    """(ids, text_a, text_b) of a JSON Lines file; errors name the file, line and field.
+
+    Every line needs both texts of one pair of field names; a line with only one of them (``text_a`` with
+    ``hypothesis``, or no ``hypothesis``) is refused rather than read with an empty second text.
+    """
     ids, text_a, text_b = [], [], []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = decode_line(raw, path, number)
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as err:
                 raise DataError(f"{path}: line {number} is not JSON ({err.msg})") from err
+            if not isinstance(record, dict):
+                raise DataError(f"{path}: line {number} is not a JSON object: {line.strip()[:80]!r}")
             names = next(((a, b) for a, b in FIELD_PAIRS if a in record), None)
             if names is None:
                 raise DataError(f"{path}: line {number} has none of the fields "
                                 f"{[a for a, _ in FIELD_PAIRS]} (keys: {sorted(record)})")
-            first = record[names[0]]
-            second = record.get(names[1], "")
-            if not isinstance(first, str) or not isinstance(second, str):
-                raise DataError(f"{path}: line {number}: fields {names} must be strings")
+            if names[1] not in record:
+                raise DataError(f"{path}: line {number} has field {names[0]!r} but not {names[1]!r} (keys: "
+                                f"{sorted(record)}); every line needs one of the pairs "
+                                f"{[f'{a}/{b}' for a, b in FIELD_PAIRS]}")
+            for name in names:
+                if not isinstance(record[name], str):
+                    raise DataError(f"{path}: line {number}: field {name!r} has non-string value "
+                                    f"{record[name]!r:.80}")
             ids.append(str(record.get("id", number)))
-            text_a.append(first)
-            text_b.append(second)
+            text_a.append(record[names[0]])
+            text_b.append(record[names[1]])
     if not ids:
         raise DataError(f"{path}: no examples")
     return ids, text_a, text_b
@@ -109,4 +123,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (DataError, MaskFileError, CheckpointError) as err:  # bad input: the message, not a traceback
+        print(f"maskbench.steps.predict: error: {err}", file=sys.stderr)
+        sys.exit(1)

@@ -73,6 +73,7 @@ from maskbench.masking.sparsity import (
     INIT_KINDS,
     SCHEDULE_KINDS,
 )
+from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.tracks.nlu.batches import EncodedPairs
 from maskbench.tracks.nlu.models import input_view, load_classifier, model_labels
 from maskbench.tracks.nlu.srnets import (
@@ -164,6 +165,9 @@ class SrnetArgs:
                 "maskbench.data.mixing); only with a loss that reads no per-example inputs (ce)"})
     mix_exclude: list[Path] = field(default_factory=list, metadata={
         "help": "prepared sets (the OOD test sets) whose pairs are dropped from the mixed-in examples"})
+    checkpoint_every: int = field(default=0, metadata={
+        "help": "mask_train and retrain: save the run's state every N steps beside its output and resume from it "
+                "when rerun (0: never; IMP restarts its rounds)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
@@ -334,6 +338,13 @@ def _common_meta(args: SrnetArgs, plan: Plan, inputs: Inputs) -> dict:
             "zero_bias_of_empty_rows": False}
 
 
+def resume_of(args: SrnetArgs, output: Path) -> Resume | None:
+    """The resumable state of one run writing ``output`` (``--checkpoint-every``), or None."""
+    if args.checkpoint_every <= 0:
+        return None
+    return Resume(state_path_for(output), args.checkpoint_every, run_key(args))
+
+
 def run(args: SrnetArgs, on_prune=None) -> int:
     """Run one method; ``on_prune`` is passed to ``iterative_magnitude_pruning`` (tests)."""
     plan = check_args(args)
@@ -381,7 +392,8 @@ def run(args: SrnetArgs, on_prune=None) -> int:
                             sparsity=args.sparsity, init=args.init, alpha=args.alpha, phi=args.phi,
                             schedule=args.schedule, initial_sparsity=args.initial_sparsity,
                             gradual_end=args.gradual_end, reset_every=args.reset_every, eval_every=args.eval_every,
-                            select_after=args.select_after, example_tensors=inputs.example_tensors)
+                            select_after=args.select_after, example_tensors=inputs.example_tensors,
+                            resume=resume_of(args, args.out_mask))
         seconds = time.perf_counter() - started
         after = model_fingerprint(model)
         if after != fingerprint:
@@ -407,6 +419,8 @@ def run(args: SrnetArgs, on_prune=None) -> int:
             "weights_unchanged": True, "model_fingerprint": fingerprint, "file": stats, "seconds": seconds,
             "device": str(device), "meta": {k: v for k, v in mask_set.meta.items() if k != "provenance"},
             "provenance": provenance})
+        if args.checkpoint_every > 0:
+            resume_of(args, args.out_mask).done()
         log.info("wrote %s: step %d selected (dev %.2f, saved mask %.2f), sparsity %.6f, %.1fs", args.out_mask,
                  result.selected_step, result.selected_dev_accuracy, result.saved_dev_accuracy, overall, seconds)
         return 0
@@ -451,8 +465,9 @@ def run(args: SrnetArgs, on_prune=None) -> int:
     # retrain (paradigm (b))
     log.info("retraining %s under %s (%d modules%s), %d steps, loss %s", args.start_dir, args.mask, len(transfer),
              "" if args.mask_classifier else ", classifier dense", steps, args.loss)
+    resume = resume_of(args, args.out_dir)
     curve, applied = retrain_with_mask(model, data, plan.loss_fn, hp, args.seed, device, transfer, evaluate,
-                                       inputs.example_tensors, args.mask)
+                                       inputs.example_tensors, args.mask, resume)
     seconds = time.perf_counter() - started
     per_module, overall = mask_sparsity(applied)
     baked_fingerprint = model_fingerprint(model)
@@ -473,6 +488,8 @@ def run(args: SrnetArgs, on_prune=None) -> int:
                "start_model_fingerprint": fingerprint, "total_steps": steps, "train_seconds": seconds,
                "device": str(device), "final_dev_accuracy": final_dev, "provenance": provenance}
     write_checkpoint(args.out_dir, model, tokenizer, summary, mask_set, curve)
+    if resume is not None:
+        resume.done()
     log.info("wrote %s: sparsity %.6f over %d masked matrices, dev accuracy %s, %.1fs", args.out_dir, overall,
              len(applied), final_dev, seconds)
     return 0

@@ -28,6 +28,7 @@ from maskbench.masking.sparsity import (
     magnitude_masks,
     rewind_weights,
 )
+from maskbench.resume import Resume
 from maskbench.tracks.nlu.batches import EncodedPairs
 from maskbench.tracks.nlu.paths import level_name
 from maskbench.tracks.nlu.training import classification_objective
@@ -83,7 +84,7 @@ def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, 
                alpha: float = 2.0, phi: float = 0.01, schedule: str = "fixed",
                initial_sparsity: float | None = None, gradual_end: float = 1.0, reset_every: int = 1000,
                eval_every: int = 1000, select_after: float = 0.0,
-               example_tensors: dict | None = None) -> MaskTrainResult:
+               example_tensors: dict | None = None, resume: Resume | None = None) -> MaskTrainResult:
     """Paper C's Algorithm 2 with its checkpoint selection (appendix B.3.3); the weights are never written.
 
     The scores train with ``fit``; a step hook first lets the ``SparsityController`` reset the thresholds on
@@ -93,7 +94,9 @@ def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, 
     the best (earliest on ties) wins; its *scores* are kept, and before the mask is read the thresholds are
     reset to ``sparsity`` on them (as paper C before saving), so every matrix meets the target exactly (up
     to ties of scores, which only prune more). The saved mask is scored once more (``saved_dev_accuracy``).
-    The model is returned without the score parametrizations.
+    The model is returned without the score parametrizations. With ``resume`` the run's state (scores,
+    thresholds, the best candidate so far, the evaluations and the sparsity history) is saved every
+    ``resume.every`` steps and a rerun goes on from it.
     """
     start_sparsity = sparsity if schedule == "fixed" else initial_sparsity
     masks = attach_mask_training(model, list(modules), start_sparsity, init, alpha, phi)
@@ -124,9 +127,21 @@ def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, 
         if step % eval_every == 0:
             consider(step)
 
+    if resume is not None:
+        def extra() -> dict:
+            return {"best": dict(best), "evals": list(evals), "history": list(controller.history),
+                    "current": controller.current}
+
+        def restore(state: dict) -> None:
+            best.update(state["best"])
+            evals[:] = state["evals"]
+            controller.history[:] = state["history"]
+            controller.current = state["current"]
+
+        resume.extra, resume.restore = extra, restore
     try:
         curve = fit(model, data, classification_objective(loss_fn, device, example_tensors), hp, seed, device,
-                    step_hook=hook)
+                    step_hook=hook, resume=resume)
         consider(total)
         with torch.no_grad():
             for name, mask in masks.masks.items():
@@ -246,13 +261,14 @@ def check_transferable_mask(masks: Mapping[str, np.ndarray], model: nn.Module, p
 
 def retrain_with_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, seed: int, device,
                       masks: Mapping[str, np.ndarray], evaluate=None, example_tensors=None,
-                      path="mask") -> tuple[list[dict], dict[str, np.ndarray]]:
+                      path="mask", resume: Resume | None = None) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Paradigm (b): train every weight of ``model`` under the fixed ``masks``, then bake them in (zeros).
 
     Returns fit's curve and the applied masks."""
     modules = check_transferable_mask(masks, model, path)
     apply_fixed_masks(modules, {name: torch.from_numpy(np.asarray(m, dtype=bool)) for name, m in masks.items()})
-    curve = fit(model, data, classification_objective(loss_fn, device, example_tensors), hp, seed, device, evaluate)
+    curve = fit(model, data, classification_objective(loss_fn, device, example_tensors), hp, seed, device, evaluate,
+                resume=resume)
     return curve, bake_fixed_masks(modules)
 
 

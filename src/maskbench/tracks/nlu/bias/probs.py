@@ -1,9 +1,10 @@
 """Per-example label probabilities (of a bias model or a teacher) keyed by example id, and their checks.
 
 A probabilities file is parquet with an ``id`` column and one ``prob_<label>`` column per label, in the task's
-label order; its schema metadata records the task and the label names. Anything that would make a debiasing
-loss silently wrong — other ids than the training set, NaN, rows that do not sum to 1, another number of
-classes, another task — is refused with the file's name before any training.
+label order; its schema metadata records the task and the label names, and a checksum over both and the data
+(`maskbench.data.checksum`). Anything that would make a debiasing loss silently wrong — a cut or damaged file,
+other ids than the training set, NaN, rows that do not sum to 1, another number of classes, another task — is
+refused with the file's name before any training.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from maskbench.data.checksum import read_checked_table, write_checked_table
 from maskbench.data.schema import DataError
 from maskbench.runtime import atomic_path
 
@@ -24,7 +25,8 @@ ROW_SUM_TOLERANCE = 1e-3
 
 
 def write_probs(path: str | Path, ids, probs: np.ndarray, labels: list[str], meta: dict) -> None:
-    """Write atomically (``maskbench.runtime.atomic_path``): a temporary file in the same folder, then a rename."""
+    """Write atomically (``maskbench.runtime.atomic_path``): a temporary file in the same folder, then a rename;
+    with a checksum over the probabilities and the metadata that `read_probs` checks."""
     path = Path(path)
     frame = pd.DataFrame({"id": [str(i) for i in ids]})
     for j, name in enumerate(labels):
@@ -32,7 +34,7 @@ def write_probs(path: str | Path, ids, probs: np.ndarray, labels: list[str], met
     table = pa.Table.from_pandas(frame, preserve_index=False)
     table = table.replace_schema_metadata({META_KEY: json.dumps({**meta, "labels": labels}).encode()})
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
+        write_checked_table(table, tmp)
 
 
 def read_probs(path: str | Path, ids, labels: list[str], task: str | None = None) -> np.ndarray:
@@ -40,8 +42,12 @@ def read_probs(path: str | Path, ids, labels: list[str], task: str | None = None
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such probabilities file")
-    table = pq.read_table(path)
-    meta = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
+    table = read_checked_table(path, DataError, META_KEY)  # a cut or damaged file is refused here, named
+    raw = table.schema.metadata[META_KEY]
+    try:
+        meta = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: field 'metadata' has invalid JSON value {raw[:80]!r}") from err
     frame = table.to_pandas()
     if task is not None and meta.get("task") not in (None, task):
         raise DataError(f"{path}: field 'task' has value {meta.get('task')!r}, but the training set is task {task!r}")

@@ -1,0 +1,200 @@
+"""Resumable training: a fine-tuning or mask search killed at a fixed step and rerun goes on from its last saved
+state and ends bit-identical to an uninterrupted run (CPU)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import maskbench.train as train_module
+from maskbench.data.schema import write_prepared
+from maskbench.data.synthetic import generate
+from maskbench.masking.codec import read_mask_file
+from maskbench.resume import Resume, state_path_for
+from maskbench.steps import finetune as finetune_cli
+from maskbench.steps import mask_search, srnet
+
+TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
+              "bert_config": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+                              "intermediate_size": 32, "max_position_embeddings": 64}}
+# 3 epochs of 5 batches (72 examples, batch 16: the last batch short), dev scored after every epoch: the
+# dropout stream crosses evaluations, so a resume must restore every generator exactly
+TINY_HP = {"epochs": 3, "batch_size": 16, "learning_rate": 1e-3, "warmup": 0.1, "max_length": 64, "log_every": 2}
+SEARCH_HP = {"epochs": 2, "batch_size": 16, "learning_rate": 0.1, "lr_schedule": "constant", "weight_decay": 0.0,
+             "max_grad_norm": 0, "max_length": 64, "log_every": 2}
+
+
+class Killed(Exception):
+    """Stands in for a kill -9 at a fixed step: nothing after it runs."""
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("resume")
+    for split, n in (("train", 72), ("dev", 24)):
+        frame, labels = generate("nli", split, n, seed=0, rho=0.9)
+        write_prepared(frame, labels, folder / f"{split}.parquet", {"dataset": split, "task": "mnli"})
+    return folder
+
+
+def finetune(data, out, *extra):
+    return finetune_cli.main(["--train", str(data / "train.parquet"), "--dev", str(data / "dev.parquet"),
+                              "--model-spec", json.dumps(TINY_MODEL), "--hparams", json.dumps(TINY_HP),
+                              "--seed", "3", "--out-dir", str(out), "--threads", "1", *extra])
+
+
+def kill_at(monkeypatch, step_to_die):
+    real = train_module.train_step
+
+    def dying(model, batch, objective, optimizer, scheduler, clip, norm, step, times=None):
+        if step == step_to_die:
+            raise Killed(f"killed before step {step}")
+        return real(model, batch, objective, optimizer, scheduler, clip, norm, step, times)
+
+    monkeypatch.setattr(train_module, "train_step", dying)
+
+
+def count_steps(monkeypatch) -> list:
+    """Record the steps the loop runs (a resumed run must not redo the steps before its state)."""
+    real, ran = train_module.train_step, []
+
+    def counting(model, batch, objective, optimizer, scheduler, clip, norm, step, times=None):
+        ran.append(step)
+        return real(model, batch, objective, optimizer, scheduler, clip, norm, step, times)
+
+    monkeypatch.setattr(train_module, "train_step", counting)
+    return ran
+
+
+def curve_without_seconds(folder):
+    return pd.read_csv(folder / "train_curve.csv").drop(columns="seconds")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(data):
+    out = data / "straight"
+    assert finetune(data, out) == 0
+    return out
+
+
+@pytest.mark.parametrize("die_at, every", [(7, 3), (10, 5), (12, 4)])
+def test_a_killed_fine_tuning_resumes_bit_identically(data, uninterrupted, tmp_path, monkeypatch, die_at, every):
+    # (10, 5): the state is saved at the end of epoch 2, before that epoch's dev evaluation
+    out = tmp_path / "seed~3"
+    kill_at(monkeypatch, die_at)
+    with pytest.raises(Killed):
+        finetune(data, out, "--checkpoint-every", str(every))
+    state = state_path_for(out)
+    assert state.is_file() and not (out / "train_summary.json").exists()
+    assert torch.load(state, weights_only=False)["step"] == (die_at // every) * every
+    monkeypatch.undo()
+    ran = count_steps(monkeypatch)
+    assert finetune(data, out, "--checkpoint-every", str(every)) == 0
+    assert ran == list(range((die_at // every) * every, 15))  # 3 epochs x 5 batches, from the saved step on
+    assert not state.exists()  # removed once the outputs are complete
+    assert (out / "model.safetensors").read_bytes() == (uninterrupted / "model.safetensors").read_bytes()
+    pd.testing.assert_frame_equal(curve_without_seconds(out), curve_without_seconds(uninterrupted))
+
+
+def test_a_killed_learned_mixin_run_resumes_with_its_gate(data, tmp_path, monkeypatch):
+    # the learned-mixin gate trains outside the model: its weights must be part of the saved state
+    from maskbench.tracks.nlu.bias.probs import write_probs
+
+    frame = pd.read_parquet(data / "train.parquet")
+    labels = ["entailment", "neutral", "contradiction"]
+    probs = np.full((len(frame), 3), 0.1) + 0.7 * np.eye(3)[frame.label.to_numpy()]
+    bias = tmp_path / "bias.parquet"
+    write_probs(bias, frame.id, probs, labels, {"task": "mnli"})
+    extra = ["--loss", "learned_mixin", "--bias-probs", str(bias)]
+    assert finetune(data, tmp_path / "straight", *extra) == 0
+    kill_at(monkeypatch, 8)
+    with pytest.raises(Killed):
+        finetune(data, tmp_path / "resumed", *extra, "--checkpoint-every", "6")
+    monkeypatch.undo()
+    assert finetune(data, tmp_path / "resumed", *extra, "--checkpoint-every", "6") == 0
+    assert (tmp_path / "resumed" / "model.safetensors").read_bytes() == \
+        (tmp_path / "straight" / "model.safetensors").read_bytes()
+    pd.testing.assert_frame_equal(curve_without_seconds(tmp_path / "resumed"),
+                                  curve_without_seconds(tmp_path / "straight"))
+
+
+def test_checkpointing_alone_changes_nothing(data, uninterrupted, tmp_path):
+    out = tmp_path / "seed~3"
+    assert finetune(data, out, "--checkpoint-every", "2") == 0
+    assert (out / "model.safetensors").read_bytes() == (uninterrupted / "model.safetensors").read_bytes()
+
+
+def test_a_killed_mask_search_resumes_bit_identically(data, uninterrupted, tmp_path, monkeypatch):
+    def search(name, *extra):
+        return mask_search.main(["--model-dir", str(uninterrupted), "--train", str(data / "train.parquet"),
+                                 "--dev", str(data / "dev.parquet"), "--hparams", json.dumps(SEARCH_HP),
+                                 "--seed", "1", "--out", str(tmp_path / f"{name}.mask"),
+                                 "--summary", str(tmp_path / f"{name}.json"), "--threads", "1", *extra])
+
+    assert search("straight") == 0
+    kill_at(monkeypatch, 6)
+    with pytest.raises(Killed):
+        search("resumed", "--checkpoint-every", "4")
+    assert not (tmp_path / "resumed.mask").exists()
+    monkeypatch.undo()
+    ran = count_steps(monkeypatch)
+    assert search("resumed", "--checkpoint-every", "4") == 0
+    assert ran == list(range(4, 10))  # 2 epochs x 5 batches, resumed at the state of step 4
+    straight, _ = read_mask_file(tmp_path / "straight.mask")
+    resumed, _ = read_mask_file(tmp_path / "resumed.mask")
+    assert straight.keys() == resumed.keys() and all(np.array_equal(straight[k], resumed[k]) for k in straight)
+    curves = [json.loads((tmp_path / f"{n}.json").read_text())["curve"] for n in ("straight", "resumed")]
+    assert [{k: v for k, v in p.items() if k != "seconds"} for p in curves[0]] == \
+        [{k: v for k, v in p.items() if k != "seconds"} for p in curves[1]]
+
+
+def test_a_state_of_other_arguments_is_not_resumed(data, uninterrupted, tmp_path, monkeypatch):
+    # the config changed between the crash and the rerun (another learning rate): start from step 0
+    out = tmp_path / "seed~3"
+    kill_at(monkeypatch, 7)
+    with pytest.raises(Killed):
+        finetune(data, out, "--checkpoint-every", "3", "--loss-hparams", "{}", "--train-subset", "72")
+    monkeypatch.undo()
+    ran = count_steps(monkeypatch)
+    assert finetune(data, out, "--checkpoint-every", "3") == 0
+    assert ran == list(range(15))
+    assert (out / "model.safetensors").read_bytes() == (uninterrupted / "model.safetensors").read_bytes()
+
+
+def test_a_cut_off_state_is_not_trusted(tmp_path):
+    path = tmp_path / ".x.resume.pt"
+    path.write_bytes(b"PK\x03\x04 cut off")
+    assert Resume(path, 5).load() is None
+    with pytest.raises(ValueError, match="checkpoint_every must be a positive"):
+        Resume(path, 0)
+
+
+def test_a_killed_mask_training_resumes_with_its_selection_state(data, uninterrupted, tmp_path, monkeypatch):
+    # paper C's mask training keeps state outside the model: the best candidate's scores, the dev evaluations and
+    # the threshold resets; a resumed run must select the same step and write the same mask and summary
+    def train(name, *extra):
+        return srnet.main(["--method", "mask_train", "--start-dir", str(uninterrupted),
+                           "--train", str(data / "train.parquet"), "--dev", str(data / "dev.parquet"),
+                           "--seed", "1", "--threads", "1", "--sparsity", "0.5", "--select-after", "0.3",
+                           "--eval-every", "2", "--reset-every", "3", "--hparams", json.dumps(SEARCH_HP),
+                           "--out-mask", str(tmp_path / f"{name}.mask"), "--summary", str(tmp_path / f"{name}.json"),
+                           *extra])
+
+    assert train("straight") == 0
+    kill_at(monkeypatch, 7)
+    with pytest.raises(Killed):
+        train("resumed", "--checkpoint-every", "5")
+    monkeypatch.undo()
+    ran = count_steps(monkeypatch)
+    assert train("resumed", "--checkpoint-every", "5") == 0
+    assert ran == list(range(5, 10))
+    assert not state_path_for(tmp_path / "resumed.mask").exists()
+    straight, _ = read_mask_file(tmp_path / "straight.mask")
+    resumed, _ = read_mask_file(tmp_path / "resumed.mask")
+    assert all(np.array_equal(straight[k], resumed[k]) for k in straight)
+    keys = ("selected_step", "selected_dev_accuracy", "saved_mask_dev_accuracy", "dev_accuracies",
+            "sparsity_history", "exact_sparsity")
+    summaries = [json.loads((tmp_path / f"{n}.json").read_text()) for n in ("straight", "resumed")]
+    assert {k: summaries[0][k] for k in keys} == {k: summaries[1][k] for k in keys}
