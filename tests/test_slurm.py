@@ -94,17 +94,11 @@ def test_start_cluster_refuses_to_run_without_root(tmp_path):
 
 
 def gpuless_set_resources() -> list[str]:
-    """The profile's per-rule resources for a cluster without GPUs: every entry as it is (partitions from the
-    environment), but no GPU and so no CPUs per GPU. A --set-resources on the command line replaces the profile's
-    whole `set-resources`, hence all of it."""
+    """No GPU for the rules the profile gives one (the evaluations) on a cluster without GPUs. A --set-resources on
+    the command line replaces the profile's whole `set-resources`: the partitions of its other entries fall back to
+    MASKBENCH_SLURM_PARTITION, the same partition on the one-node cluster, and no CPUs per GPU are asked."""
     profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
-    entries = []
-    for rule, resources in profile["set-resources"].items():
-        for key, value in resources.items():
-            if key == "cpus_per_gpu":
-                continue
-            entries.append(f"{rule}:{key}={0 if key == 'gpu' else os.path.expandvars(str(value))}")
-    return ["--set-resources", *entries]
+    return ["--set-resources", *(f"{rule}:gpu=0" for rule, res in profile["set-resources"].items() if "gpu" in res)]
 
 
 def squeue(run_name: str) -> list[list[str]]:
@@ -177,7 +171,7 @@ def slurm_run(tmp_path_factory):
     assert acct.returncode == 0, acct.stderr
     records = [line.split("|", 3) for line in acct.stdout.splitlines() if line.strip()]
     summary = {"command": "snakemake --profile profiles/slurm --configfile configs/smoke.yaml "
-                          "--slurm-init-seconds-before-status-checks 5 --set-resources <the profile's, no GPU>",
+                          "--slurm-init-seconds-before-status-checks 5 " + " ".join(args[4:]),
                "jobs_planned": len(jobs), "jobs_through_sbatch": sum(remote.values()),
                "sbatch_submissions": len(records), "wall_time_s": round(elapsed), "cancelled": cancelled[1]}
     (workdir / "slurm_run.json").write_text(json.dumps(summary, indent=1))

@@ -14,6 +14,7 @@ rule train_bias_model:
         source=alternation(NEURAL_SOURCES),
     params:
         checkpoint_every=COMPUTE["checkpoint_every"],
+        deterministic=int(COMPUTE["deterministic"]),
         model_spec=weak_learner_model,
         hparams=weak_learner_hparams,
         options=weak_learner_options,
@@ -32,7 +33,7 @@ rule train_bias_model:
     shell:
         "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
         " --model-spec {params.model_spec} --hparams {params.hparams} --loss ce {params.options}"
-        " --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --out-dir {params.out_dir:q}"
+        " --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} --out-dir {params.out_dir:q}"
         " --train-probs-out {output.probs:q} > {log:q} 2>&1"
 
 
@@ -78,6 +79,7 @@ rule finetune_debiased:
         summary=f"{R}/{NLU}/{{task}}/{MODEL}/models/method~finetune/loss~{{loss}}/bias~{{source}}/seed~{{seed}}/train_summary.json",
     params:
         checkpoint_every=COMPUTE["checkpoint_every"],
+        deterministic=int(COMPUTE["deterministic"]),
         model_spec=as_json(config["model"]),
         hparams=as_json(config["finetune"]),
         loss_hparams=debiased_loss_hparams,
@@ -97,7 +99,7 @@ rule finetune_debiased:
     shell:
         "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
         " --bias-probs {input.bias:q} --model-spec {params.model_spec} --hparams {params.hparams} --loss {wildcards.loss}"
-        " --loss-hparams {params.loss_hparams} {params.teacher} --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every}"
+        " --loss-hparams {params.loss_hparams} {params.teacher} --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 

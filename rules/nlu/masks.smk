@@ -14,6 +14,7 @@ rule search_mask:
         source=alternation(list(SOURCES) + ["none"]),
     params:
         checkpoint_every=COMPUTE["checkpoint_every"],
+        deterministic=int(COMPUTE["deterministic"]),
         model_dir=model_dir_of,
         spec=mask_search_spec(),
         hparams=as_json(MASK_SEARCH["hparams"]),
@@ -35,7 +36,7 @@ rule search_mask:
         "python -m maskbench.steps.mask_search --model-dir {params.model_dir:q}"
         " --train {input.train:q} --dev {input.dev:q} --spec {params.spec} --hparams {params.hparams} --loss {wildcards.loss}"
         " --loss-hparams {params.loss_hparams} {params.bias} {params.teacher} --seed {wildcards.seed}"
-        " --threads {threads} --checkpoint-every {params.checkpoint_every} --out {output.mask:q} --summary {output.summary:q} > {log:q} 2>&1"
+        " --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} --out {output.mask:q} --summary {output.summary:q} > {log:q} 2>&1"
 
 
 for _task in TASKS if MASK_ROWS else []:

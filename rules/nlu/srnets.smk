@@ -15,6 +15,7 @@ if SRN:
                 srn_outputs(_run),
             params:
                 checkpoint_every=COMPUTE["checkpoint_every"],
+                deterministic=int(COMPUTE["deterministic"]),
                 options=srn_options_of(_run),
             log:
                 f"{R}/logs/srnet/{_run}/{{task}}/seed~{{seed}}.log",
@@ -28,7 +29,7 @@ if SRN:
             conda:
                 "../../envs/maskbench.yaml"
             shell:
-                "python -m maskbench.steps.srnet {params.options} --threads {threads} --checkpoint-every {params.checkpoint_every} > {log:q} 2>&1"
+                "python -m maskbench.steps.srnet {params.options} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} > {log:q} 2>&1"
 
     for _task in SRN_TASKS:
 

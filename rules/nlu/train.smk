@@ -13,6 +13,7 @@ rule finetune_baseline:
         **finetune_extra_outputs(),
     params:
         checkpoint_every=COMPUTE["checkpoint_every"],
+        deterministic=int(COMPUTE["deterministic"]),
         model_spec=as_json(config["model"]),
         hparams=as_json(config["finetune"]),
         out_dir=folder_of_output("model"),
@@ -31,5 +32,5 @@ rule finetune_baseline:
     shell:
         "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
         " --model-spec {params.model_spec} --hparams {params.hparams} --loss ce"
-        " --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --out-dir {params.out_dir:q}"
+        " --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} --out-dir {params.out_dir:q}"
         " --train-probs-out {output.probs:q} {params.extra} > {log:q} 2>&1"

@@ -29,6 +29,23 @@ def seed_everything(seed: int) -> None:
         torch.cuda.manual_seed_all(seed)
 
 
+def set_deterministic(on: bool) -> None:
+    """Ask torch for deterministic kernels everywhere (``compute.deterministic``).
+
+    On the CPU every run here is already bit-identical for a fixed seed and commit; on GPUs cuBLAS and cuDNN pick
+    non-deterministic kernels by default (atomics in reductions, autotuned convolutions), so two runs may differ
+    in the last bits. This switch trades some GPU speed for repeatable bits: cuDNN autotuning off, deterministic
+    algorithms required (an op without one raises), and cuBLAS's workspace fixed."""
+    if not on:
+        return
+    import torch
+
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+
+
 def pick_device(requested: str = "auto"):
     """CUDA when present (or asked for), otherwise the CPU."""
     import torch

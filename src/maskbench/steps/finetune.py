@@ -66,6 +66,8 @@ class FinetuneArgs:
     snapshot_dir: Path | None = field(default=None, metadata={"help": "the folder of the --snapshot-steps"})
     checkpoint_every: int = field(default=0, metadata={
         "help": "save the run's state every N steps beside --out-dir and resume from it when rerun (0: never)"})
+    deterministic: int = field(default=0, metadata={
+        "help": "1: deterministic kernels only (repeatable bits on GPUs, some speed lost; CPU runs are already)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
@@ -122,6 +124,8 @@ def main(argv=None) -> int:
     loss_fn = get_loss(args.loss, **json.loads(args.loss_hparams))
     if args.input_view not in INPUT_VIEWS:
         raise ValueError(f"--input-view {args.input_view!r} is unknown; choose one of {INPUT_VIEWS}")
+    if args.deterministic not in (0, 1):
+        raise ValueError(f"--deterministic must be 0 or 1, got {args.deterministic}")
     if bool(args.snapshot_steps) != (args.snapshot_dir is not None):
         raise ValueError("--snapshot-steps and --snapshot-dir go together")
     train_df, labels, train_meta, example_tensors, dev = read_training_inputs(args)
@@ -131,6 +135,7 @@ def main(argv=None) -> int:
         train_df = train_df.iloc[rows].reset_index(drop=True)
         example_tensors = {k: v[rows] for k, v in example_tensors.items()}
     runtime.set_threads(args.threads)
+    runtime.set_deterministic(bool(args.deterministic))
     device = runtime.pick_device(args.device)
     runtime.seed_everything(args.seed)
     log.info("fine-tuning on %s (%d examples, labels %s) on %s, seed %d", args.train, len(train_df), labels,

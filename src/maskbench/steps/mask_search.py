@@ -54,6 +54,8 @@ class MaskSearchArgs:
     teacher_probs: Path | None = field(default=None, metadata={"help": "teacher probabilities of the training set"})
     checkpoint_every: int = field(default=0, metadata={
         "help": "save the search's state every N steps beside --out and resume from it when rerun (0: never)"})
+    deterministic: int = field(default=0, metadata={
+        "help": "1: deterministic kernels only (repeatable bits on GPUs, some speed lost; CPU runs are already)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
@@ -62,10 +64,13 @@ def main(argv=None) -> int:
     setup_logging()
     args = parse_dataclass(MaskSearchArgs, argv, "python -m maskbench.steps.mask_search", __doc__.splitlines()[0])
     spec = MaskSearchSpec.from_dict(json.loads(args.spec))
+    if args.deterministic not in (0, 1):
+        raise ValueError(f"--deterministic must be 0 or 1, got {args.deterministic}")
     hp = parse_hparams(args.hparams)
     loss_fn = get_loss(args.loss, **json.loads(args.loss_hparams))
     train_df, labels, train_meta, example_tensors, dev = read_training_inputs(args)
     runtime.set_threads(args.threads)
+    runtime.set_deterministic(bool(args.deterministic))
     device = runtime.pick_device(args.device)
     model, tokenizer = load_classifier(args.model_dir)
     if model_labels(model) != labels:

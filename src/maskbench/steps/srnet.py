@@ -168,6 +168,8 @@ class SrnetArgs:
     checkpoint_every: int = field(default=0, metadata={
         "help": "mask_train and retrain: save the run's state every N steps beside its output and resume from it "
                 "when rerun (0: never; IMP restarts its rounds)"})
+    deterministic: int = field(default=0, metadata={
+        "help": "1: deterministic kernels only (repeatable bits on GPUs, some speed lost; CPU runs are already)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
@@ -281,6 +283,8 @@ def check_args(args: SrnetArgs) -> Plan:
                              "the mixed-in examples lack; the OOD-informed runs train with ce")
     elif args.mix_exclude:
         raise ValueError("--mix-exclude is only used with --mix-train")
+    if args.deterministic not in (0, 1):
+        raise ValueError(f"--deterministic must be 0 or 1, got {args.deterministic}")
     if args.mask_classifier not in (0, 1):
         raise ValueError(f"--mask-classifier must be 0 or 1, got {args.mask_classifier}")
     return plan
@@ -350,6 +354,7 @@ def run(args: SrnetArgs, on_prune=None) -> int:
     plan = check_args(args)
     inputs = read_inputs(args)
     runtime.set_threads(args.threads)
+    runtime.set_deterministic(bool(args.deterministic))
     device = runtime.pick_device(args.device)
     runtime.seed_everything(args.seed)  # before loading: a checkpoint without a head gets a seeded one
     model, tokenizer = load_classifier(args.start_dir)
