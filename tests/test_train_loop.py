@@ -100,9 +100,49 @@ def test_a_linear_group_schedule_warms_up_beside_a_constant_one():
     curve = fit(model, FeatureBatches(16, (4,), classes=2), objective, HP, seed=0, device="cpu", groups=groups)
     # the logged lr is the first group's after each step: warm-up (s + 1) / 4 for s < 4, then (8 - s) / 4
     assert [round(p["lr"], 10) for p in curve] == [0.05, 0.075, 0.1, 0.1, 0.075, 0.05, 0.025, 0.0]
-    with pytest.raises(ValueError, match="schedule 'cosine' of parameter group 'head' is unknown"):
+    with pytest.raises(ValueError, match="schedule 'sawtooth' of parameter group 'head' is unknown"):
         fit(model, FeatureBatches(16, (4,), classes=2), objective, HP, seed=0, device="cpu",
-            groups=[{**groups[1], "schedule": "cosine"}])
+            groups=[{**groups[1], "schedule": "sawtooth"}])
+
+
+def test_multistep_and_cosine_schedules_follow_their_formulas():
+    """Two epochs of 4 steps: multistep with a milestone at epoch 1 multiplies the rate by gamma from step 4 on;
+    cosine is 0.5 (1 + cos(pi s / 8)) after s steps."""
+    import dataclasses
+    import math
+
+    model, head, _, _, objective, _ = two_parameter_sets()
+    groups = [{"name": "model", "params": list(model.parameters()), "lr": 0.1, "weight_decay": 0.0,
+               "schedule": "multistep"}]
+    hp = dataclasses.replace(HP, milestones=(1,), gamma=0.5)
+    curve = fit(model, FeatureBatches(16, (4,), classes=2), objective, hp, seed=0, device="cpu", groups=groups)
+    assert [round(p["lr"], 10) for p in curve] == [0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.05, 0.05]
+    groups[0]["schedule"] = "cosine"
+    curve = fit(model, FeatureBatches(16, (4,), classes=2), objective, HP, seed=0, device="cpu", groups=groups)
+    assert [round(p["lr"], 10) for p in curve] == [round(0.1 * 0.5 * (1 + math.cos(math.pi * s / 8)), 10)
+                                                   for s in range(1, 9)]
+
+
+def test_sgd_with_momentum_and_adam_take_their_textbook_steps():
+    """One parameter, loss = w (gradient 1): SGD momentum 0.9 moves lr, then lr (1 + 0.9); Adam moves lr per step
+    (bias-corrected m / sqrt(v) = 1), with L2 decay inside the gradient (not decoupled)."""
+    import dataclasses
+
+    from maskbench.train import make_optimizer
+
+    for optimizer, expected in (("sgd", [0.1, 0.1 + 0.19]), ("adam", [0.1, 0.2])):
+        w = nn.Parameter(torch.zeros(()))
+        opt = make_optimizer([{"params": [w], "lr": 0.1, "weight_decay": 0.0}],
+                             dataclasses.replace(HP, optimizer=optimizer, learning_rate=0.1, momentum=0.9))
+        moved = []
+        for _ in range(2):
+            opt.zero_grad()
+            w.backward()
+            opt.step()
+            moved.append(-float(w))
+        assert moved == pytest.approx(expected, rel=1e-5), optimizer
+    with pytest.raises(ValueError, match="optimizer 'lamb' is unknown"):
+        make_optimizer([{"params": [w], "lr": 0.1}], dataclasses.replace(HP, optimizer="lamb"))
 
 
 # --------------------------------------------------------------------------- BatchNorm in a frozen search

@@ -51,7 +51,16 @@ def test_lint_is_clean():
                             **{f"srnet_{run}": 1 for run in ("a_mask_ce", "a_mask_poe", "a_imp_ce", "c_mask_ce",
                                                              "b_imprw_poe", "b_mask_retrain_ce", "b_imprw_retrain_ce",
                                                              "a_mask_ood", "t5", "timing")},
-                            "evaluate_srnets_mnli": 1, "srnet_report": 1}),
+                            "evaluate_srnets_mnli": 1, "srnet_report": 1,
+                            # paper D in miniature: two dataset levels x two seeds; per seed on Biased-MNIST the two
+                            # FFW variants, gamma 2 and the epoch-1 model, on Multi-Color MNIST the two variants
+                            "fetch_mnist_wheel": 1, "prepare_vision": 2, "train_vision": 4, "ffw": 2 * (4 + 2),
+                            "magnitude_vision": 2, "evaluate_vision": 4, "shrink_vision": 1, "vision_report": 1}),
+    # paper D offline: 4 + 1 + 2 + 2 dataset levels x 2 seeds; two FFW variants each, five more gammas and the
+    # epoch-1 model on Biased-MNIST 0.99
+    ("configs/vision.yaml", {"fetch_mnist_wheel": 1, "prepare_vision": 9, "train_vision": 18,
+                             "ffw": 9 * 2 * 2 + 2 * (5 + 1), "magnitude_vision": 2, "evaluate_vision": 18,
+                             "shrink_vision": 1, "vision_report": 1}),
     ("configs/minilm.yaml", {"finetune_baseline": 9, "finetune_debiased": 18, "search_mask": 36, "table1": 1}),
 ])
 def test_dry_run_plans_every_job(configfile, expected, tmp_path):
@@ -96,6 +105,26 @@ def test_paper_config_plans_the_full_reproduction_on_slurm(paper_dry_run):
     assert training and all("gpu=1" in b and "slurm_partition=gpu" in b and "slurm_account=acct" in b
                             for b in training)
     assert "results/paper/nlu/mnli/bert-base-uncased/models" in result.stdout
+
+
+def test_paper_config_plans_the_whole_of_paper_d(paper_dry_run):
+    result = paper_dry_run
+    jobs = planned_jobs(result.stdout)
+    # Biased-MNIST (4 rho), Multi-Color MNIST, Corrupted CIFAR-10 (4 rho), CelebA (2 targets) x 5 seeds; two FFW
+    # variants each, five more gammas and three earlier epochs on Biased-MNIST 0.99
+    levels = 4 + 1 + 4 + 2
+    assert jobs["prepare_vision"] == levels and jobs["train_vision"] == jobs["evaluate_vision"] == levels * 5
+    assert jobs["ffw"] == levels * 5 * 2 + 5 * (5 + 3) and jobs["magnitude_vision"] == 5
+    assert "fetch_mnist_wheel" not in jobs  # the paper config reads MNIST from the Hub
+    blocks = result.stdout.split("\n\n")
+    vision = [b for b in blocks if any(f"rule {r}:" in b for r in ("train_vision", "ffw", "evaluate_vision"))]
+    assert vision and all("gpu=1" in b and "slurm_partition=gpu" in b for b in vision)
+    conv = next(b for b in blocks if "rule train_vision:" in b and "vdataset=biased_mnist" in b)
+    assert "--snapshot-epochs 1 10 40" in conv and '"epochs": 80' in conv and '"kernel_size": 7' in conv
+    celeba = next(b for b in blocks if "rule prepare_vision:" in b and "vdataset=celeba" in b)
+    assert "--source local:data/celeba" in celeba and "Eyeglasses" in result.stdout
+    ffw = next(b for b in blocks if "rule ffw:" in b and "ffw_method=ffw_structured" in b)
+    assert '"structured": true' in ffw and '"max_gate_epochs": 200' in ffw and '"gate_patience": 5' in ffw
 
 
 def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
@@ -262,6 +291,31 @@ def test_smoke_dag_draws_paper_c_curves_table5_and_the_timing_study(smoke_run):
 
 
 @pytest.mark.slow
+def test_smoke_dag_builds_paper_d_tables_figures_and_the_shrunk_models(smoke_run):
+    tables, figures = smoke_run / "results/tables/vision", smoke_run / "results/figures/vision"
+    runs = pd.read_csv(tables / "runs.csv")
+    # 2 seeds: Biased-MNIST vanilla (final and epoch 1), ffw at gamma 10 and 2, ffw_structured, ffw on the epoch-1
+    # model, magnitude at two sparsities; Multi-Color MNIST vanilla and the two FFW variants
+    assert len(runs) == 2 * (9 + 3) and set(runs.seed) == {1, 2}
+    assert runs.task_accuracy.between(0, 100).all() and runs.bias_accuracy.between(0, 100).all()
+    vanilla = runs[runs.run == "vanilla"]
+    assert (vanilla.sparsity == 0).all()
+    magnitude = runs[runs.method == "magnitude"].set_index(["seed", "sparsity_target"]).sparsity
+    assert magnitude.loc[(1, 0.9)] == pytest.approx(90.0, abs=0.5) and magnitude.loc[(2, 0.5)] == pytest.approx(50.0, abs=0.5)
+    table2 = pd.read_csv(tables / "table2.csv")
+    assert set(table2.method) == {"vanilla", "ffw", "ffw_structured"} and (table2["paper task"] != "—").all()
+    table5 = pd.read_csv(tables / "table5.csv")
+    assert any(c.startswith("left_colour=") for c in table5.columns)
+    assert "STAND-IN" not in (tables / "tables.md").read_text()  # no stand-in in the smoke config
+    for name in ("samples", "magnitude_vs_ffw", "layer_sparsity"):
+        assert (figures / f"{name}.png").stat().st_size > 5000
+    bench = json.loads((smoke_run / "results/benchmarks/vision_structured.json").read_text())
+    assert len(bench["records"]) == 2
+    for record in bench["records"]:
+        assert record["max_abs_logit_diff"] < 1e-5 and record["params_shrunk"] < record["params_dense"]
+        assert Path(smoke_run / record["shrunk_model"]).is_file()
+
+
 def test_smoke_rerun_does_nothing_and_resumes_only_what_is_missing(smoke_run):
     result = snakemake("-n", "--cores", "2", "--configfile", str(REPO / "configs/smoke.yaml"), workdir=smoke_run)
     assert "Nothing to be done" in result.stdout + result.stderr

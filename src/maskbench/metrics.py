@@ -129,3 +129,27 @@ def compute_metrics(
     elif kind == "paws":
         metrics.update(_paws_subsets(gold, pred))
     return metrics
+
+
+def mutual_information(bias_labels: Sequence[int], probs, num_bias_classes: int) -> float:
+    """Paper D's normalised empirical mutual information between a bias attribute and a head's predicted
+    distribution, in [0, 1] (not a percentage): IRENE's estimator, the numpy twin of
+    ``maskbench.tracks.vision.mutual_information.empirical_mi`` (see its docstring for the formula).
+
+    ``bias_labels``: N labels in 0..K-1; ``probs``: N x K rows of the head's softmax; K = ``num_bias_classes``.
+    """
+    import numpy as np
+
+    probs = np.asarray(probs, dtype=np.float64)
+    labels = np.asarray(bias_labels, dtype=np.int64)
+    k = int(num_bias_classes)
+    if k < 2 or probs.ndim != 2 or probs.shape[1] != k:
+        raise ValueError(f"mutual_information: probs must be N x {k} with at least 2 classes, got {probs.shape}")
+    if labels.shape != (probs.shape[0],) or not len(labels):
+        raise ValueError(f"mutual_information: {labels.shape} bias labels for {probs.shape[0]} probability rows")
+    if labels.min() < 0 or labels.max() >= k:
+        raise ValueError(f"mutual_information: bias labels must lie in 0..{k - 1}")
+    onehot = np.eye(k)[labels]
+    joint = np.maximum(onehot.T @ probs, 1e-15) / len(labels)
+    marginals = np.maximum(np.outer(joint.sum(axis=1), joint.sum(axis=0)), 1e-15)
+    return float(np.sum(joint * np.log(joint / marginals)) / np.log(k))

@@ -40,6 +40,12 @@ class TrainHParams:
     # was returned under a key Lightning ignores, method_details.md §1)
     adam_eps: float = 1e-8
     eval_every_epoch: bool = True  # score the dev set after every epoch (False: after the last one only)
+    optimizer: str = "adamw"  # "adamw" (decoupled decay, BERT's), "adam" (L2 decay in the gradient, paper D's
+    # gates and MLP) or "sgd" (with ``momentum``, paper D's vanilla conv nets)
+    momentum: float = 0.9
+    milestones: tuple[float, ...] = ()  # lr_schedule "multistep": the epochs at which the rate is multiplied by
+    # ``gamma`` (paper D: epochs 40 and 60 of 80, x0.1)
+    gamma: float = 0.1
 
 
 def total_steps(n_examples: int, hp: TrainHParams) -> int:
@@ -66,7 +72,20 @@ def linear_schedule(optimizer, warmup: int, total: int):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, linear_factor(warmup, total))
 
 
-LR_SCHEDULES = ("linear", "constant")
+LR_SCHEDULES = ("linear", "constant", "multistep", "cosine")
+OPTIMIZERS = ("adamw", "adam", "sgd")
+
+
+def make_optimizer(groups: list[dict], hp: TrainHParams) -> torch.optim.Optimizer:
+    """The run's optimiser over its parameter groups (the keys only the schedule reads dropped)."""
+    plain = [{k: v for k, v in g.items() if k not in ("schedule", "warmup")} for g in groups]
+    if hp.optimizer == "adamw":
+        return torch.optim.AdamW(plain, lr=hp.learning_rate, eps=hp.adam_eps)
+    if hp.optimizer == "adam":
+        return torch.optim.Adam(plain, lr=hp.learning_rate, eps=hp.adam_eps)
+    if hp.optimizer == "sgd":
+        return torch.optim.SGD(plain, lr=hp.learning_rate, momentum=hp.momentum)
+    raise ValueError(f"optimizer {hp.optimizer!r} is unknown; choose one of {OPTIMIZERS}")
 
 
 def trainable_groups(model: torch.nn.Module, lr: float, weight_decay: float) -> list[dict]:
@@ -100,6 +119,12 @@ def group_schedule(optimizer, groups: list[dict], hp: TrainHParams, total: int):
             factors.append(lambda step: 1.0)
         elif kind == "linear":
             factors.append(linear_factor(warmup_steps(group.get("warmup", hp.warmup), total), total))
+        elif kind == "multistep":
+            per_epoch = total / max(hp.epochs, 1e-12)
+            steps = sorted(int(round(m * per_epoch)) for m in hp.milestones)
+            factors.append(lambda step, steps=steps: hp.gamma ** sum(step >= s for s in steps))
+        elif kind == "cosine":
+            factors.append(lambda step: 0.5 * (1.0 + math.cos(math.pi * min(step, total) / total)))
         else:
             raise ValueError(f"schedule {kind!r} of parameter group {group.get('name', '?')!r} is unknown; choose "
                              f"one of {LR_SCHEDULES}")
@@ -235,8 +260,7 @@ def fit(
                         collate_fn=getattr(data, "collate", None))
     total = total_steps(len(data), hp)
     groups = groups if groups is not None else trainable_groups(model, hp.learning_rate, hp.weight_decay)
-    optimizer = torch.optim.AdamW([{k: v for k, v in g.items() if k not in ("schedule", "warmup")} for g in groups],
-                                  lr=hp.learning_rate, eps=hp.adam_eps)
+    optimizer = make_optimizer(groups, hp)
     scheduler = group_schedule(optimizer, groups, hp, total)
     clip_params = clip_parameters(model, groups)
     outside = clip_params[len(list(model.parameters())):]  # trained beside the model (a gate, a bias head)

@@ -24,7 +24,8 @@ def tracks_of(config: Mapping) -> list[str]:
 
 
 def check_references(config: Mapping) -> None:
-    _check_datasets(config)
+    if "datasets" in config:
+        _check_datasets(config)
     for track in tracks_of(config):
         if track not in TRACK_CHECKS:
             raise ConfigError(f"config: track has {track!r}, which is not a track {sorted(TRACK_CHECKS)}")
@@ -206,4 +207,43 @@ def _check_srnets(srn: Mapping, config: Mapping, sources: Mapping) -> None:
 
 
 # track -> its cross-reference checks (schemas/<track>.schema.yaml describes its keys)
-TRACK_CHECKS: dict[str, Callable[[Mapping], None]] = {"nlu": _check_nlu}
+def _check_vision(config: Mapping) -> None:
+    """The vision track (paper D): models, levels and the ablations' references."""
+    vision = config["vision"]
+    datasets, models = vision["datasets"], vision["models"]
+    for name, spec in datasets.items():
+        where = f"config: vision.datasets.{name}"
+        if spec["model"] not in models:
+            raise ConfigError(f"{where}.model has value {spec['model']!r}, which is not a model {sorted(models)}")
+        needs = {"biased_mnist": ("rho",), "corrupted_mnist_standin": ("rho",), "cifar10c": ("percent",),
+                 "multi_color_mnist": ("rho_left", "rho_right"), "two_attribute_mnist_standin": ("rho", "target"),
+                 "celeba": ("target",)}[spec["generator"]]
+        for level, values in spec["levels"].items():
+            missing = [key for key in needs if key not in values]
+            if missing:
+                raise ConfigError(f"{where}.levels.{level}.{missing[0]} is required by generator "
+                                  f"{spec['generator']!r}")
+        if spec["generator"] in ("cifar10c", "celeba") and "source" not in spec:
+            raise ConfigError(f"{where}.source is required by generator {spec['generator']!r} (local:<folder> or "
+                              "hf:<hub id>)")
+    for key in ("gamma_sweep", "epochs_ablation", "magnitude"):
+        part = vision.get(key)
+        if not part:
+            continue
+        if part["dataset"] not in datasets:
+            raise ConfigError(f"config: vision.{key}.dataset has value {part['dataset']!r}, which is not a dataset "
+                              f"{sorted(datasets)}")
+        levels = datasets[part["dataset"]]["levels"]
+        if str(part["level"]) not in levels:
+            raise ConfigError(f"config: vision.{key}.level has value {part['level']!r}, which is not a level of "
+                              f"{part['dataset']} {sorted(levels)}")
+    ablation = vision.get("epochs_ablation")
+    if ablation:
+        model = models[datasets[ablation["dataset"]]["model"]]
+        missing = [e for e in ablation["epochs"] if e not in model.get("snapshot_epochs", [])]
+        if missing:
+            raise ConfigError(f"config: vision.epochs_ablation.epochs has {missing[0]}, which is not among the "
+                              f"snapshot_epochs of model {datasets[ablation['dataset']]['model']!r}")
+
+
+TRACK_CHECKS: dict[str, Callable[[Mapping], None]] = {"nlu": _check_nlu, "vision": _check_vision}

@@ -255,21 +255,48 @@ class _GateSTE(torch.autograd.Function):
         return grad * sig * (1 - sig) / ctx.temperature, None
 
 
+class _TwoSigmoid(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, gates: torch.Tensor, temperature: float) -> torch.Tensor:
+        ctx.save_for_backward(gates)
+        ctx.temperature = temperature
+        return torch.clamp(2 * torch.sigmoid(gates / temperature), max=1.0)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (gates,) = ctx.saved_tensors
+        sig = torch.sigmoid(gates / ctx.temperature)
+        return grad * 2 * sig * (1 - sig) / ctx.temperature, None
+
+
 def gate_ste(gates: torch.Tensor, temperature: float) -> torch.Tensor:
-    """1 where the gate is >= 0, else 0; gradient d sigmoid(m / T) / dm (paper D's FFW gates)."""
+    """1 where the gate is >= 0, else 0; gradient d sigmoid(m / T) / dm."""
     return _GateSTE.apply(gates, float(temperature))
 
 
+def two_sigmoid(gates: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Paper D's gate: min(2 sigmoid(m / T), 1) forward (exactly 1 at m = 0, so gates initialised at 0 leave the
+    model bit-identical), and the gradient of the *unclipped* 2 sigmoid(m / T) backward (its ``TwoSigmoid``), so a
+    gate above 0 still feels the loss. As T -> 0 the forward becomes the step 1[m >= 0] the final pruning uses."""
+    return _TwoSigmoid.apply(gates, float(temperature))
+
+
+GATE_FORWARDS = {"hard": gate_ste, "two_sigmoid": two_sigmoid}
+
+
 class TemperatureGate(Decider):
-    """Paper D's gates: keep where m >= 0 (so gates initialised at ``init`` >= 0 leave the model as it is), the
-    backward pass through sigmoid(m / T); ``set_temperature`` lowers T (a plateau-driven schedule)."""
+    """Paper D's gates: kept where the gate m >= 0 at the end. During training the weight is scaled by
+    ``forward``: ``two_sigmoid`` (paper D: min(2 sigmoid(m / T), 1), gates initialised at 0) or ``hard`` (1[m >= 0]
+    with the sigmoid(m / T) gradient); ``set_temperature`` lowers T (a plateau-driven schedule)."""
 
     name = "temperature_gate"
 
-    def __init__(self, init: float = 1.0, temperature: float = 1.0):
+    def __init__(self, init: float = 1.0, temperature: float = 1.0, forward: str = "hard"):
         if temperature <= 0:
             raise ValueError(f"temperature_gate: the temperature must be > 0, got {temperature}")
-        self.init, self.temperature = float(init), float(temperature)
+        if forward not in GATE_FORWARDS:
+            raise ValueError(f"temperature_gate: forward {forward!r} is unknown; choose one of {sorted(GATE_FORWARDS)}")
+        self.init, self.temperature, self.gate_forward = float(init), float(temperature), forward
 
     def init_state(self, weight, granularity, where):
         return torch.full(granularity.score_shape(tuple(weight.shape), where), self.init), {}
@@ -280,13 +307,16 @@ class TemperatureGate(Decider):
         self.temperature = float(temperature)
 
     def tiles(self, module, training):
-        return gate_ste(module.scores, self.temperature)
+        return GATE_FORWARDS[self.gate_forward](module.scores, self.temperature)
 
     def hard_tiles(self, module):
         return module.scores.detach() >= 0
 
     def describe(self):
-        return {"decider": self.name, "init": self.init, "temperature": self.temperature}
+        out = {"decider": self.name, "init": self.init, "temperature": self.temperature}
+        if self.gate_forward != "hard":
+            out["forward"] = self.gate_forward
+        return out
 
 
 DECIDERS = {cls.name: cls for cls in (MovementSigmoid, MovementTopK, ThresholdMaskTraining, Magnitude,

@@ -1,0 +1,1 @@
+"""The vision track (paper D, FFW): biased image datasets, conv nets and temperature gates."""

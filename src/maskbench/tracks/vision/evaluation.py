@@ -1,0 +1,74 @@
+"""What paper D reports for a (possibly pruned) vision model: task accuracy on the unbiased test split (and on a
+test split biased as the training data, to show how much the vanilla model leans on the bias), bias accuracy — a
+fresh bias-extraction head trained on the model's features of the unbiased training split, scored on the unbiased
+test split — and sparsity over the gated layers, overall and per layer."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from maskbench.masking.density import density
+from maskbench.tracks.vision.heads import HeadSettings, extract_features, head_accuracy, train_head
+
+
+@torch.no_grad()
+def task_accuracy(model: nn.Module, data, bias_names: list[str] | None = None) -> tuple[float, dict[str, float]]:
+    """Accuracy (%) on a loader, and per group of bias alignment: for every bias attribute with as many classes
+    as the task, a sample is aligned when its bias value equals its label; the groups are the combinations
+    (paper D Table 5: both backgrounds aligned, left only, right only, neither)."""
+    model.eval()
+    device = next(model.parameters()).device
+    correct, labels, biases = [], [], []
+    num_classes = None
+    for batch in data:
+        logits = model(batch["image"].to(device))
+        num_classes = logits.shape[1]
+        correct.append(logits.argmax(dim=1).cpu() == batch["label"])
+        labels.append(batch["label"])
+        biases.append(batch["bias"])
+    correct, labels, biases = torch.cat(correct), torch.cat(labels), torch.cat(biases)
+    names = bias_names or [f"bias{b}" for b in range(biases.shape[1])]
+    attributes = [b for b in range(biases.shape[1]) if int(biases[:, b].max()) < num_classes
+                  and len(torch.unique(biases[:, b])) == num_classes]
+    groups: dict[str, float] = {}
+    if attributes:
+        aligned = torch.stack([biases[:, b] == labels for b in attributes], dim=1)
+        for code in torch.unique(aligned.to(torch.int64), dim=0):
+            where = (aligned.to(torch.int64) == code).all(dim=1)
+            key = ",".join(f"{names[b]}={'aligned' if c else 'conflicting'}"
+                           for b, c in zip(attributes, code.tolist(), strict=True))
+            groups[key] = 100.0 * float(correct[where].float().mean())
+    return 100.0 * float(correct.float().mean()), groups
+
+
+def bias_accuracy(model: nn.Module, train_data, test_data, bias_classes: list[int], settings: HeadSettings,
+                  seed: int) -> dict[str, float]:
+    """Per bias attribute: a fresh linear head on the model's bottleneck, trained on ``train_data`` (detached
+    features), its accuracy (%) on ``test_data``."""
+    train_feats, _, train_bias = extract_features(model, train_data)
+    test_feats, _, test_bias = extract_features(model, test_data)
+    out = {}
+    for b, k in enumerate(bias_classes):
+        head, _ = train_head(train_feats, train_bias[:, b], k, settings, seed + 101 * b)
+        out[str(b)] = head_accuracy(head, test_feats, test_bias[:, b])
+    return out
+
+
+def sparsity_report(keep: dict[str, np.ndarray] | None, model: nn.Module, gated: list[str]) -> dict:
+    """Sparsity (%) over every gated layer's weights (a layer the mask leaves alone — the classifier under
+    structured gates — counts as dense), and per layer (paper D's figure 4)."""
+    modules = dict(model.named_modules())
+    keep = keep or {}
+    full = {name: keep[name] if name in keep else np.ones(_weight_shape(modules[name]), dtype=bool) for name in gated}
+    per_layer = {name: 100.0 * (1.0 - float(mask.mean())) for name, mask in full.items()}
+    return {"sparsity": 100.0 * (1.0 - density(full)), "layer_sparsity": per_layer,
+            "weights": int(sum(mask.size for mask in full.values()))}
+
+
+def _weight_shape(module: nn.Module) -> tuple[int, ...]:
+    parametrizations = getattr(module, "parametrizations", None)
+    if parametrizations is not None and "weight" in parametrizations:
+        return tuple(parametrizations.weight.original.shape)
+    return tuple(module.weight.shape)
