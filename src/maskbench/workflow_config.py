@@ -209,6 +209,8 @@ def _check_srnets(srn: Mapping, config: Mapping, sources: Mapping) -> None:
 # track -> its cross-reference checks (schemas/<track>.schema.yaml describes its keys)
 def _check_vision(config: Mapping) -> None:
     """The vision track (paper D): models, levels and the ablations' references."""
+    if "vision" not in config:
+        raise ConfigError("config: vision is required when track names vision (schemas/vision.schema.yaml)")
     vision = config["vision"]
     datasets, models = vision["datasets"], vision["models"]
     for name, spec in datasets.items():

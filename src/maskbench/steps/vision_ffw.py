@@ -5,7 +5,7 @@ unbiased split with bias labels, selected on the unbiased validation split; the 
         --settings JSON --seed 1 --out results/vision/.../masks/method~ffw/gamma~10/start~final/seed~1.mask
 
 Writes the mask file (``--out``, the project's mask format: which weights survive, the model's fingerprint, the
-settings) and, beside it, ``<out stem>.json``: the gate epochs (validation MI, temperature, density), the
+settings) and ``--summary`` (default: beside it, ``<out stem>.json``): the gate epochs (validation MI, temperature, density), the
 temperature-drop snapshots and which one was kept.
 """
 
@@ -35,12 +35,13 @@ class VisionFFWArgs:
     seed: int = field(metadata={"help": "fixes head initialisation and data order"})
     settings: str = field(default="{}", metadata={"help": "JSON of FFWSettings fields (config vision.ffw + gamma)"})
     method: str = field(default="ffw", metadata={"help": "the run's method name, recorded in the mask"})
+    summary: Path | None = field(default=None, metadata={"help": "the run's JSON summary (default: --out with .json)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
 
-def summary_path(out: Path) -> Path:
-    return out.with_suffix(".json")
+def summary_path(args: VisionFFWArgs) -> Path:
+    return args.summary or args.out.with_suffix(".json")
 
 
 def main(argv=None) -> int:
@@ -57,7 +58,7 @@ def main(argv=None) -> int:
     device = runtime.pick_device(args.device)
     runtime.seed_everything(args.seed)
     args.out.unlink(missing_ok=True)
-    summary_path(args.out).unlink(missing_ok=True)
+    summary_path(args).unlink(missing_ok=True)
     fingerprint = model_fingerprint(model)
     log.info("FFW (%s, gamma %g) on %s: %d gate-training images, bias %s", args.method, settings.gamma,
              args.model_dir, len(train), train.bias_names)
@@ -66,7 +67,7 @@ def main(argv=None) -> int:
     mask_meta = {"method": args.method, "decider": "temperature_gate", "structured": settings.structured,
                  "gamma": settings.gamma, "model_dir": str(args.model_dir), "model_fingerprint": fingerprint,
                  "zero_bias_of_empty_rows": False, "seed": args.seed, "settings": asdict(settings)}
-    runtime.atomic_write_json(summary_path(args.out), {**summary, "mask": str(args.out), "seed": args.seed,
+    runtime.atomic_write_json(summary_path(args), {**summary, "mask": str(args.out), "seed": args.seed,
                                                        "provenance": runtime.provenance(args, args.seed)})
     MaskSet(keep, mask_meta).save(args.out)  # last: the mask file marks the run complete
     log.info("wrote %s (density %.4f)", args.out, summary["density"])
