@@ -146,16 +146,22 @@ def ffw_settings(wildcards):
     return as_json({**FFW_SETTINGS, "structured": wildcards.ffw_method == "ffw_structured",
                     "gamma": float(wildcards.gamma)})
 
+def figure_level():
+    """The dataset level of figure 6 and of the shrunk models: the magnitude baseline's, or the first one."""
+    first = next(iter(VDATA))
+    return VCFG.get("magnitude") or {"dataset": first, "level": next(iter(VDATA[first]["levels"]))}
+
+
 def structured_masks():
     """The structured FFW masks of the figure-6 level (or the first level), every seed: the ones shrunk."""
     if "ffw_structured" not in VFFW["methods"]:
         return []
-    target = VCFG.get("magnitude") or {"dataset": next(iter(VDATA)), "level": next(iter(next(iter(VDATA.values()))["levels"]))}
+    target = figure_level()
     return [ffw_mask(target["dataset"], str(target["level"]), "ffw_structured", float(VFFW["gamma"]), "final", s)
             for s in SEEDS]
 
 def structured_test_split():
-    target = VCFG.get("magnitude") or {"dataset": next(iter(VDATA)), "level": next(iter(next(iter(VDATA.values()))["levels"]))}
+    target = figure_level()
     return split_path(target["dataset"], str(target["level"]), "test")
 
 def vision_eval_inputs(wildcards):

@@ -53,7 +53,7 @@ def parse_runs(text: str) -> list[dict]:
         missing = [k for k in ("name", "model_dir") if k not in run]
         if missing:
             raise ValueError(f"--runs[{i}]: field {missing[0]!r} is missing")
-        if not (Path(run["model_dir"]) / "train_summary.json").is_file() and not Path(run["model_dir"]).is_dir():
+        if not Path(run["model_dir"]).is_dir():
             raise ValueError(f"--runs[{i}]: field 'model_dir' is {run['model_dir']!r}, which is not a model folder")
     return runs
 
@@ -74,14 +74,14 @@ def main(argv=None) -> int:
     records = []
     for run in runs:
         folder = str(run["model_dir"])
-        if folder not in models:
+        if folder not in models:  # each model, and the splits as it sees them, built once
             model, meta = load_run_model(folder)
-            models[folder] = (model.to(device).eval(), meta, MaskSwitch(model))
-        model, meta, switch = models[folder]
-        spec = meta["model_spec"]
-        loaders = {name: loader(image_dataset(split, spec), 500)
-                   for name, split in (("head_train", head_train), ("test", test), ("biased_test", biased_test))
-                   if split is not None}
+            spec = meta["model_spec"]
+            loaders = {name: loader(image_dataset(split, spec), 500)
+                       for name, split in (("head_train", head_train), ("test", test), ("biased_test", biased_test))
+                       if split is not None}
+            models[folder] = (model.to(device).eval(), MaskSwitch(model), loaders)
+        model, switch, loaders = models[folder]
         mask = masks.get(run["name"])
         if mask is not None:
             switch.apply(mask)

@@ -50,8 +50,8 @@ class VisionTrainArgs:
 class EpochSnapshots(Hook):
     """Writes the model after each wanted epoch (after the epoch's last step)."""
 
-    def __init__(self, args: VisionTrainArgs, spec: dict, steps_per_epoch: int, record: dict):
-        self.args, self.spec, self.per_epoch, self.record = args, spec, steps_per_epoch, record
+    def __init__(self, args: VisionTrainArgs, steps_per_epoch: int, record: dict):
+        self.args, self.per_epoch, self.record = args, steps_per_epoch, record
 
     def after_step(self, step, total, model):
         if step % self.per_epoch == 0 and step // self.per_epoch in self.args.snapshot_epochs:
@@ -95,7 +95,7 @@ def main(argv=None) -> int:
     def evaluate(m):
         return task_accuracy(m, val_loader)[0] if val_loader is not None else float("nan")
 
-    snapshots = EpochSnapshots(args, spec, steps_per_epoch, record)
+    snapshots = EpochSnapshots(args, steps_per_epoch, record)
     curve = train_vanilla(model, train_data, hp, args.seed, device, evaluate if val is not None else None,
                           resume=resume, hooks=[snapshots])
     save_run_model(model, args.out_dir, {**record, "epoch": epochs})
