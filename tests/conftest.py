@@ -10,7 +10,7 @@ def smoke_run(tmp_path_factory):
     from test_workflow import REPO, snakemake
 
     workdir = tmp_path_factory.mktemp("smoke")
-    # ~8 minutes on 2 free cores (94 jobs, mostly start-up); the limit only catches a hang
+    # about 2 minutes on 2 free cores (121 jobs, forked from the warm runner); the limit only catches a hang
     result = snakemake("--cores", "2", "--configfile", str(REPO / "configs/smoke.yaml"), workdir=workdir,
                        timeout=1800)
     assert result.returncode == 0, result.stderr[-5000:]

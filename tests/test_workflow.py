@@ -192,8 +192,11 @@ def test_bad_data_stops_before_training_naming_file_field_and_value(tmp_path):
             "task": "mnli", "source": "local:bad_train.jsonl", "labels": ["entailment", "neutral", "contradiction"],
             "columns": {"id": "id", "text_a": "premise", "text_b": "hypothesis", "label": "label"}}
 
-    result = snakemake("--cores", "2", "--configfile", str(write_config(tmp_path, edit)), workdir=tmp_path)
+    # one MNLI baseline as the target: its data preparation, then the fine-tuning the bad row must stop
+    target = "results/nlu/mnli/bert-scratch-tiny/models/method~finetune/loss~ce/seed~1/model.safetensors"
+    result = snakemake(target, "--cores", "2", "--configfile", str(write_config(tmp_path, edit)), workdir=tmp_path)
     assert result.returncode != 0
+    assert planned_jobs(result.stderr).get("finetune_baseline") == 1  # it was planned: the bad row stopped it
     log = (tmp_path / "results/logs/prepare_dataset/mnli_train.log").read_text()
     assert "bad_train.jsonl" in log and "'label'" in log and "'maybe'" in log
     assert not (tmp_path / "results/nlu/data/prepared/mnli_train.parquet").exists()
@@ -340,6 +343,24 @@ def test_smoke_rerun_does_nothing_and_resumes_only_what_is_missing(smoke_run):
     assert jobs == {"finetune_baseline": 1, "finetune_debiased": 1, "evaluate_qqp": 1, "search_mask": 2,
                     "evaluate_masks_qqp": 1, "mask_report": 1, "mask_benchmark": 1, "table1": 1,
                     "figure_id_ood": 1, "srnet_report": 1, "all": 1, "total": 12}
+
+
+@pytest.mark.slow
+def test_smoke_dag_ran_in_the_warm_runner_and_its_overhead_is_measured(smoke_run, tmp_path):
+    logs = sorted((smoke_run / ".snakemake/log").glob("*.snakemake.log"))  # the first: the smoke run itself
+    out = tmp_path / "overhead.json"
+    done = subprocess.run([sys.executable, "-m", "maskbench.steps.overhead_report", "--out", str(out), "--log",
+                           str(logs[0]), "--workdir", str(smoke_run)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(out.read_text())
+    # every job but `all` runs a step that writes its timing line; nearly all were forked from the warm server
+    # (those that start before it listens, none with the readiness wait, would run on their own)
+    assert record["jobs"] >= 100 and record["timed_jobs"] == record["jobs"] - 1
+    assert record["warm_jobs"] >= 0.9 * record["timed_jobs"]
+    finetune = record["rules"]["finetune_baseline"]
+    assert finetune["jobs"] == 6 and finetune["median_startup_s"] < 2.0  # no 9 s of imports: the server had them
+    path = record["critical_path"]["jobs"]
+    assert path[-1]["rule"] == "all" and 0 < record["critical_path"]["seconds"] <= record["job_seconds"]
 
 
 @pytest.mark.slow

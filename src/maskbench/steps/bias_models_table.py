@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pandas as pd
 
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.runtime import atomic_write_text
+from maskbench.steps import run_step
 
 
 @dataclass
@@ -39,4 +39,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -9,7 +9,6 @@ training set and its accuracy on the evaluation sets.
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from sklearn.linear_model import LogisticRegression
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import read_prepared
+from maskbench.steps import run_step
 from maskbench.tracks.nlu.bias.overlap_features import (
     claim_features,
     embedding_vectors,
@@ -118,4 +118,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from maskbench.masking.codec import MaskFileError, read_mask_file, read_mask_header
 from maskbench.masking.density import density, module_density
+from maskbench.steps import run_step
 
 # the recorded densities (`MaskSet.save`) are floats of the same counts: they agree to rounding
 _TOLERANCE = 1e-9
@@ -62,4 +63,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

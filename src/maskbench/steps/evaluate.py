@@ -17,12 +17,12 @@ paying the start-up (~6 s of imports) once.
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
+from maskbench.steps import run_step
 from maskbench.tracks.nlu.evaluation import (
     EvalSetArgs,
     load_eval_sets,
@@ -66,4 +66,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -12,7 +12,6 @@ mask's density in the JSON.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
 from maskbench.masking.apply import MaskSet, MaskSwitch
+from maskbench.steps import run_step
 from maskbench.tracks.nlu.evaluation import EvalSetArgs, load_eval_sets, parse_eval_sets, score_all
 from maskbench.tracks.nlu.models import load_classifier, model_labels
 
@@ -61,4 +61,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -18,6 +18,7 @@ from maskbench.report import json_arg
 from maskbench.report.figures import figure_data, plot_id_ood
 from maskbench.report.table1 import ROW_LABELS
 from maskbench.runtime import atomic_path
+from maskbench.steps import run_step
 
 
 @dataclass
@@ -60,4 +61,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_step(main)

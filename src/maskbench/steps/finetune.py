@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from maskbench.checkpoints import sweep_staging, write_checkpoint
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.losses import get_loss
 from maskbench.resume import Resume, run_key, state_path_for
+from maskbench.steps import run_step
 from maskbench.tracks.nlu.batches import INPUT_VIEWS, EncodedPairs, predict_proba
 from maskbench.tracks.nlu.bias.probs import write_probs
 from maskbench.tracks.nlu.models import build_model_and_tokenizer
@@ -190,4 +190,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

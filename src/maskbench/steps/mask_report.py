@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from maskbench.report.pruning_rates import (
     seed_overlap_summary,
     seed_overlap_table,
 )
+from maskbench.steps import run_step
 
 log = logging.getLogger("maskbench.steps.mask_report")
 
@@ -67,4 +67,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from maskbench.losses import get_loss
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
 from maskbench.masking.scores import MaskSearchSpec, attach_scores
 from maskbench.resume import Resume, run_key, state_path_for
+from maskbench.steps import run_step
 from maskbench.tracks.nlu.batches import EncodedPairs
 from maskbench.tracks.nlu.models import input_view, load_classifier, model_labels
 from maskbench.tracks.nlu.training import (
@@ -121,4 +121,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -15,6 +15,7 @@ from pathlib import Path
 from maskbench.data.negation import NEGATION_WORDS, negation_subset
 from maskbench.data.schema import DataError, read_prepared, write_prepared_with_summary
 from maskbench.runtime import provenance
+from maskbench.steps import run_step
 
 
 @dataclass(frozen=True)
@@ -90,4 +91,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -24,6 +24,7 @@ from maskbench.data.local_source import decode_line
 from maskbench.data.schema import DataError
 from maskbench.masking.apply import MaskSet, MaskSwitch
 from maskbench.masking.codec import MaskFileError
+from maskbench.steps import run_step
 from maskbench.tracks.nlu.batches import EncodedPairs, predict_proba
 from maskbench.tracks.nlu.models import CheckpointError, input_view, load_classifier, model_labels
 
@@ -124,7 +125,7 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     try:
-        sys.exit(main())
+        run_step(main)
     except (DataError, MaskFileError, CheckpointError) as err:  # bad input: the message, not a traceback
         print(f"maskbench.steps.predict: error: {err}", file=sys.stderr)
         sys.exit(1)

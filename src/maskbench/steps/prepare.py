@@ -15,6 +15,7 @@ from pathlib import Path
 from maskbench.data.registry import load_dataset
 from maskbench.data.schema import DataError, write_prepared_with_summary
 from maskbench.runtime import provenance
+from maskbench.steps import run_step
 
 
 @dataclass(frozen=True)
@@ -82,4 +83,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -50,7 +50,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -74,6 +73,7 @@ from maskbench.masking.sparsity import (
     SCHEDULE_KINDS,
 )
 from maskbench.resume import Resume, run_key, state_path_for
+from maskbench.steps import run_step
 from maskbench.tracks.nlu.batches import EncodedPairs
 from maskbench.tracks.nlu.models import input_view, load_classifier, model_labels
 from maskbench.tracks.nlu.srnets import (
@@ -583,4 +583,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from maskbench.report.sparsity_curves import (
     table5,
     table5_markdown,
 )
+from maskbench.steps import run_step
 
 log = logging.getLogger("maskbench.steps.srnet_report")
 
@@ -124,4 +124,4 @@ def reference_table(paths: list[Path], metrics: dict) -> pd.DataFrame | None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -17,6 +17,7 @@ from pathlib import Path
 from maskbench.report import json_arg
 from maskbench.report.table1 import ROW_LABELS, build_table1, load_evals, to_latex, to_markdown
 from maskbench.runtime import atomic_path
+from maskbench.steps import run_step
 
 
 @dataclass
@@ -84,4 +85,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_step(main)

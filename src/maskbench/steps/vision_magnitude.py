@@ -9,12 +9,12 @@ Writes ``<out-dir>/sparsity~<s>.mask`` per sparsity (the project's mask format, 
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, model_fingerprint
+from maskbench.steps import run_step
 from maskbench.tracks.vision.data import load_run_model
 from maskbench.tracks.vision.ffw import gate_targets
 from maskbench.tracks.vision.training import magnitude_masks
@@ -53,4 +53,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

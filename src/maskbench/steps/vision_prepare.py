@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.steps import run_step
 from maskbench.tracks.vision.biased_mnist import GENERATORS, SplitSizes, derived_seed, paper_d_splits
 from maskbench.tracks.vision.images import write_images
 
@@ -138,4 +138,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from maskbench.report.vision_tables import (
     runs_frame,
     summary_frame,
 )
+from maskbench.steps import run_step
 
 log = logging.getLogger("maskbench.steps.vision_report")
 
@@ -158,4 +158,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

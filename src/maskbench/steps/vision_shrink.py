@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import statistics
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import torch
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, MaskSwitch
+from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, load_run_model, loader, read_split
 from maskbench.tracks.vision.models import save_model
 from maskbench.tracks.vision.shrink import count_parameters, cpu_latency, shrink
@@ -91,4 +91,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

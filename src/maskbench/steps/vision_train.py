@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import logging
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.resume import Resume, run_key, state_path_for
+from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, loader, read_split, save_run_model
 from maskbench.tracks.vision.evaluation import task_accuracy
 from maskbench.tracks.vision.models import build_model
@@ -108,4 +108,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -1,0 +1,130 @@
+"""The warm runner (maskbench/warm.py): a step handed to a server runs as it would in a process of its own."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from maskbench import warm
+from maskbench.step_timing import read_timing
+
+
+def test_only_step_modules_run_by_python_dash_m_are_handed_over():
+    assert warm.step_of(["python", "-m", "maskbench.steps.table1", "--rows", "x"]) == ("maskbench.steps.table1",
+                                                                                      ["--rows", "x"])
+    assert warm.step_of(["python", "-X", "importtime", "-m", "maskbench.steps.table1"]) is None
+    assert warm.step_of(["python", "-m", "maskbench.warm", "sock", "1"]) is None
+    assert warm.step_of(["python", "script.py"]) is None
+    assert warm.step_of(["python"]) is None
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A server that preloads nothing but pandas (a job imports the rest itself), child of this test process."""
+    folder = tmp_path_factory.mktemp("warm")
+    path = str(folder / "socket")
+    process = subprocess.Popen([sys.executable, "-m", "maskbench.warm", path, str(os.getpid()), "--only", "pandas"])
+    deadline = time.monotonic() + 60
+    while not os.path.exists(path):
+        assert process.poll() is None and time.monotonic() < deadline, "the warm server did not come up"
+        time.sleep(0.05)
+    yield path
+    process.terminate()
+    process.wait(timeout=10)
+    assert not os.path.exists(path)  # it removes its socket
+
+
+def step(args, cwd, socket_path=None, **kwargs):
+    env = {k: v for k, v in os.environ.items() if k != warm.SOCKET_ENV}
+    if socket_path:
+        env[warm.SOCKET_ENV] = socket_path
+    return subprocess.Popen([sys.executable, "-m", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def table1_args(folder):
+    evals = []
+    for row, score in (("baseline", 0.5), ("md", 0.75)):
+        path = folder / f"{row}.json"
+        path.write_text(json.dumps({"row": row, "task": "mnli", "seed": 1, "eval_set": "mnli_dev",
+                                    "metrics": {"accuracy": score}}))
+        evals.append(path.name)
+    return ["maskbench.steps.table1", "--evals", *evals, "--rows", '["baseline", "md"]', "--columns",
+            '{"acc": {"task": "mnli", "eval_set": "mnli_dev", "metric": "accuracy"}}',
+            "--out-csv", "out/t.csv", "--out-md", "out/t.md", "--out-tex", "out/t.tex"]
+
+
+def test_a_handed_over_step_writes_what_a_process_of_its_own_writes(server, tmp_path):
+    cold, hot = tmp_path / "cold", tmp_path / "warm"
+    for folder, socket_path in ((cold, None), (hot, server)):
+        folder.mkdir()
+        done = step(table1_args(folder), folder, socket_path)
+        out, err = done.communicate(timeout=120)
+        assert done.returncode == 0, err
+        timing = read_timing(err)
+        assert timing["step"] == "table1" and timing["warm"] is (socket_path is not None)
+    for name in ("t.csv", "t.md", "t.tex"):  # relative paths: the job ran in its own working directory
+        assert (hot / "out" / name).read_bytes() == (cold / "out" / name).read_bytes()
+
+
+def test_a_handed_over_step_keeps_its_exit_code_stdout_and_stderr(server, tmp_path):
+    done = step(["maskbench.steps.table1", "--rows", "[]"], tmp_path, server)
+    out, err = done.communicate(timeout=60)
+    assert done.returncode == 2 and "error: the following arguments are required: --evals" in err
+    done = step(["maskbench.steps.table1", "--help"], tmp_path, server)
+    out, err = done.communicate(timeout=60)
+    assert done.returncode == 0 and "usage: python -m maskbench.steps.table1" in out
+
+
+def test_no_server_means_the_step_runs_in_its_own_process(tmp_path):
+    done = step(table1_args(tmp_path), tmp_path, str(tmp_path / "nobody-listens"))
+    out, err = done.communicate(timeout=120)
+    assert done.returncode == 0, err
+    assert read_timing(err)["warm"] is False and (tmp_path / "out/t.csv").exists()
+
+
+def test_killing_the_jobs_process_kills_the_job(server, tmp_path):
+    """snakemake cancels a job by killing its process: the forked job must go with it and write nothing."""
+    args = ["maskbench.steps.mask_benchmark", "--out", "bench.json", "--step-repeats", "100000",
+            "--step-hidden", "32", "--step-layers", "1", "--step-heads", "2", "--step-intermediate", "64",
+            "--step-vocab", "100", "--step-batch", "2", "--step-seq", "8"]
+    client = step(args, tmp_path, server)
+    serving = psutil.Process([p for p in psutil.Process().children() if server in " ".join(p.cmdline())][0].pid)
+    deadline = time.monotonic() + 60
+    while not [p for p in serving.children(recursive=True) if p.children()]:  # worker -> job
+        assert time.monotonic() < deadline and client.poll() is None, client.communicate()
+        time.sleep(0.1)
+    job = [c for p in serving.children(recursive=True) for c in p.children()][0]
+    client.kill()
+    client.wait(timeout=10)
+    job.wait(timeout=30)  # raises if the job outlives its process by 30 s
+    assert not (tmp_path / "bench.json").exists()
+
+
+def test_the_job_starts_from_a_fresh_processs_threads_and_seeds(monkeypatch):
+    torch = pytest.importorskip("torch")
+    import random
+
+    threads = torch.get_num_threads()
+    fresh = {"torch_threads": threads, "torch_seed": torch.initial_seed()}
+    try:
+        torch.manual_seed(123)
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        warm._reset_random_state(fresh, random)
+        assert torch.get_num_threads() == 1 and torch.initial_seed() == fresh["torch_seed"]
+        monkeypatch.delenv("OMP_NUM_THREADS")
+        warm._reset_random_state(fresh, random)
+        assert torch.get_num_threads() == threads
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_a_run_with_few_jobs_or_not_local_or_switched_off_starts_no_server(monkeypatch):
+    assert warm.Server.start(local=False, jobs=100) is None
+    assert warm.Server.start(local=True, jobs=warm.MIN_JOBS - 1) is None
+    monkeypatch.setenv(warm.SWITCH_ENV, "0")
+    assert warm.Server.start(local=True, jobs=100) is None
