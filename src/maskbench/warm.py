@@ -183,6 +183,10 @@ def _worker(conn: socket.socket, fresh: dict) -> None:
     if pid == 0:
         conn.close()
         _run_job(request, fds, fresh)
+    try:
+        os.setpgid(pid, pid)  # here as well as in the job: its group exists before either goes on
+    except OSError:
+        pass  # the job already did it, or has exited
     for fd in fds:
         os.close(fd)
     conn.setblocking(False)
@@ -202,20 +206,22 @@ def _worker(conn: socket.socket, fresh: dict) -> None:
         time.sleep(0.05)
 
 
+def _signal_group(pid: int, signum: int) -> None:
+    for send in (os.killpg, os.kill):  # the job's process group (what it started), and the job itself
+        try:
+            send(pid, signum)
+        except ProcessLookupError:
+            pass
+
+
 def _kill(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
+    _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + _KILL_GRACE_S
     while time.monotonic() < deadline:
         if os.waitpid(pid, os.WNOHANG)[0]:
             return
         time.sleep(0.05)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    _signal_group(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
 
 
