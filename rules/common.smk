@@ -32,19 +32,22 @@ check_references(config)
 WARM = {}
 
 
+def stop_warm_server():
+    if WARM.get("server"):
+        WARM.pop("server").stop()
+
+
 onstart:
     WARM["server"] = WarmServer.start(local=workflow.local_exec and workflow.is_main_process,
                                       jobs=sum(1 for job in workflow.dag.needrun_jobs() if job.is_shell))
 
 
 onsuccess:
-    if WARM.get("server"):
-        WARM.pop("server").stop()
+    stop_warm_server()
 
 
 onerror:
-    if WARM.get("server"):
-        WARM.pop("server").stop()
+    stop_warm_server()
 
 
 R = config["results"]

@@ -147,6 +147,7 @@ def summarize(log_path: Path, workdir: Path) -> dict:
         raise ValueError(f"{log_path}: no jobs found (is it a snakemake log of a run, not of a dry run?)")
     attach_timings(jobs, workdir)
     length, chain = critical_path(jobs)
+    rules = rule_table(jobs)
     stamps = [t for j in jobs.values() for t in (j.started, j.finished) if t is not None]
     timed = [j for j in jobs.values() if j.timing is not None]
     return {
@@ -158,16 +159,15 @@ def summarize(log_path: Path, workdir: Path) -> dict:
         "job_seconds": round(sum(j.wall_s or 0.0 for j in jobs.values()), 3),
         "startup_seconds": round(sum(j.timing["startup_s"] for j in timed), 3),
         "work_seconds": round(sum(j.timing["work_s"] for j in timed), 3),
-        "rules": rule_table(jobs),
+        "rules": rules,
         "critical_path": {"seconds": round(length, 3),
                           "jobs": [{"rule": j.rule, "jobid": j.jobid, "wall_s": j.wall_s} for j in chain]},
-        "fixed_costs": fixed_costs(jobs),
+        "fixed_costs": fixed_costs(rules),
     }
 
 
-def fixed_costs(jobs: dict[int, Job]) -> dict:
-    """The slowest median, over the rules of each kind, against its target."""
-    table = rule_table(jobs)
+def fixed_costs(table: dict[str, dict]) -> dict:
+    """The slowest median, over the rules of each kind (a `rule_table`), against its target."""
     kinds = {"report_or_prepare_wall": (REPORT_OR_PREPARE_STEPS, "median_wall_s"),
              "evaluation_startup": (EVALUATION_STEPS, "median_startup_s")}
     out = {}

@@ -28,7 +28,10 @@ import sys
 import time
 from pathlib import Path
 
+from maskbench.step_timing import process_started
+
 SOCKET_ENV = "MASKBENCH_WARM_SOCKET"
+SOCKET_NAME = "socket"
 SWITCH_ENV = "MASKBENCH_WARM"
 STEP_PREFIX = "maskbench.steps."
 # imported once by the server, with every maskbench library module (not the steps); a module that fails to import
@@ -71,8 +74,6 @@ def delegate_if_warm() -> None:
         conn.close()
         return  # no server (not started yet, or gone): run here
     module, args = step
-    from maskbench.step_timing import process_started
-
     body = json.dumps({"module": module, "argv": args, "cwd": os.getcwd(), "env": dict(os.environ),
                        "started": process_started() or time.time()}).encode()
     sys.stdout.flush()
@@ -294,7 +295,7 @@ class Server:
 
     @property
     def socket_path(self) -> str:
-        return str(self.folder / "socket")
+        return str(self.folder / SOCKET_NAME)
 
     @classmethod
     def start(cls, local: bool, jobs: int) -> Server | None:
@@ -309,11 +310,11 @@ class Server:
             return None
         # a short path: Unix socket paths are limited to about 100 bytes
         folder = Path(tempfile.mkdtemp(prefix="mbwarm-", dir="/tmp" if os.path.isdir("/tmp") else None))
-        server = cls(None, folder)
-        server.process = subprocess.Popen(
-            [python, "-m", "maskbench.warm", server.socket_path, str(os.getpid())],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(folder / "server.log", "w"),
-            start_new_session=True)
+        with open(folder / "server.log", "w") as log:  # the server keeps its own copy of the descriptor
+            process = subprocess.Popen(
+                [python, "-m", "maskbench.warm", str(folder / SOCKET_NAME), str(os.getpid())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+        server = cls(process, folder)
         # wait for it to listen (about 10 s here): jobs started meanwhile would import everything themselves, on
         # the cores the server needs
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -328,7 +329,7 @@ class Server:
 
     def stop(self) -> None:
         os.environ.pop(SOCKET_ENV, None)
-        if self.process is not None and self.process.poll() is None:
+        if self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(timeout=10)

@@ -89,8 +89,9 @@ def main(argv: list[str] | None = None) -> int:
             config = yaml.safe_load(path.read_text())
             profile = repo / "profiles/slurm" if "paper" in Path(name).stem else None
             for scale in args.scales:
+                scaled = scaled_config(config, scale)
                 configfile = Path(scratch) / f"{Path(name).stem}-x{scale}.yaml"
-                configfile.write_text(yaml.safe_dump(scaled_config(config, scale), sort_keys=False))
+                configfile.write_text(yaml.safe_dump(scaled, sort_keys=False))
                 times, jobs = [], None
                 for i in range(args.repeats if scale == 1 else 1):  # a larger grid: planned once
                     workdir = Path(scratch) / f"{Path(name).stem}-x{scale}-{i}"
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                     times.append(seconds)
                 median = statistics.median(times)
                 row = {"config": name, "profile": "profiles/slurm" if profile else None, "seed_scale": scale,
-                       "seeds": len(scaled_config(config, scale)["seeds"]), "jobs": jobs,
+                       "seeds": len(scaled["seeds"]), "jobs": jobs,
                        "seconds": round(median, 3), "all_seconds": [round(t, 3) for t in times],
                        "ms_per_job": round(1000 * median / jobs, 2)}
                 if scale == 1 and name in TARGET_S:
