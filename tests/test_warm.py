@@ -128,3 +128,26 @@ def test_a_run_with_few_jobs_or_not_local_or_switched_off_starts_no_server(monke
     assert warm.Server.start(local=True, jobs=warm.MIN_JOBS - 1) is None
     monkeypatch.setenv(warm.SWITCH_ENV, "0")
     assert warm.Server.start(local=True, jobs=100) is None
+
+
+# a group job's snakemake as the SLURM plugin starts it (abridged from a real run), and the per-job snakemake its
+# job-step executor then starts through srun
+GROUP_JOB_ARGV = ["/venv/lib/python3.11/site-packages/snakemake/__main__.py", "--snakefile", "/repo/Snakefile",
+                  "--target-jobs", "finetune_baseline:task=mnli,seed=1", "finetune_baseline:task=qqp,seed=1",
+                  "finetune_baseline:task=fever,seed=2", "finetune_baseline:task=mnli,seed=2",
+                  "finetune_baseline:task=qqp,seed=2", "--allowed-rules", "finetune_baseline", "--cores", "2",
+                  "--force", "--no-hooks", "--executor", "slurm-jobstep", "--jobs", "1", "--mode", "remote"]
+STEP_ARGV = ["/venv/lib/python3.11/site-packages/snakemake/__main__.py", "--snakefile", "/repo/Snakefile",
+             "--target-jobs", "finetune_baseline:task=mnli,seed=1", "--allowed-rules", "finetune_baseline",
+             "--cores", "all", "--force-use-threads", "--mode=remote"]
+
+
+def test_a_group_jobs_snakemake_counts_the_jobs_it_starts_on_its_node():
+    assert warm.jobs_run_here(GROUP_JOB_ARGV, environ={}) == 5
+    assert warm.jobs_run_here(STEP_ARGV, environ={}) == 1
+    # the submitting snakemake (no --mode remote) and a dry run on the command line start nothing here
+    assert warm.jobs_run_here(["snakemake", "--profile", "profiles/slurm", "--target-jobs", "a:x=1", "b:x=1",
+                               "c:x=1", "d:x=1"], environ={}) == 0
+    assert warm.jobs_run_here(["snakemake", "--cores", "2"], environ={}) == 0
+    # a job inside a process that already has a server uses that one
+    assert warm.jobs_run_here(GROUP_JOB_ARGV, environ={warm.SOCKET_ENV: "/tmp/mbwarm-x/socket"}) == 0

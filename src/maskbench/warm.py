@@ -11,6 +11,11 @@ directory, argv and torch thread count are the job's (snakemake's OMP_NUM_THREAD
 generators are reset to a fresh process's state. If the job's process dies (snakemake cancels it, Ctrl-C), the
 worker kills the job's process group.
 
+On a cluster, a group job (several jobs in one submission, profiles/slurm `groups:`) is one
+`snakemake --mode remote --target-jobs ...` on the job's node, which starts each job there (through `srun` on SLURM):
+that process starts a server when it parses the Snakefile (`jobs_run_here`; cluster jobs run no `onstart`), its jobs
+find it through the environment they inherit, and the server ends with the process.
+
 Off when: `MASKBENCH_WARM=0`, the run is not local (a SLURM job never forks from a server on the submit host),
 torch is a CUDA build (the CUDA driver is not fork-safe; the server then exits and every job runs on its own), or no
 server answers (the job then runs in its own process, as before). The server exits when snakemake does.
@@ -96,6 +101,29 @@ def _recv_exactly(conn: socket.socket, n: int) -> bytes | None:
             return None
         data += chunk
     return data
+
+
+def jobs_run_here(argv: list[str], environ=os.environ) -> int:
+    """How many jobs a cluster job's snakemake runs on this node: the process a cluster job starts has
+    `--mode remote` and `--target-jobs J1 J2 ...` (a group job names several; the SLURM plugin's job-step executor
+    then starts each through `srun` inside the same allocation, with this process's environment). 0 for any other
+    command line (the submitting snakemake starts its server in `onstart`) and when a server of an enclosing process
+    already serves this one (its socket is in the environment)."""
+    args = list(argv)
+    mode = None
+    for i, arg in enumerate(args):
+        if arg.startswith("--mode="):
+            mode = arg.split("=", 1)[1]
+        elif arg == "--mode" and i + 1 < len(args):
+            mode = args[i + 1]
+    if mode != "remote" or "--target-jobs" not in args or environ.get(SOCKET_ENV):
+        return 0
+    jobs = 0
+    for arg in args[args.index("--target-jobs") + 1:]:
+        if arg.startswith("-"):
+            break
+        jobs += 1
+    return jobs
 
 
 # -- the server's side -------------------------------------------------------------------------------------------
