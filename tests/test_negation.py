@@ -1,4 +1,6 @@
 import json
+import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -10,9 +12,20 @@ from maskbench.steps import negation_subset as negation_cli
 LABELS = ["entailment", "neutral", "contradiction"]
 
 
-def test_word_list_is_paper_a_footnote():
-    assert NEGATION_WORDS == ("no", "not", "don't", "none", "nothing", "never", "aren't", "isn't", "weren't",
-                              "neither", "didn't", "doesn't", "cannot", "hasn't", "won't")
+PAPER_A = Path(__file__).resolve().parents[1].parent / "shared/papers/A_debiasing_masks.txt"
+
+
+@pytest.mark.skipif(not PAPER_A.exists(), reason="paper A's text is in ../shared (beside the repository in CI)")
+def test_word_list_is_paper_a_appendix_a():
+    """Appendix A as printed: the words after "present in the hypothesis:", in order, each once ("don't" is printed
+    twice, and "hasn't won't" without its comma), typographic apostrophes as ASCII."""
+    text = PAPER_A.read_text()
+    start = text.index("A Negation Words")
+    printed = text[text.index("present in the hypothesis:", start) + len("present in the hypothesis:"):
+                   text.index("B Hyperparameters", start)]
+    words = [w.replace("\u2019", "'") for w in re.findall(r"[a-z\u2019']+", printed)]
+    assert len(words) == 16
+    assert NEGATION_WORDS == tuple(dict.fromkeys(words))
 
 
 @pytest.mark.parametrize(

@@ -342,3 +342,25 @@ def test_rewinding_restores_pretrained_weights_bit_exactly():
     partial = {k: v for k, v in pretrained.items() if not k.startswith("bert.pooler")}
     with pytest.raises(KeyError, match="pooler"):
         rewind_weights(model, partial)
+
+
+def test_a_saturated_reset_moves_the_threshold_unless_paper_cs_code_keeps_it():
+    """Paper C's reset_threshold keeps a module's threshold when the k-th smallest score is its largest (all
+    scores tied) or nothing is to be pruned; the project's default re-sets it (a tie at the top prunes them all)."""
+    model = nn.Sequential(nn.Linear(4, 2, bias=False))
+    training = attach_mask_training(model, ["0"], 0.5, "hard")
+    mask = training.masks["0"]
+    with torch.no_grad():
+        mask.scores.fill_(0.02)  # all 8 scores equal
+    assert training.reset_thresholds(0.5, keep_when_saturated=True) == {"0": pytest.approx(0.01)}  # phi stays
+    assert training.pruned_counts()["0"] == 0
+    assert training.reset_thresholds(0.5) == {"0": pytest.approx(0.02)}  # v_(4) = 0.02 = the largest score
+    assert training.pruned_counts()["0"] == 8
+    # nothing to prune (k = round(0.05 * 8) = 0): the project keeps all (t = -inf), paper C's code leaves t
+    with torch.no_grad():
+        mask.scores.copy_(torch.arange(8.0).view(2, 4))
+    assert training.reset_thresholds(0.05, keep_when_saturated=True)["0"] == pytest.approx(0.02)
+    assert training.pruned_counts()["0"] == 1  # the score 0 is below the kept 0.02
+    assert training.reset_thresholds(0.05)["0"] == -math.inf and training.pruned_counts()["0"] == 0
+    # an unsaturated reset is the same either way: v_(4) = 3 < 7
+    assert training.reset_thresholds(0.5, keep_when_saturated=True)["0"] == 3.0 == training.reset_thresholds(0.5)["0"]

@@ -340,3 +340,30 @@ def test_evaluate_srnets_scores_masks_and_checkpoints_in_one_process(work, tmp_p
                               str(work / "m50.mask"), "--rows", "x", "y", "--out-dirs", str(tmp_path / "x"),
                               str(tmp_path / "y"), *data])
     assert not (tmp_path / "x").exists()
+
+
+def test_paper_cs_code_scores_only_on_its_grid_and_saves_a_gradual_mask_at_the_initial_sparsity(work):
+    """The three departures of paper C's code, selected: no evaluation at step 0 or at a last step off the
+    eval_every grid, the saved mask's thresholds re-set to the initial sparsity (a gradual 0.3 -> 0.6 run saves a
+    30 % sparse mask), against the project's defaults on the same run."""
+    model, tokenizer = load_classifier(work / "ft")
+    frame, _ = generate("nli", "train", 80, seed=0, rho=0.9)
+    data = srnet.EncodedPairs(tokenizer, frame.text_a, frame.text_b, frame.label, 64)
+    hp = srnet.TrainHParams(epochs=1, batch_size=16, learning_rate=5e-3, lr_schedule="constant", weight_decay=0.0)
+
+    def run(**options):
+        fresh, _ = load_classifier(work / "ft")
+        return srnet.train_mask(fresh, data, srnet.get_loss("ce"), hp, 1, "cpu", lambda m: 50.0,
+                                modules=["query", "classifier"], sparsity=0.6, init="soft", schedule="gradual",
+                                initial_sparsity=0.3, reset_every=2, eval_every=2, **options)
+
+    ours = run()
+    theirs = run(saved_mask_sparsity="initial", score_first_and_last=False, keep_threshold_when_saturated=True)
+    assert ours.total_steps == theirs.total_steps == 5
+    assert [e["step"] for e in ours.evals] == [0, 2, 4, 5] and [e["step"] for e in theirs.evals] == [2, 4]
+    assert ours.selected_step == 0 and theirs.selected_step == 2  # ties keep the earliest candidate
+    for name, mask in ours.masks.items():
+        assert pruned(mask) == prune_count(mask.size, 0.6), name
+        assert pruned(theirs.masks[name]) == prune_count(mask.size, 0.3), name
+    with pytest.raises(ValueError, match="no evaluation fell in the selection window"):
+        run(score_first_and_last=False, select_after=0.9)

@@ -23,7 +23,8 @@ REQUIRED = ["row", "task", "eval_set", "metric", "mean", "std", "n_seeds", "pape
 COLUMNS = {
     "mnli_val": {"task": "mnli", "eval_set": "mnli_dev", "metric": "accuracy"},
     "hans": {"task": "mnli", "eval_set": "hans", "metric": "accuracy"},
-    "paws": {"task": "qqp", "eval_set": "paws", "metric": "weighted_f1"},
+    "paws": {"task": "qqp", "eval_set": "paws", "metric": "accuracy"},  # paper A's script: plain accuracy
+    "paws_wf1": {"task": "qqp", "eval_set": "paws", "metric": "weighted_f1"},  # no paper A figure
     "paws_neg": {"task": "qqp", "eval_set": "paws", "metric": "non_duplicate_accuracy"},
 }
 ROWS = ["baseline", "sd_undertrained", "md_hyponly", "my_row"]
@@ -65,6 +66,7 @@ def test_long_frame_columns_and_order(long):
         ("baseline", "mnli_val"),
         ("baseline", "hans"),
         ("baseline", "paws"),
+        ("baseline", "paws_wf1"),
         ("baseline", "paws_neg"),
         ("md_hyponly", "mnli_val"),
         ("my_row", "hans"),
@@ -77,7 +79,8 @@ def test_mean_std_over_two_seeds(long):
     assert line.loc[("baseline", "mnli_val"), "mean"] == 81.0
     assert line.loc[("baseline", "mnli_val"), "std"] == pytest.approx(math.sqrt(2))  # ddof=1
     assert line.loc[("baseline", "hans"), "std"] == pytest.approx(math.sqrt(8))
-    assert line.loc[("baseline", "paws"), "mean"] == 41.0
+    assert line.loc[("baseline", "paws"), "mean"] == 51.0  # accuracy 50, 52
+    assert line.loc[("baseline", "paws_wf1"), "mean"] == 41.0  # weighted F1 40, 42
     assert line.loc[("baseline", "paws_neg"), "mean"] == 25.0
     assert line.loc[("baseline", "paws_neg"), "n_seeds"] == 2
     assert line.loc[("baseline", "paws_neg"), "metric"] == "non_duplicate_accuracy"
@@ -89,6 +92,8 @@ def test_paper_column(long):
     line = long.set_index(["row", "column"])
     assert line.loc[("baseline", "mnli_val"), "paper"] == 84.38
     assert line.loc[("baseline", "paws_neg"), "paper"] == 23.37
+    assert line.loc[("baseline", "paws"), "paper"] == 44.28  # paper A's PAWS figure sits beside our accuracy
+    assert math.isnan(line.loc[("baseline", "paws_wf1"), "paper"])  # and none beside the weighted F1
     assert line.loc[("md_hyponly", "mnli_val"), "paper"] == 82.87
     assert math.isnan(line.loc[("my_row", "hans"), "paper"])  # not a paper row
 
@@ -126,13 +131,11 @@ def test_format_cell():
 def test_markdown(long):
     md = to_markdown(long, COLUMNS, {"baseline": "Baseline", "md_hyponly": "HypOnly MD"})
     lines = md.splitlines()
-    assert lines[0] == "| Method | MNLI Val. | MNLI HANS | QQP PAWS | QQP PAWS (¬) |"
-    assert (
-        lines[2]
-        == "| Baseline | 81.00 ± 1.41 (84.38) | 62.00 ± 2.83 (61.97) | 41.00 ± 1.41 (44.28) | 25.00 ± 7.07 (23.37) |"
-    )
-    assert lines[3] == "| HypOnly MD | 83.00 ± – (82.87) | – (64.26) | – | – |"
-    assert lines[4] == "| my_row | – | 70.00 ± – (–) | – | – |"
+    assert lines[0] == "| Method | MNLI Val. | MNLI HANS | QQP PAWS acc. | QQP PAWS w-F1 | QQP PAWS (¬) |"
+    assert lines[2] == ("| Baseline | 81.00 ± 1.41 (84.38) | 62.00 ± 2.83 (61.97) | 51.00 ± 1.41 (44.28) "
+                        "| 41.00 ± 1.41 (–) | 25.00 ± 7.07 (23.37) |")
+    assert lines[3] == "| HypOnly MD | 83.00 ± – (82.87) | – (64.26) | – | – | – |"
+    assert lines[4] == "| my_row | – | 70.00 ± – (–) | – | – | – |"
     assert len(lines) == 5  # sd_undertrained has no eval and is not filled in
 
 
@@ -144,12 +147,12 @@ def test_markdown_default_labels_and_only_configured_columns(long):
 
 def test_latex(long):
     tex = to_latex(long, COLUMNS)
-    assert tex.startswith("\\begin{tabular}{lcccc}\n\\toprule\n")
-    assert r" & \multicolumn{2}{c}{MNLI} & \multicolumn{2}{c}{QQP} \\" in tex
-    assert r"\cmidrule(lr){2-3} \cmidrule(lr){4-5}" in tex
-    assert r"Method & Val. & HANS & PAWS & PAWS ($\neg$) \\" in tex
+    assert tex.startswith("\\begin{tabular}{lccccc}\n\\toprule\n")
+    assert r" & \multicolumn{2}{c}{MNLI} & \multicolumn{3}{c}{QQP} \\" in tex
+    assert r"\cmidrule(lr){2-3} \cmidrule(lr){4-6}" in tex
+    assert r"Method & Val. & HANS & PAWS acc. & PAWS w-F1 & PAWS ($\neg$) \\" in tex
     assert r"Baseline & 81.00 $\pm$ 1.41 (84.38) &" in tex
-    assert r"HypOnly MD & 83.00 $\pm$ -- (82.87) & -- (64.26) & -- & -- \\" in tex
+    assert r"HypOnly MD & 83.00 $\pm$ -- (82.87) & -- (64.26) & -- & -- & -- \\" in tex
     assert r"my\_row & " in tex
     assert tex.rstrip().endswith("\\bottomrule\n\\end{tabular}")
 
@@ -189,9 +192,9 @@ def test_cli_writes_three_files(tmp_path):
     assert sorted(os.listdir(out)) == ["t.csv", "t.md", "t.tex"]  # no temporary files left behind
     table = pd.read_csv(out / "t.csv")
     assert list(table.columns[: len(REQUIRED)]) == REQUIRED
-    assert len(table) == 6
+    assert len(table) == 7
     assert "| Baseline | 81.00 ± 1.41 (84.38) |" in (out / "t.md").read_text()
-    assert r"\multicolumn{2}{c}{QQP}" in (out / "t.tex").read_text()
+    assert r"\multicolumn{3}{c}{QQP}" in (out / "t.tex").read_text()
 
 
 def test_cli_rows_mapping_sets_labels(tmp_path):

@@ -214,6 +214,9 @@ def srn_options_of(run):
                    **(srn_settings("table5", task)["hparams"] if run == "t5" else {})}
         mask_opts = (f"--alpha {training.get('alpha', 2.0)} --phi {training.get('phi', 0.01)}"
                      f" --reset-every {training.get('reset_every', 1000)} --eval-every {training.get('eval_every', 1000)}"
+                     f" --saved-mask-sparsity {training.get('saved_mask_sparsity', 'final')}"
+                     f" --score-first-and-last {int(training.get('score_first_and_last', True))}"
+                     f" --keep-threshold-when-saturated {int(training.get('keep_threshold_when_saturated', False))}"
                      f" --hparams {as_json(hparams)}")
         if run in SRN_NAMED_SWEEPS:
             entries = [entry for _, entry in named_sweep_entries(run, task, seed).values()]

@@ -22,6 +22,8 @@ Adding a decider is one class here plus its name in ``DECIDERS``.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from maskbench.masking.binarizers import sigmoid_threshold_as_score, threshold_ste, topk_mask, topk_ste
@@ -190,11 +192,17 @@ class ThresholdMaskTraining(Decider):
     def hard_tiles(self, module):
         return module.scores.detach() > module.threshold
 
-    def reset_threshold(self, module, sparsity: float) -> float:
-        """Move the module's t so that its scores alone meet ``sparsity`` now; return t."""
+    def reset_threshold(self, module, sparsity: float, keep_when_saturated: bool = False) -> float:
+        """Move the module's t so that its scores alone meet ``sparsity`` now; return t.
+
+        ``keep_when_saturated`` (paper C's code, ``reset_threshold``): leave t where it is when the new t would be
+        the largest score (all scores tied: the reset would prune the whole module) or when nothing is to be
+        pruned (k = 0)."""
         from maskbench.masking.sparsity import local_threshold
 
         threshold = local_threshold(module.scores, sparsity)
+        if keep_when_saturated and (threshold == -math.inf or threshold >= float(module.scores.detach().max())):
+            return float(module.threshold)
         module.threshold.fill_(float(threshold))
         return threshold
 

@@ -137,9 +137,11 @@ class MaskTraining(MaskedModules):
     tensor and a threshold buffer that only ``reset_thresholds`` moves — between two resets the mask moves
     because the scores do, so the sparsity may drift away from the target (paper C, Algorithm 2, line 14)."""
 
-    def reset_thresholds(self, sparsity: float) -> dict[str, float]:
-        """Re-set every module's threshold so that each matrix alone meets ``sparsity`` (local control)."""
-        return {name: self.decider.reset_threshold(mask, sparsity) for name, mask in self.masks.items()}
+    def reset_thresholds(self, sparsity: float, keep_when_saturated: bool = False) -> dict[str, float]:
+        """Re-set every module's threshold so that each matrix alone meets ``sparsity`` (local control);
+        ``keep_when_saturated``: see ``ThresholdMaskTraining.reset_threshold``."""
+        return {name: self.decider.reset_threshold(mask, sparsity, keep_when_saturated)
+                for name, mask in self.masks.items()}
 
     def thresholds(self) -> dict[str, float]:
         return {name: float(mask.threshold) for name, mask in self.masks.items()}
@@ -192,7 +194,7 @@ class SparsityController:
 
     def __init__(self, masks: MaskTraining, final_sparsity: float, reset_every: int = 1000,
                  schedule: ScheduleKind = "fixed", initial_sparsity: float | None = None,
-                 final_fraction: float = 1.0):
+                 final_fraction: float = 1.0, keep_when_saturated: bool = False):
         if schedule not in SCHEDULE_KINDS:
             raise ValueError(f"sparsity schedule {schedule!r} is unknown; choose one of {SCHEDULE_KINDS}")
         if schedule == "gradual" and initial_sparsity is None:
@@ -207,6 +209,7 @@ class SparsityController:
         self.initial_sparsity = _check_sparsity(final_sparsity if initial_sparsity is None else initial_sparsity)
         self.final_fraction = float(final_fraction)
         self.reset_every = int(reset_every)
+        self.keep_when_saturated = bool(keep_when_saturated)
         self.current: float | None = None
         self.history: list[dict] = []
 
@@ -221,7 +224,7 @@ class SparsityController:
         if step % self.reset_every:
             return
         sparsity = self.sparsity_at(step, total)
-        self.masks.reset_thresholds(sparsity)
+        self.masks.reset_thresholds(sparsity, self.keep_when_saturated)
         self.current = sparsity
         self.history.append({"step": int(step), "target": sparsity, "pruned": self.masks.pruned_counts(),
                              "sparsity": self.masks.sparsity()})

@@ -34,7 +34,8 @@ COLUMN_LABELS = {
     "hans": "HANS",
     "mnli_neg": "Neg.",
     "qqp_val": "Val.",
-    "paws": "PAWS",
+    "paws": "PAWS acc.",      # paper A's script reports plain accuracy on PAWS
+    "paws_wf1": "PAWS w-F1",  # weighted F1 (paper C's "average_f1"); paper A has no such column
     "paws_neg": "PAWS (¬)",
     "fever_val": "Val.",
     "fever_symm": "Symm.",

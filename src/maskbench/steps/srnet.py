@@ -136,6 +136,14 @@ class SrnetArgs:
     select_after: float | None = field(default=None, metadata={
         "help": "mask_train: only steps >= this fraction of training are candidates (paper C: 0.7 on a "
                 "fine-tuned start, 0 on a pre-trained one)"})
+    saved_mask_sparsity: str = field(default="final", metadata={
+        "help": "mask_train: the sparsity the saved mask's thresholds are re-set to, final (--sparsity) or "
+                "initial (paper C's code: --initial-sparsity of a gradual run)"})
+    score_first_and_last: int = field(default=1, metadata={
+        "help": "mask_train: 1 scores the initial mask and the last step besides every --eval-every steps; 0 "
+                "only every --eval-every updates (paper C's code)"})
+    keep_threshold_when_saturated: int = field(default=0, metadata={
+        "help": "mask_train: 1 leaves a threshold when its reset would make it the largest score (paper C's code)"})
     out_mask: Path | None = field(default=None, metadata={"help": "mask_train: mask file to write (.mask)"})
     summary: Path | None = field(default=None, metadata={"help": "mask_train: JSON summary, written last"})
     # IMP
@@ -179,6 +187,8 @@ _ONLY_FOR = {
     "sparsity": (MASK_TRAIN,), "init": (MASK_TRAIN,), "alpha": (MASK_TRAIN,), "phi": (MASK_TRAIN,),
     "schedule": (MASK_TRAIN,), "initial_sparsity": (MASK_TRAIN,), "gradual_end": (MASK_TRAIN,),
     "reset_every": (MASK_TRAIN,), "eval_every": (MASK_TRAIN,), "select_after": (MASK_TRAIN,),
+    "saved_mask_sparsity": (MASK_TRAIN,), "score_first_and_last": (MASK_TRAIN,),
+    "keep_threshold_when_saturated": (MASK_TRAIN,),
     "out_mask": (MASK_TRAIN,), "summary": (MASK_TRAIN,), "modules": (MASK_TRAIN, IMP, IMP_REWIND),
     "final_sparsity": (IMP, IMP_REWIND), "imp_rounds": (IMP, IMP_REWIND), "imp_step": (IMP, IMP_REWIND),
     "out_dir": (IMP, IMP_REWIND, RETRAIN), "mask": (RETRAIN,), "mask_classifier": (RETRAIN,),
@@ -261,6 +271,11 @@ def check_args(args: SrnetArgs) -> Plan:
                 raise ValueError(f"{_flag(name)} must be a positive number of steps, got {getattr(args, name)}")
         if not 0.0 <= args.select_after <= 1.0:
             raise ValueError(f"--select-after must lie in [0, 1] (a fraction of training), got {args.select_after}")
+        if args.saved_mask_sparsity not in ("final", "initial"):
+            raise ValueError(f"--saved-mask-sparsity must be final or initial, got {args.saved_mask_sparsity!r}")
+        for name in ("score_first_and_last", "keep_threshold_when_saturated"):
+            if getattr(args, name) not in (0, 1):
+                raise ValueError(f"{_flag(name)} must be 0 or 1, got {getattr(args, name)}")
     if args.method in (IMP, IMP_REWIND):
         if args.imp_rounds < 1:
             raise ValueError(f"--imp-rounds must be >= 1, got {args.imp_rounds}")
@@ -397,7 +412,10 @@ def run(args: SrnetArgs, on_prune=None) -> int:
                             sparsity=args.sparsity, init=args.init, alpha=args.alpha, phi=args.phi,
                             schedule=args.schedule, initial_sparsity=args.initial_sparsity,
                             gradual_end=args.gradual_end, reset_every=args.reset_every, eval_every=args.eval_every,
-                            select_after=args.select_after, example_tensors=inputs.example_tensors,
+                            select_after=args.select_after, saved_mask_sparsity=args.saved_mask_sparsity,
+                            score_first_and_last=bool(args.score_first_and_last),
+                            keep_threshold_when_saturated=bool(args.keep_threshold_when_saturated),
+                            example_tensors=inputs.example_tensors,
                             resume=resume_of(args, args.out_mask))
         seconds = time.perf_counter() - started
         after = model_fingerprint(model)

@@ -83,24 +83,40 @@ def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, 
                evaluate: Callable[[nn.Module], float], *, modules, sparsity: float, init: str = "hard",
                alpha: float = 2.0, phi: float = 0.01, schedule: str = "fixed",
                initial_sparsity: float | None = None, gradual_end: float = 1.0, reset_every: int = 1000,
-               eval_every: int = 1000, select_after: float = 0.0,
+               eval_every: int = 1000, select_after: float = 0.0, saved_mask_sparsity: str = "final",
+               score_first_and_last: bool = True, keep_threshold_when_saturated: bool = False,
                example_tensors: dict | None = None, resume: Resume | None = None) -> MaskTrainResult:
     """Paper C's Algorithm 2 with its checkpoint selection (appendix B.3.3); the weights are never written.
 
     The scores train with ``fit``; a step hook first lets the ``SparsityController`` reset the thresholds on
     schedule (after every ``reset_every`` steps, not at step 0, as paper C's trainer), then (every
     ``eval_every`` steps, as paper C right after the reset) scores the ID dev set with the current mask.
-    The final step is scored too. Among the evaluations at steps >= ``first_candidate(select_after, total)``
-    the best (earliest on ties) wins; its *scores* are kept, and before the mask is read the thresholds are
-    reset to ``sparsity`` on them (as paper C before saving), so every matrix meets the target exactly (up
-    to ties of scores, which only prune more). The saved mask is scored once more (``saved_dev_accuracy``).
+    The initial mask (step 0) and the final step are scored too. Among the evaluations at steps >=
+    ``first_candidate(select_after, total)`` the best (earliest on ties) wins; its *scores* are kept, and before
+    the mask is read the thresholds are reset to ``sparsity`` on them, so every matrix meets the target exactly
+    (up to ties of scores, which only prune more). The saved mask is scored once more (``saved_dev_accuracy``).
     The model is returned without the score parametrizations. With ``resume`` the run's state (scores,
     thresholds, the best candidate so far, the evaluations and the sparsity history) is saved every
     ``resume.every`` steps and a rerun goes on from it.
+
+    Paper C's code departs in three places, each selectable (the defaults are the project's):
+    * ``saved_mask_sparsity="initial"``: the saved mask's thresholds are re-set to the run's *initial* sparsity
+      (its ``init_sparsity``: 0.7 in the gradual 0.7 -> 0.9 runs, so their saved mask is 70 % sparse), and the
+      live model's are too whenever a new best is found (training goes on with them until the next reset);
+      "final" re-sets them to ``sparsity``, the run's target;
+    * ``score_first_and_last=False``: evaluations only after every ``eval_every`` updates, as paper C's trainer
+      (its ``logging_steps``): neither the initial mask (a candidate when ``select_after`` is 0) nor the last
+      step unless it falls on one;
+    * ``keep_threshold_when_saturated=True``: a reset leaves a module's threshold when the new one would be its
+      largest score, or nothing is to be pruned (``ThresholdMaskTraining.reset_threshold``).
     """
+    if saved_mask_sparsity not in ("final", "initial"):
+        raise ValueError(f"saved_mask_sparsity must be 'final' or 'initial', got {saved_mask_sparsity!r}")
     start_sparsity = sparsity if schedule == "fixed" else initial_sparsity
+    saved_sparsity = sparsity if saved_mask_sparsity == "final" else start_sparsity
     masks = attach_mask_training(model, list(modules), start_sparsity, init, alpha, phi)
-    controller = SparsityController(masks, sparsity, reset_every, schedule, initial_sparsity, gradual_end)
+    controller = SparsityController(masks, sparsity, reset_every, schedule, initial_sparsity, gradual_end,
+                                    keep_threshold_when_saturated)
     total = total_steps(len(data), hp)
     first = first_candidate(select_after, total)
     evals: list[dict] = []
@@ -117,6 +133,8 @@ def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, 
         if record["candidate"] and (not best or accuracy > best["dev_accuracy"]):
             best.update(step=int(step), dev_accuracy=accuracy,
                         scores={name: mask.scores.detach().clone() for name, mask in masks.masks.items()})
+            if saved_mask_sparsity == "initial":
+                masks.reset_thresholds(saved_sparsity, keep_threshold_when_saturated)
 
     def hook(step: int, total_: int) -> None:
         # no reset at step 0: the initial mask already meets the (initial) target per matrix, and a reset would
@@ -124,7 +142,7 @@ def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, 
         # with a positive first update would return; paper C's first reset comes after reset_every steps
         if step:
             controller(step, total_)
-        if step % eval_every == 0:
+        if step % eval_every == 0 and (step or score_first_and_last):
             consider(step)
 
     if resume is not None:
@@ -142,11 +160,16 @@ def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, 
     try:
         curve = fit(model, data, classification_objective(loss_fn, device, example_tensors), hp, seed, device,
                     step_hook=hook, resume=resume)
-        consider(total)
+        if score_first_and_last or total % eval_every == 0:
+            consider(total)
+        if not best:
+            raise ValueError(f"mask training: no evaluation fell in the selection window (steps >= {first} of "
+                             f"{total}, every {eval_every} steps, none at the first and last step): lower eval_every "
+                             "or select_after")
         with torch.no_grad():
             for name, mask in masks.masks.items():
                 mask.scores.copy_(best["scores"][name])
-        masks.reset_thresholds(sparsity)
+        masks.reset_thresholds(saved_sparsity, keep_threshold_when_saturated)
         selected = masks.hard_masks()
         saved_accuracy = evaluate(model)
     finally:

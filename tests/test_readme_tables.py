@@ -1,0 +1,72 @@
+"""The README's generated sections: replaced between their markers only, effects by hand, stamped with HEAD."""
+
+import math
+import subprocess
+
+import pandas as pd
+import pytest
+
+from maskbench.report.readme import effects, effects_markdown, format_effect, replace_section
+from maskbench.steps import readme_tables
+
+README = "# x\n\nprose before\n<!-- generated:demo -->\nold\nlines\n<!-- /generated:demo -->\nprose after\n"
+
+
+def test_a_section_is_replaced_between_its_markers_and_nowhere_else():
+    out = replace_section(README, "demo", "new body\n")
+    assert out == "# x\n\nprose before\n<!-- generated:demo -->\nnew body\n<!-- /generated:demo -->\nprose after\n"
+    assert replace_section(out, "demo", "new body") == out  # generating twice changes nothing
+    with pytest.raises(ValueError, match="README: section 'other' needs exactly one"):
+        replace_section(README, "other", "x")
+    with pytest.raises(ValueError, match="found 2 and 2"):
+        replace_section(README + README, "demo", "x")
+
+
+def long_table():
+    rows = [("baseline", 70.0, 1.0, 3), ("row_a", 72.0, 2.0, 3), ("row_b", 75.0, 2.0, 3), ("row_c", 60.0, math.nan, 1)]
+    return pd.DataFrame([{"row": r, "task": "mnli", "eval_set": "hans", "metric": "accuracy", "mean": m, "std": s,
+                          "n_seeds": n, "paper": math.nan, "column": "hans"} for r, m, s, n in rows])
+
+
+def test_effects_against_the_baseline_by_hand():
+    table = effects(long_table()).set_index("row")
+    se = math.sqrt(2.0 ** 2 / 3 + 1.0 ** 2 / 3)  # 1.291
+    assert table.loc["row_a", "delta"] == 2.0 and table.loc["row_a", "se"] == pytest.approx(se)
+    assert table.loc["row_a", "verdict"] == "within noise"  # 2.0 <= 2 * 1.291
+    assert table.loc["row_b", "delta"] == 5.0 and table.loc["row_b", "verdict"] == "up"  # 5.0 > 2.582
+    assert table.loc["row_c", "delta"] == -10.0 and table.loc["row_c", "verdict"] == "one seed"
+    assert format_effect(2.0, se, "within noise") == "≈ +2.00 ± 1.29"
+    assert format_effect(-10.0, math.nan, "one seed") == "-10.00"
+    md = effects_markdown(effects(long_table()), {"row_a": "Row A"}).splitlines()
+    assert md[0] == "| Row vs baseline | MNLI HANS |"
+    assert md[2:] == ["| Row A | ≈ +2.00 ± 1.29 |", "| row_b | +5.00 ± 1.29 |", "| row_c | -10.00 |"]
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+
+
+def test_the_step_stamps_head_and_refuses_a_changed_tree(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src/code.py").write_text("x = 1\n")
+    readme = repo / "README.md"
+    readme.write_text("<!-- generated:d_table1 -->\n<!-- /generated:d_table1 -->\n"
+                      "<!-- generated:d_effects -->\n<!-- /generated:d_effects -->\n")
+    git(repo, "init", "-q")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "start")
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    long_table().to_csv(tables / "table1.csv", index=False)
+    (tables / "table1.md").write_text("| Method | MNLI HANS |\n|:---|---:|\n| Baseline | 70.00 ± 1.00 (61.97) |\n")
+    argv = ["--readme", str(readme), "--tables", str(tables), "--name", "d", "--command", "snakemake --cores 2",
+            "--wall", "1 min"]
+    assert readme_tables.main(argv) == 0
+    text = readme.read_text()
+    commit = git(repo, "rev-parse", "--short", "HEAD").strip()
+    assert text.count(f"from the outputs of commit `{commit}`: `snakemake --cores 2`, 1 min wall clock") == 2
+    assert "| Baseline | 70.00 ± 1.00 (61.97) |" in text and "| row_b | +5.00 ± 1.29 |" in text
+    (repo / "src/code.py").write_text("x = 2\n")
+    with pytest.raises(SystemExit, match="the tree differs from HEAD"):
+        readme_tables.main(argv)
