@@ -151,3 +151,23 @@ def test_a_group_jobs_snakemake_counts_the_jobs_it_starts_on_its_node():
     assert warm.jobs_run_here(["snakemake", "--cores", "2"], environ={}) == 0
     # a job inside a process that already has a server uses that one
     assert warm.jobs_run_here(GROUP_JOB_ARGV, environ={warm.SOCKET_ENV: "/tmp/mbwarm-x/socket"}) == 0
+
+
+def test_the_job_gets_the_blas_and_openmp_threads_a_new_process_would():
+    """OMP_NUM_THREADS=1 (snakemake's `threads: 1`) must reach the BLAS pool numpy loaded in the server: with the
+    server's 2 threads a logistic regression's probabilities moved in the fifth decimal."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import numpy  # noqa: F401 - loads its BLAS
+
+    assert warm.native_thread_limits({"OMP_NUM_THREADS": "1"}) == {"blas": 1, "openmp": 1}
+    assert warm.native_thread_limits({"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "1"}) == {"blas": 2,
+                                                                                                "openmp": 1}
+    assert warm.native_thread_limits({"OMP_NUM_THREADS": "0"}) == {} == warm.native_thread_limits({})
+    before = {lib["filepath"]: lib["num_threads"] for lib in threadpoolctl.threadpool_info()}
+    try:
+        warm._limit_native_threads({"OMP_NUM_THREADS": "1"})
+        blas = [lib for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+        assert blas and all(lib["num_threads"] == 1 for lib in blas)
+    finally:
+        for lib in threadpoolctl.threadpool_info():
+            threadpoolctl.threadpool_limits(limits={lib["prefix"]: before.get(lib["filepath"], lib["num_threads"])})

@@ -299,7 +299,8 @@ def _run_job(request: dict, fds: list[int], fresh: dict) -> None:
 
 def _reset_random_state(fresh: dict, random_module) -> None:
     """Global generators as a new process has them: Python's and numpy's from the OS, torch's default seed, and
-    the thread count snakemake gives the job (OMP_NUM_THREADS, read by a new process when torch loads)."""
+    the thread count snakemake gives the job (OMP_NUM_THREADS, read by a new process when torch loads) — for
+    torch and for the BLAS and OpenMP libraries numpy, scipy and scikit-learn loaded in the server."""
     random_module.seed()
     numpy = sys.modules.get("numpy")
     if numpy is not None:
@@ -307,9 +308,45 @@ def _reset_random_state(fresh: dict, random_module) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.manual_seed(fresh["torch_seed"])
-        threads = os.environ.get("OMP_NUM_THREADS")
-        torch.set_num_threads(int(threads) if threads and threads.isdigit() and int(threads) > 0
-                              else fresh["torch_threads"])
+        threads = _thread_count(os.environ, "OMP_NUM_THREADS")
+        torch.set_num_threads(threads or fresh["torch_threads"])
+    _limit_native_threads(os.environ)
+
+
+def _thread_count(environ, *names: str) -> int | None:
+    """The first of ``names`` set to a positive integer in ``environ``."""
+    for name in names:
+        value = environ.get(name, "")
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return None
+
+
+def native_thread_limits(environ) -> dict[str, int]:
+    """The thread counts a new process's BLAS and OpenMP runtimes would take from ``environ`` when they load
+    (OpenBLAS and MKL read their own variable first, then OMP_NUM_THREADS); empty where nothing is set."""
+    limits = {}
+    blas = _thread_count(environ, "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
+    openmp = _thread_count(environ, "OMP_NUM_THREADS")
+    if blas:
+        limits["blas"] = blas
+    if openmp:
+        limits["openmp"] = openmp
+    return limits
+
+
+def _limit_native_threads(environ) -> None:
+    """Set the thread pools the server's BLAS and OpenMP libraries were created with (at the server's import,
+    from its own environment) to what the job's environment gives a new process: with more threads, BLAS sums in
+    another order and, e.g., a logistic regression's probabilities move in the fifth decimal."""
+    limits = native_thread_limits(environ)
+    if not limits:
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # no scikit-learn (which brings it) in this environment: nothing of its kind loaded
+        return
+    threadpool_limits(limits=limits)
 
 
 # -- starting and stopping it from the Snakefile ------------------------------------------------------------------
