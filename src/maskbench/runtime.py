@@ -8,6 +8,7 @@ import platform
 import random
 import re
 import secrets
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -73,6 +74,21 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return out
+
+
+def git_output(repo: str | os.PathLike, *args: str) -> str | None:
+    """``git -C repo ARGS``'s output, or None when git is missing or the folder is not a repository."""
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def git_commit(repo: str | os.PathLike) -> str | None:
+    """HEAD's short hash in ``repo``, or None outside a git repository."""
+    out = git_output(repo, "rev-parse", "--short", "HEAD")
+    return out.strip() if out else None
 
 
 def provenance(args: Any, seed: int | None = None) -> dict[str, Any]:

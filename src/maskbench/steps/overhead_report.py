@@ -9,13 +9,12 @@ Run it after `snakemake` in the same working directory: LOG defaults to the newe
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.overhead import parse_snakemake_log, summarize
-from maskbench.runtime import atomic_path
+from maskbench.runtime import atomic_path, git_commit
 from maskbench.steps import run_step
 
 
@@ -36,20 +35,11 @@ def newest_run_log(workdir: Path) -> Path:
     raise FileNotFoundError(f"no snakemake log of a run under {workdir / '.snakemake' / 'log'}: run snakemake first")
 
 
-def commit(workdir: Path) -> str | None:
-    try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=workdir,
-                              check=False)
-    except OSError:
-        return None
-    return done.stdout.strip() or None
-
-
 def main(argv: list[str] | None = None) -> int:
     setup_logging()
     args = parse_dataclass(OverheadArgs, argv, "python -m maskbench.steps.overhead_report", __doc__.splitlines()[0])
     log = args.log or newest_run_log(args.workdir)
-    record = {"label": args.label, "commit": commit(args.workdir), **summarize(log, args.workdir)}
+    record = {"label": args.label, "commit": git_commit(args.workdir), **summarize(log, args.workdir)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.out) as tmp:
         Path(tmp).write_text(json.dumps(record, indent=2) + "\n")

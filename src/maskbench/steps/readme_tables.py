@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from maskbench.report.readme import effects, effects_markdown, replace_section
-from maskbench.runtime import atomic_path
+from maskbench.runtime import atomic_path, git_commit, git_output
 from maskbench.steps import run_step
 
 # what decides a run's outputs; a change here that is not committed means the outputs are not HEAD's
@@ -50,14 +49,14 @@ def parse_args(argv: list[str] | None = None) -> Args:
 
 def head_commit(repo: Path) -> str:
     """HEAD's short hash, refusing a tree whose code differs from it."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
-
-    changed = git("status", "--porcelain", "--", *CODE_PATHS).strip()
-    if changed:
-        raise SystemExit(f"readme_tables: the tree differs from HEAD in {', '.join(CODE_PATHS)}:\n{changed}\n"
+    changed = git_output(repo, "status", "--porcelain", "--", *CODE_PATHS)
+    commit = git_commit(repo)
+    if changed is None or commit is None:
+        raise SystemExit(f"readme_tables: {repo} is not a git repository: the stamp needs the outputs' commit")
+    if changed.strip():
+        raise SystemExit(f"readme_tables: the tree differs from HEAD in {', '.join(CODE_PATHS)}:\n{changed.strip()}\n"
                          "commit first, rerun the workflow, then generate (the stamp names the outputs' commit)")
-    return git("rev-parse", "--short", "HEAD").strip()
+    return commit
 
 
 def main(argv: list[str] | None = None) -> int:
