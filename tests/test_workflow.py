@@ -87,11 +87,12 @@ def test_paper_config_plans_the_full_reproduction_on_slurm(paper_dry_run):
     result = paper_dry_run
     jobs = planned_jobs(result.stdout)
     # 3 tasks x 5 seeds of bert-base, each scored on all its evaluation sets
-    # (+ paper C's four OOD training sets)
-    assert jobs["finetune_baseline"] == 15 and jobs["prepare_dataset"] == 10 + 4 and jobs["negation_subset"] == 1
+    # (+ paper C's four OOD training sets; PAWS-Wiki is scored for paper C)
+    assert jobs["finetune_baseline"] == 15 and jobs["prepare_dataset"] == 11 + 4 and jobs["negation_subset"] == 1
     # every row (baseline, two SD rows, four mask rows) per seed, plus the weak learners, each seeded like the
     # main model; one evaluation job per task and seed for the checkpoints, one for the bias models, one for masks
-    assert jobs["finetune_debiased"] == 2 * 15 and jobs["train_bias_model"] == 3 * 15
+    # (+ paper C's PoE-fine-tuned model of figure 3 for its 3 tasks x 4 seeds)
+    assert jobs["finetune_debiased"] == 2 * 15 + 3 * 4 and jobs["train_bias_model"] == 3 * 15
     assert jobs["search_mask"] == 4 * 15 and jobs["mask_report"] == 1 and jobs["mask_benchmark"] == 1
     assert jobs["evaluate_mnli"] == jobs["evaluate_bias_qqp"] == jobs["evaluate_masks_fever"] == 5
     for method in ("loss~ce/bias~none", "loss~reweight/bias~undertrained", "loss~reweight/bias~underparam",
@@ -131,12 +132,26 @@ def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
     result = paper_dry_run
     jobs = planned_jobs(result.stdout)
     # per task and seed (3 x 4): mask training with CE, PoE, reweighting and conf-reg on the fine-tuned model and
-    # with CE on theta_pt, IMP, IMP-rewind (PoE) and the two retraining sweeps, the OOD-informed runs of (a) and
-    # (c), Table 5's five schedules and the timing study in one job each; one evaluation job per task and seed
-    runs = ["a_mask_ce", "a_mask_poe", "a_mask_reweight", "a_mask_conf_reg", "c_mask_ce", "a_imp_ce", "b_imprw_poe",
-            "b_mask_retrain_ce", "b_imprw_retrain_ce", "a_mask_ood", "c_mask_ood", "t5", "timing"]
+    # with CE and PoE on theta_pt, IMP with CE and PoE, IMP-rewind (PoE), the two masks retrained with CE and with
+    # PoE, mask training and IMP with PoE on the PoE-fine-tuned model, the OOD-informed runs of (a) and (c),
+    # Table 5's five schedules and the timing study in one job each; one evaluation job per task and seed
+    runs = ["a_mask_ce", "a_mask_poe", "a_mask_reweight", "a_mask_conf_reg", "c_mask_ce", "c_mask_poe", "a_imp_ce",
+            "a_imp_poe", "b_imprw_poe", "b_mask_retrain_ce", "b_imprw_retrain_ce", "b_mask_retrain_poe",
+            "b_imprw_retrain_poe", "a_poeft_mask_poe", "a_poeft_imp_poe", "a_mask_ood", "c_mask_ood", "t5", "timing"]
     assert {run: jobs.get(f"srnet_{run}") for run in runs} == {run: 12 for run in runs}
     assert jobs["evaluate_srnets_mnli"] == jobs["evaluate_srnets_fever"] == 4 and jobs["srnet_report"] == 1
+    # the PoE-fine-tuned start (figure 3) is finetune_debiased with the sweep's overlap bias model
+    poe_ft = "results/paper/nlu/mnli/bert-base-uncased/models/method~finetune/loss~poe/bias~overlap/seed~10"
+    start = next(b for b in result.stdout.split("\n\n") if "rule srnet_a_poeft_mask_poe:" in b and "task=mnli" in b
+                 and "seed=10" in b)
+    assert f"--start-dir '{poe_ft}'" in start and "--loss poe" in start and "--select-after 0.7" in start
+    assert f"{poe_ft}/model.safetensors" in result.stdout
+    retrain = next(b for b in result.stdout.split("\n\n") if "rule srnet_b_imprw_retrain_poe:" in b)
+    assert "--method retrain" in retrain and "--loss poe" in retrain and "--bias-probs" in retrain
+    assert "b_imprw_poe/seed~" in retrain  # the IMP-rewind (PoE) masks, as for the CE retraining
+    # PAWS-Wiki: a QQP evaluation set, a column of Table 5 and a mixed-in set of the OOD-informed bound
+    assert "results/paper/nlu/data/prepared/paws_wiki.parquet" in result.stdout
+    assert '"paws_wiki": ["qqp", "paws_wiki"]' in result.stdout
     blocks = {b.split("rule ")[1].split(":")[0]: b for b in result.stdout.split("\n\n")
               if "rule srnet_" in b and "rule srnet_report:" not in b}
     assert len(blocks) == len(runs)

@@ -35,6 +35,23 @@ def _srn_runs():
                                      "source": f"a_mask_{SRN_LOSSES[0]}"}
         runs["b_imprw_retrain_ce"] = {"paradigm": "b", "method": "retrain", "loss": "ce", "start": "init",
                                       "source": f"b_imprw_{SRN_LOSSES[0]}"}
+    bias = SRN_DEBIAS.get("bias")
+    for loss in SRN_DEBIAS.get("imp_losses", []):
+        runs[f"a_imp_{loss}"] = {"paradigm": "a", "method": "imp", "loss": loss, "start": "ft", "bias": bias}
+    for loss in SRN_DEBIAS.get("retrain_losses", []):
+        # figure 4's "poe ft": the same transferred masks, fine-tuned in isolation with the debiasing loss
+        runs[f"b_mask_retrain_{loss}"] = {**runs["b_mask_retrain_ce"], "loss": loss, "bias": bias}
+        runs[f"b_imprw_retrain_{loss}"] = {**runs["b_imprw_retrain_ce"], "loss": loss, "bias": bias}
+    for loss in SRN_DEBIAS.get("init_mask_losses", []):
+        runs[f"c_mask_{loss}"] = {"paradigm": "c", "method": "mask_train", "loss": loss, "start": "init",
+                                  "bias": bias}
+    if SRN_DEBIAS.get("debiased_start"):
+        # figure 3: subnetworks of the model fine-tuned with the debiasing loss, pruned with the same loss
+        loss = SRN_DEBIAS["debiased_start"]
+        for method in ("mask_train", "imp"):
+            short = "mask" if method == "mask_train" else "imp"
+            runs[f"a_{loss}ft_{short}_{loss}"] = {"paradigm": "a", "method": method, "loss": loss,
+                                                  "start": f"ft_{loss}", "bias": bias}
     ood_tasks = [t for t in TASKS if t in SRN_OOD.get("train", {})]
     for paradigm in SRN_OOD.get("paradigms", []):
         # section 4.5: CE on the training set with OOD training data mixed in
@@ -89,7 +106,12 @@ def srn_dir(task, run, seed):
 
 
 def start_dir_of(task, start, seed):
-    return checkpoint_dir(task, seed) if start == "ft" else initial_dir(task, seed)
+    """`ft`: the baseline; `ft_<loss>`: the model fine-tuned with that loss and the sweep's bias; `init`: theta_pt."""
+    if start == "ft":
+        return checkpoint_dir(task, seed)
+    if start.startswith("ft_"):
+        return debiased_dir(task, start[len("ft_"):], SRN_DEBIAS["bias"], seed)
+    return initial_dir(task, seed)
 
 
 def imp_levels():
@@ -233,7 +255,7 @@ def srn_options_of(run):
                        for path, m in zip(input.mix, SRN_OOD["train"][task])]
                 common += f" --mix-train {as_json(mix)} --mix-exclude {quoted(input.exclude)}"
             return (f"--method mask_train {common} {mask_opts} --init {training.get('init', 'hard')}"
-                    f" --select-after {select_after if spec['start'] == 'ft' else 0.0}"
+                    f" --select-after {select_after if spec['start'] != 'init' else 0.0}"
                     f" --sparsities {' '.join(map(str, SRN_SPARSITIES))} --sweep-dir {quoted(folder)}")
         if spec["method"] in ("imp", "imp_rewind"):
             return (f"--method {spec['method']} {common} --hparams {as_json(srn_settings('imp', task)['hparams'])}"
@@ -324,6 +346,8 @@ def srn_report_runs():
         method = names.get(spec["method"], spec["method"])
         if method == "retrain":
             method = f"{names[srn_spec(spec['source'])['method']]} mask → retrain"
+        if spec["start"].startswith("ft_"):
+            method = f"{method} of the {spec['start'][len('ft_'):]}-fine-tuned model"
         loss = f"{spec['loss']} + OOD data" if spec.get("ood") else spec["loss"]
         labels[run] = {"paradigm": spec["paradigm"], "method": method, "loss": loss}
     return labels
