@@ -64,8 +64,8 @@ def figure_data(
     return pd.DataFrame.from_records(records, columns=FIGURE_COLUMNS)
 
 
-def plot_id_ood(data: pd.DataFrame, out: str | Path) -> None:
-    """Draw ``figure_data`` output as a PNG at ``out`` (a path the caller makes atomic if needed)."""
+def build_id_ood_figure(data: pd.DataFrame) -> Figure:
+    """The figure of ``figure_data`` output: one panel per task, in order of first appearance."""
     if data.empty:
         raise ValueError("nothing to plot: the table has no line for any configured column")
     tasks = list(dict.fromkeys(data["task"]))
@@ -76,7 +76,12 @@ def plot_id_ood(data: pd.DataFrame, out: str | Path) -> None:
     for ax, task in zip(axes, tasks, strict=True):
         _plot_task(ax, data[data["task"] == task], task)
     fig.suptitle("Paper A Table 1: in-distribution vs. out-of-distribution scores (mean ± std over seeds)")
-    fig.savefig(out, dpi=120, format="png")
+    return fig
+
+
+def plot_id_ood(data: pd.DataFrame, out: str | Path) -> None:
+    """Draw ``figure_data`` output as a PNG at ``out`` (a path the caller makes atomic if needed)."""
+    build_id_ood_figure(data).savefig(out, dpi=120, format="png")
 
 
 def _plot_task(ax, part: pd.DataFrame, task: str) -> None:

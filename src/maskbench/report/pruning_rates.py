@@ -275,10 +275,9 @@ def heatmap_matrix(table: pd.DataFrame, task: str, row: str) -> tuple[np.ndarray
     return matrix, layers
 
 
-def plot_pruning_heatmaps(table: pd.DataFrame, path: str | Path) -> None:
+def build_pruning_heatmaps_figure(table: pd.DataFrame) -> Figure:
     """Paper A Figure 2 style: one heatmap per (task, row) of a ``pruning_rate_table`` (rows Q ... FFN out,
-    columns layers 1..L, colour and annotation = mean pruned %), shared colour scale and colourbar.
-    Written atomically as a PNG at ``path``; missing parent folders are created."""
+    columns layers 1..L, colour and annotation = mean pruned %), shared colour scale and colourbar."""
     layer_lines = table[table["kind"].isin(ENCODER_KINDS)]
     if layer_lines.empty:
         raise ValueError("nothing to plot: the table has no encoder-layer line")
@@ -328,5 +327,12 @@ def plot_pruning_heatmaps(table: pd.DataFrame, path: str | Path) -> None:
         pad=0.01,
     )
     fig.suptitle("Pruning rate per module type and layer")
+    return fig
+
+
+def plot_pruning_heatmaps(table: pd.DataFrame, path: str | Path) -> None:
+    """Draw ``build_pruning_heatmaps_figure(table)`` and write it atomically as a PNG at ``path``; missing
+    parent folders are created."""
+    fig = build_pruning_heatmaps_figure(table)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=150, format="png")

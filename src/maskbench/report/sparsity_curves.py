@@ -121,11 +121,10 @@ def curve_table(records: Iterable[Mapping], x: str = "sparsity") -> pd.DataFrame
 # curves
 
 
-def _x_values(values: np.ndarray, x: str) -> np.ndarray:
-    # the project stores sparsity as a fraction (0.9); the paper's axes read 20 % ... 90 %
-    if x == "sparsity" and len(values) and np.nanmax(values) <= 1.0:
-        return values * 100.0
-    return values
+def _x_scale(table: pd.DataFrame, x: str) -> float:
+    # the project stores sparsity as a fraction (0.9); the paper's axes read 20 % ... 90 %. Decided for the whole
+    # table: a line of a table in percent that stays at or below 1 % is not a line of fractions
+    return 100.0 if x == "sparsity" and np.nanmax(table[x].to_numpy(float)) <= 1.0 else 1.0
 
 
 def _line_label(key: tuple) -> str:
@@ -161,30 +160,30 @@ def _reference_rows(
     return reference[hit]
 
 
-def plot_curves(
+def build_curves_figure(
     table: pd.DataFrame,
-    path: str | Path,
     x: str = "sparsity",
     reference: pd.DataFrame | None = None,
     title: str | None = None,
     panels: Sequence[tuple[str, str]] | None = None,
-) -> None:
-    """Draw a ``curve_table`` as a grid of panels and write it atomically as a PNG at ``path``.
+) -> Figure:
+    """A ``curve_table`` drawn as a grid of panels.
 
     One panel per (task, eval_set[, metric]) in order of first appearance, titled e.g. "MNLI · hans"
-    (with the metric appended where a (task, eval_set) has several); x is the ``x`` column (a sparsity
-    fraction is drawn in %), y the mean with a shaded ±std band, one line per (paradigm, method, loss) with
-    the same colour and marker in every panel and one shared legend below the grid. ``reference``
-    (columns task, eval_set, mean, std and optionally metric: e.g. the full fine-tuned model) is drawn as a
-    dashed horizontal line with its band in the panels it matches. ``panels``, a list of (task, eval_set),
-    selects and orders the panels (e.g. the in-distribution set first, as in the paper; the table itself is
-    sorted alphabetically). Missing parent folders are created.
+    (with the metric appended where a (task, eval_set) has several); x is the ``x`` column (sparsity in
+    fractions, a table whose sparsities are all <= 1, is drawn in %), y the mean with a shaded ±std band,
+    one line per (paradigm, method, loss) with the same colour and marker in every panel and one shared
+    legend below the grid. ``reference`` (columns task, eval_set, mean, std and optionally metric: e.g. the
+    full fine-tuned model) is drawn as a dashed horizontal line with its band in the panels it matches.
+    ``panels``, a list of (task, eval_set), selects and orders the panels (e.g. the in-distribution set
+    first, as in the paper; the table itself is sorted alphabetically).
     """
     _check_table(table, x)
     if reference is not None:
         missing = [c for c in ("task", "eval_set", "mean", "std") if c not in reference.columns]
         if missing:
             raise ValueError(f"reference lacks column(s) {', '.join(missing)}")
+    scale = _x_scale(table, x)
     found = _panels(table)
     if panels is not None:
         wanted = [(str(t), str(e)) for t, e in panels]
@@ -220,7 +219,7 @@ def plot_curves(
             line = part[sel].sort_values(x)
             if line.empty:
                 continue
-            xs = _x_values(line[x].to_numpy(float), x)
+            xs = line[x].to_numpy(float) * scale
             mean = line["mean"].to_numpy(float)
             std = np.nan_to_num(line["std"].to_numpy(float))
             colour, marker = style[key]
@@ -255,6 +254,20 @@ def plot_curves(
     )
     if title is not None:
         fig.suptitle(title)
+    return fig
+
+
+def plot_curves(
+    table: pd.DataFrame,
+    path: str | Path,
+    x: str = "sparsity",
+    reference: pd.DataFrame | None = None,
+    title: str | None = None,
+    panels: Sequence[tuple[str, str]] | None = None,
+) -> None:
+    """Draw ``build_curves_figure(table, x, reference, title, panels)`` and write it atomically as a PNG at
+    ``path``; missing parent folders are created."""
+    fig = build_curves_figure(table, x=x, reference=reference, title=title, panels=panels)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=150, format="png")
 

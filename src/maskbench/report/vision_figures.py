@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 
-def plot_magnitude_vs_ffw(summary: pd.DataFrame, dataset: str, level: str, gamma: float, out: str | Path) -> None:
+def build_magnitude_vs_ffw_figure(summary: pd.DataFrame, dataset: str, level: str, gamma: float) -> Figure:
     """Task and bias accuracy against sparsity: magnitude pruning of the vanilla model (a line over its
     sparsities), FFW's subnetworks at the config's gamma (points at the sparsity they chose), the vanilla model
     at 0; mean ± std over seeds."""
@@ -36,10 +36,15 @@ def plot_magnitude_vs_ffw(summary: pd.DataFrame, dataset: str, level: str, gamma
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.suptitle(f"Paper D figure 6 analogue: {dataset} at {level} (mean ± std over seeds)")
-    fig.savefig(out, dpi=110, format="png")
+    return fig
 
 
-def plot_layer_sparsity(layers: pd.DataFrame, out: str | Path) -> None:
+def plot_magnitude_vs_ffw(summary: pd.DataFrame, dataset: str, level: str, gamma: float, out: str | Path) -> None:
+    """``build_magnitude_vs_ffw_figure`` as a PNG at ``out``."""
+    build_magnitude_vs_ffw_figure(summary, dataset, level, gamma).savefig(out, dpi=110, format="png")
+
+
+def build_layer_sparsity_figure(layers: pd.DataFrame) -> Figure:
     """Per-layer sparsity (mean over seeds) of each FFW variant, one group of bars per layer (figure 4)."""
     fig = Figure(figsize=(max(6, 0.9 * layers.layer.nunique() + 3), 4), layout="constrained")
     ax = fig.subplots()
@@ -55,10 +60,15 @@ def plot_layer_sparsity(layers: pd.DataFrame, out: str | Path) -> None:
     ax.grid(axis="y", alpha=0.3)
     title = ", ".join(f"{d} at {lv}" for d, lv in dict.fromkeys(zip(layers.dataset, layers.level, strict=True)))
     ax.set_title(f"Paper D figure 4 analogue: where FFW prunes ({title})")
-    fig.savefig(out, dpi=110, format="png")
+    return fig
 
 
-def plot_samples(grids: list[tuple[str, np.ndarray]], out: str | Path) -> None:
+def plot_layer_sparsity(layers: pd.DataFrame, out: str | Path) -> None:
+    """``build_layer_sparsity_figure`` as a PNG at ``out``."""
+    build_layer_sparsity_figure(layers).savefig(out, dpi=110, format="png")
+
+
+def build_samples_figure(grids: list[tuple[str, np.ndarray]]) -> Figure:
     """One row per (title, uint8 H x W x 3 grid): biased training samples beside unbiased test samples."""
     fig = Figure(figsize=(12, 1.6 * len(grids) + 0.5), layout="constrained")
     axes = fig.subplots(len(grids), 1, squeeze=False)[:, 0]
@@ -67,4 +77,9 @@ def plot_samples(grids: list[tuple[str, np.ndarray]], out: str | Path) -> None:
         ax.set_title(title, fontsize=9, loc="left")
         ax.axis("off")
     fig.suptitle("What the bias is: training samples (biased) | unbiased test samples; one column per class")
-    fig.savefig(out, dpi=100, format="png")
+    return fig
+
+
+def plot_samples(grids: list[tuple[str, np.ndarray]], out: str | Path) -> None:
+    """``build_samples_figure`` as a PNG at ``out``."""
+    build_samples_figure(grids).savefig(out, dpi=100, format="png")
