@@ -174,3 +174,25 @@ def test_snapshots_hold_the_weights_after_that_many_steps(data_dir, tmp_path):
         finetune_cli.main([*common, "--hparams", json.dumps(hp), "--out-dir", str(tmp_path / "bad"),
                            "--snapshot-steps", "99", "--snapshot-dir", str(tmp_path / "bad_snaps")])
     assert not (tmp_path / "bad").exists()
+
+
+def test_train_classifier_0_keeps_the_seeded_head_and_trains_the_encoder(data_dir, checkpoint, tmp_path):
+    """Paper A's code: the optimiser never receives the head, so it keeps its initialisation; the encoder trains."""
+    from safetensors.torch import load_file
+
+    assert finetune_cli.main([
+        "--train", str(data_dir / "train.parquet"), "--model-spec", json.dumps(TINY_MODEL),
+        "--hparams", json.dumps(TINY_HP), "--seed", "1", "--out-dir", str(tmp_path / "frozen"),
+        "--init-out", str(tmp_path / "init"), "--train-classifier", "0", "--threads", "1"]) == 0
+    init, frozen = (load_file(tmp_path / name / "model.safetensors") for name in ("init", "frozen"))
+    trained = load_file(checkpoint / "model.safetensors")  # the same seed with the head trained
+    heads = [k for k in init if k.startswith("classifier.")]
+    assert sorted(heads) == ["classifier.bias", "classifier.weight"]
+    assert all(torch.equal(frozen[k], init[k]) for k in heads)
+    assert all(not torch.equal(trained[k], init[k]) for k in heads)
+    encoder = [k for k in init if k.startswith("bert.encoder.")]
+    assert encoder and all(not torch.equal(frozen[k], init[k]) for k in encoder if k.endswith(".weight"))
+    assert json.loads((tmp_path / "frozen" / "train_summary.json").read_text())["classifier_trained"] is False
+    with pytest.raises(ValueError, match="--train-classifier must be 0 or 1, got 2"):
+        finetune_cli.main(["--train", str(data_dir / "train.parquet"), "--model-spec", json.dumps(TINY_MODEL),
+                           "--seed", "1", "--out-dir", str(tmp_path / "bad"), "--train-classifier", "2"])

@@ -91,8 +91,15 @@ def test_paper_config_plans_the_full_reproduction_on_slurm(paper_dry_run):
     assert jobs["finetune_baseline"] == 15 and jobs["prepare_dataset"] == 11 + 4 and jobs["negation_subset"] == 1
     # every row (baseline, two SD rows, four mask rows) per seed, plus the weak learners, each seeded like the
     # main model; one evaluation job per task and seed for the checkpoints, one for the bias models, one for masks
-    # (+ paper C's PoE-fine-tuned model of figure 3 for its 3 tasks x 4 seeds)
-    assert jobs["finetune_debiased"] == 2 * 15 + 3 * 4 and jobs["train_bias_model"] == 3 * 15
+    assert jobs["finetune_debiased"] == 2 * 15 and jobs["train_bias_model"] == 3 * 15
+    # paper A's code settings of the weak learners: BERT-tiny without warm-up, at 2e-5 on FEVER; the undertrained
+    # learner warms up over 2,000 steps; every head frozen
+    weak = {(b.split("task=")[1].split(",")[0], b.split("source=")[1].split(",")[0].split("\n")[0]): b
+            for b in result.stdout.split("\n\n") if "rule train_bias_model:" in b and "seed=10" in b}
+    assert '"warmup": 0,' in weak["fever", "underparam"] and '"learning_rate": 2e-05' in weak["fever", "underparam"]
+    assert '"warmup": 0,' in weak["mnli", "underparam"] and '"learning_rate": 3e-05' in weak["mnli", "underparam"]
+    assert '"warmup": 2000' in weak["qqp", "undertrained"] and '"epochs": 5' in weak["qqp", "undertrained"]
+    assert all("--train-classifier 0" in b for b in weak.values()) and len(weak) == 9
     assert jobs["search_mask"] == 4 * 15 and jobs["mask_report"] == 1 and jobs["mask_benchmark"] == 1
     assert jobs["evaluate_mnli"] == jobs["evaluate_bias_qqp"] == jobs["evaluate_masks_fever"] == 5
     for method in ("loss~ce/bias~none", "loss~reweight/bias~undertrained", "loss~reweight/bias~underparam",
@@ -140,8 +147,8 @@ def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
             "b_imprw_retrain_poe", "a_poeft_mask_poe", "a_poeft_imp_poe", "a_mask_ood", "c_mask_ood", "t5", "timing"]
     assert {run: jobs.get(f"srnet_{run}") for run in runs} == {run: 12 for run in runs}
     assert jobs["evaluate_srnets_mnli"] == jobs["evaluate_srnets_fever"] == 4 and jobs["srnet_report"] == 1
-    # the PoE-fine-tuned start (figure 3) is finetune_debiased with the sweep's overlap bias model
-    poe_ft = "results/paper/nlu/mnli/bert-base-uncased/models/method~finetune/loss~poe/bias~overlap/seed~10"
+    # the PoE-fine-tuned start (figure 3): fine-tuned with paper C's recipe and the sweep's overlap bias model
+    poe_ft = "results/paper/nlu/mnli/bert-base-uncased/models/method~finetune/loss~poe/bias~overlap/recipe~srnets/seed~10"
     start = next(b for b in result.stdout.split("\n\n") if "rule srnet_a_poeft_mask_poe:" in b and "task=mnli" in b
                  and "seed=10" in b)
     assert f"--start-dir '{poe_ft}'" in start and "--loss poe" in start and "--select-after 0.7" in start
@@ -165,11 +172,23 @@ def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
     ood = next(b for b in result.stdout.split("\n\n") if "rule srnet_a_mask_ood:" in b and "task=fever" in b)
     assert "fever_symmetric_v2_dev.parquet" in ood and '"repeat": 10' in ood
     assert "--mix-exclude" in ood and "fever_symmetric_v2.parquet" in ood
-    finetune = next(b for b in result.stdout.split("\n\n") if "rule finetune_baseline:" in b)
+    # theta_ft is paper C's own fine-tuning (its recipe per task, the head trained), which writes theta_pt and
+    # the timing snapshots; the shared baseline (paper A's recipe, its code's frozen head) does not
+    finetune = next(b for b in result.stdout.split("\n\n") if "rule finetune_theta_ft:" in b and "task=qqp" in b)
     assert "--snapshot-steps 5000 10000 15000 20000" in finetune and "--init-out" in finetune
+    assert '"learning_rate": 2e-05' in finetune and '"warmup": 3400' in finetune and '"weight_decay": 0.0' in finetune
+    assert "--train-classifier" not in finetune and "recipe~srnets/seed~" in finetune
+    assert jobs["finetune_theta_ft"] == jobs["finetune_theta_ft_poe"] == 12
+    poe_ft = next(b for b in result.stdout.split("\n\n") if "rule finetune_theta_ft_poe:" in b and "task=mnli" in b)
+    assert '"epochs": 5' in poe_ft and "--loss poe --bias-probs" in poe_ft  # paper C: PoE trains MNLI 5 epochs
+    baseline = next(b for b in result.stdout.split("\n\n") if "rule finetune_baseline:" in b)
+    assert "--train-classifier 0" in baseline and "--init-out" not in baseline and '"warmup": 0.2' in baseline
+    report = next(b for b in result.stdout.split("\n\n") if "rule srnet_report:" in b)
+    assert "eval/srnets/theta_ft/seed~10/hans.json" in report  # the curves' reference: theta_ft, not the baseline
     conf_reg = blocks["srnet_a_mask_conf_reg"]  # the teacher: the same seed's baseline
     assert "--loss conf_reg" in conf_reg and "--bias-probs" in conf_reg
-    assert re.search(r"--teacher-probs \S+/models/method~finetune/loss~ce/seed~(\d+)/train_probs\.parquet", conf_reg)
+    assert re.search(r"--teacher-probs \S+/models/method~finetune/loss~ce/recipe~srnets/seed~(\d+)/train_probs\.parquet",
+                     conf_reg)
     t5 = next(b for b in result.stdout.split("\n\n") if "rule srnet_t5:" in b and "task=qqp" in b)
     assert '"epochs": 5' in t5 and '"initial_sparsity": 0.7' in t5 and "--sparsity 0.9" in t5
 
@@ -223,9 +242,59 @@ def srn(path: str, value):
     (srn("table5/variants/gradual_0.7/initial_sparsity", 0), "['srnets']['table5']['variants']['gradual_0.7']"),
     (srn("timing/sparsity", {"mnli": 1.0}), "['srnets']['timing']['sparsity']"),
     (srn("sparsities", [0.5, 0]), "['srnets']['sparsities'][1]"),
+    (srn("theta_ft/hparams/warmup", -1), "['srnets']['theta_ft']['hparams']['warmup']"),
+    (srn("theta_ft/tasks/mnlx/hparams/epochs", 1), "srnets.theta_ft.tasks.mnlx is not a task"),
+    (srn("theta_ft/debiased_epochs", {"mnli": 0}), "['srnets']['theta_ft']['debiased_epochs']['mnli']"),
+    (srn("debias/imp_losses", ["poe", "poe"]), "['srnets']['debias']['imp_losses']"),
+    (srn("debias/debiased_start", "focall"), "['srnets']['debias']['debiased_start']"),
 ])
 def test_a_wrong_paper_c_value_stops_before_any_job_naming_its_path(tmp_path, edit, named):
     assert_stops_at_config_check(tmp_path, edit, named)
+
+
+# the recipe knobs of paper A's baselines and weak learners (issue 15: its code's settings, selectable)
+@pytest.mark.parametrize("edit,named", [
+    (lambda c: c["finetune"].update(train_classifier="no"), "['finetune']['train_classifier']"),
+    (lambda c: c["finetune"].update(tasks={"mnlx": {"warmup": 0}}), "finetune.tasks.mnlx is not a task"),
+    (lambda c: c["finetune"].update(tasks={"mnli": {"warmup": -5}}), "['finetune']['tasks']['mnli']['warmup']"),
+    (lambda c: c["bias"]["sources"]["underparam"].update(hparams={"learning_rat": 2e-5}),
+     "'learning_rat' was unexpected"),
+    (lambda c: c["bias"]["sources"]["underparam"].update(tasks={"fevr": {"hparams": {"warmup": 0}}}),
+     "bias.sources.underparam.tasks.fevr is not a task"),
+])
+def test_a_wrong_recipe_knob_stops_before_any_job_naming_its_path(tmp_path, edit, named):
+    assert_stops_at_config_check(tmp_path, edit, named)
+
+
+def test_recipe_knobs_reach_the_fine_tuning_commands(tmp_path):
+    """finetune.tasks, a bias source's hparams and tasks.<task>.hparams merge key by key, in that order; the
+    frozen head reaches every fine-tuning of paper A's models."""
+    def edit(config):
+        config["finetune"].update(train_classifier=False, tasks={"fever": {"warmup": 7, "learning_rate": 0.5}})
+        config["bias"]["sources"]["underparam"].update(hparams={"warmup": 0},
+                                                       tasks={"fever": {"hparams": {"learning_rate": 0.25}}})
+
+    result = snakemake("-n", "-p", "--cores", "1", "--configfile", str(write_config(tmp_path, edit)),
+                       workdir=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    blocks = result.stdout.split("\n\n")
+
+    def command(rule, *needles):
+        found = [b for b in blocks if f"rule {rule}:" in b and all(n in b for n in needles)]
+        assert found, (rule, needles)
+        hparams = json.loads(re.search(r"--hparams '([^']*)'", found[0]).group(1))
+        return hparams, found[0]
+
+    fever, block = command("finetune_baseline", "task=fever")
+    assert (fever["warmup"], fever["learning_rate"]) == (7, 0.5) and "--train-classifier 0" in block
+    mnli, _ = command("finetune_baseline", "task=mnli")
+    assert mnli["warmup"] == yaml.safe_load((REPO / "configs/smoke.yaml").read_text())["finetune"]["warmup"]
+    tiny_fever, block = command("train_bias_model", "task=fever", "source=underparam")
+    assert (tiny_fever["warmup"], tiny_fever["learning_rate"]) == (0, 0.25) and "--train-classifier 0" in block
+    tiny_mnli, _ = command("train_bias_model", "task=mnli", "source=underparam")
+    assert tiny_mnli["warmup"] == 0 and tiny_mnli["learning_rate"] == mnli["learning_rate"]
+    debiased, block = command("finetune_debiased", "task=fever")
+    assert debiased["warmup"] == 7 and "--train-classifier 0" in block
 
 
 def test_bad_data_stops_before_training_naming_file_field_and_value(tmp_path):

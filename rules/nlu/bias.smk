@@ -81,7 +81,8 @@ rule finetune_debiased:
         checkpoint_every=COMPUTE["checkpoint_every"],
         deterministic=int(COMPUTE["deterministic"]),
         model_spec=as_json(config["model"]),
-        hparams=as_json(config["finetune"]),
+        hparams=finetune_hparams_of,
+        head=classifier_option,
         loss_hparams=debiased_loss_hparams,
         teacher=teacher_option,
         out_dir=folder_of_output("model"),
@@ -98,7 +99,7 @@ rule finetune_debiased:
         "../../envs/maskbench.yaml"
     shell:
         "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
-        " --bias-probs {input.bias:q} --model-spec {params.model_spec} --hparams {params.hparams} --loss {wildcards.loss}"
+        " --bias-probs {input.bias:q} --model-spec {params.model_spec} --hparams {params.hparams} --loss {wildcards.loss} {params.head}"
         " --loss-hparams {params.loss_hparams} {params.teacher} --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"
 

@@ -4,6 +4,49 @@
 
 if SRN:
 
+    # paper C's own fine-tuned model (its recipe per task), which writes theta_pt and the timing study's snapshots,
+    # and with `debiased_start` the model fine-tuned with that loss the same way (figure 3)
+    _theta_ft_losses = ["ce", *([SRN_DEBIAS["debiased_start"]] if SRN_DEBIAS.get("debiased_start") else [])]
+    for _loss in _theta_ft_losses if SRN_THETA_FT is not None else []:
+        _name = "finetune_theta_ft" if _loss == "ce" else f"finetune_theta_ft_{_loss}"
+
+        rule:
+            name:
+                _name
+            input:
+                unpack(theta_ft_inputs(_loss)),
+            output:
+                model=f"{theta_ft_dir('{task}', '{seed}', _loss)}/model.safetensors",
+                summary=f"{theta_ft_dir('{task}', '{seed}', _loss)}/train_summary.json",
+                probs=f"{theta_ft_dir('{task}', '{seed}', _loss)}/train_probs.parquet",
+                **finetune_extra_outputs(_name),
+            params:
+                checkpoint_every=COMPUTE["checkpoint_every"],
+                deterministic=int(COMPUTE["deterministic"]),
+                model_spec=as_json(config["model"]),
+                hparams=lambda wildcards, loss=_loss: as_json(theta_ft_hparams(wildcards.task, loss)),
+                head=theta_ft_head,
+                loss=_loss,
+                loss_inputs=theta_ft_loss_options,
+                out_dir=folder_of_output("model"),
+                extra=finetune_extra_options,
+            log:
+                f"{R}/logs/{_name}/{{task}}/seed~{{seed}}.log",
+            benchmark:
+                f"{R}/benchmarks/rules/{_name}/{{task}}/seed~{{seed}}.tsv"
+            threads: COMPUTE["train_threads"]
+            resources:
+                mem_mb=COMPUTE["train_mem_mb"],
+                runtime=COMPUTE["train_runtime_min"],
+                gpu=training_gpus(),
+            conda:
+                "../../envs/maskbench.yaml"
+            shell:
+                "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
+                " --model-spec {params.model_spec} --hparams {params.hparams} --loss {params.loss}{params.loss_inputs} {params.head}"
+                " --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} --out-dir {params.out_dir:q}"
+                " --train-probs-out {output.probs:q} {params.extra} > {log:q} 2>&1"
+
     for _run in list(SRN_RUNS) + list(SRN_FEEDERS) + SRN_NAMED_SWEEPS:
 
         rule:
@@ -66,8 +109,7 @@ if SRN:
         # paper C's curves (ID and OOD metric vs sparsity, std bands over seeds), Table 5 and the timing study
         input:
             evals=srn_all_evals(),
-            reference=[evaluation_json(t, "baseline", s, e) for t in SRN_TASKS for s in SRN_SEEDS
-                       for e in eval_set_names(t)],
+            reference=srn_reference_jsons(),
         output:
             srn_report_outputs(captioned=True),
         params:

@@ -16,6 +16,9 @@ SRN_OOD = SRN.get("ood_informed") or {}
 SRN_TIMING = SRN.get("timing") or {}
 SRN_T5 = (SRN.get("table5") or {}).get("variants", {})
 SRN_T5_SPARSITY = float((SRN.get("table5") or {}).get("sparsity", 0.9))
+# paper C's own fine-tuned model theta_ft (its recipe per task); absent: the subnetworks start from the shared
+# baseline, fine-tuned with `finetune:` (paper A's recipe)
+SRN_THETA_FT = SRN.get("theta_ft")
 
 
 def _srn_runs():
@@ -92,6 +95,58 @@ def srn_tasks(run):
     return [t for t in SRN_TASKS if t in chosen]
 
 
+def theta_ft_dir(task, seed, loss="ce"):
+    """theta_ft, the fine-tuned model paradigm (a) prunes (`loss` other than ce: figure 3's debiased start, with
+    the sweep's bias source): `srnets.theta_ft`'s own runs, or the shared baseline and finetune_debiased."""
+    if SRN_THETA_FT is None:
+        return checkpoint_dir(task, seed) if loss == "ce" else debiased_dir(task, loss, SRN_DEBIAS["bias"], seed)
+    folder = f"{R}/{NLU}/{task}/{MODEL}/models/method~finetune/loss~{loss}"
+    return f"{folder}{'' if loss == 'ce' else '/bias~' + SRN_DEBIAS['bias']}/recipe~srnets/seed~{seed}"
+
+
+def theta_ft_hparams(task, loss="ce"):
+    """`finetune` with `srnets.theta_ft.hparams` and its `tasks.<task>.hparams` merged in, key by key; a debiased
+    start also takes `debiased_epochs.<task>` (paper C: PoE and conf-reg fine-tune MNLI for 5 epochs, not 3)."""
+    merged = {**{k: v for k, v in config["finetune"].items() if k not in FINETUNE_RUN_KEYS},
+              **srn_settings("theta_ft", task)["hparams"]}
+    epochs = (SRN_THETA_FT.get("debiased_epochs") or {}).get(task)
+    return {**merged, "epochs": epochs} if loss != "ce" and epochs else merged
+
+
+def theta_ft_head(wildcards):
+    return "" if SRN_THETA_FT.get("train_classifier", True) else "--train-classifier 0"
+
+
+def theta_ft_inputs(loss):
+    """Inputs of finetune_theta_ft[_<loss>]: the task's data and what the loss reads (conf-reg's teacher: theta_ft)."""
+
+    def inputs(wildcards):
+        found = task_train_data(wildcards)
+        if loss != "ce":
+            found["bias"] = f"{bias_dir(wildcards.task, SRN_DEBIAS['bias'], bias_seed(wildcards.seed))}/train_probs.parquet"
+        if loss in TEACHER_LOSSES:
+            found["teacher"] = f"{theta_ft_dir(wildcards.task, wildcards.seed)}/train_probs.parquet"
+        return found
+
+    return inputs
+
+
+def theta_ft_loss_options(wildcards, input):
+    extra = f" --bias-probs {quoted(input.bias)}" if "bias" in input.keys() else ""
+    return extra + (f" --teacher-probs {quoted(input.teacher)}" if "teacher" in input.keys() else "")
+
+
+def srn_reference_jsons():
+    """The full fine-tuned model's evaluations: the dashed reference line of the curves."""
+    if SRN_THETA_FT is None:
+        return [evaluation_json(t, "baseline", s, e) for t in SRN_TASKS for s in SRN_SEEDS for e in eval_set_names(t)]
+    return [f"{theta_ft_eval_dir(t, s)}/{e}.json" for t in SRN_TASKS for s in SRN_SEEDS for e in eval_set_names(t)]
+
+
+def theta_ft_eval_dir(task, seed):
+    return f"{R}/{NLU}/{task}/{MODEL}/eval/srnets/theta_ft/seed~{seed}"
+
+
 def initial_dir(task, seed):
     """theta_pt: the model the seed's fine-tuning started from (finetune_baseline writes it with `srnets:`)."""
     return f"{R}/{NLU}/{task}/{MODEL}/models/init/seed~{seed}"
@@ -108,9 +163,9 @@ def srn_dir(task, run, seed):
 def start_dir_of(task, start, seed):
     """`ft`: the baseline; `ft_<loss>`: the model fine-tuned with that loss and the sweep's bias; `init`: theta_pt."""
     if start == "ft":
-        return checkpoint_dir(task, seed)
+        return theta_ft_dir(task, seed)
     if start.startswith("ft_"):
-        return debiased_dir(task, start[len("ft_"):], SRN_DEBIAS["bias"], seed)
+        return theta_ft_dir(task, seed, start[len("ft_"):])
     return initial_dir(task, seed)
 
 
@@ -120,9 +175,10 @@ def imp_levels():
     return [round(0.1 * k, 1) for k in range(1, int(round(top * 10)) + 1)]
 
 
-def finetune_extra_outputs():
-    """With `srnets:` the baseline's fine-tuning also writes theta_pt and the timing study's snapshots."""
-    if not SRN:
+def finetune_extra_outputs(rule="finetune_baseline"):
+    """With `srnets:` theta_ft's fine-tuning (the baseline's, or finetune_theta_ft's with `srnets.theta_ft`) also
+    writes theta_pt and the timing study's snapshots."""
+    if not SRN or rule != ("finetune_baseline" if SRN_THETA_FT is None else "finetune_theta_ft"):
         return {}
     outputs = {"init": f"{R}/{NLU}/{{task}}/{MODEL}/models/init/seed~{{seed}}/train_summary.json"}
     if SRN_TIMING:
@@ -132,7 +188,7 @@ def finetune_extra_outputs():
 
 
 def finetune_extra_options(wildcards, output):
-    if not SRN:
+    if "init" not in output.keys():
         return ""
     opts = f"--init-out {quoted(os.path.dirname(output.init))}"
     if SRN_TIMING:
@@ -150,7 +206,7 @@ def timing_starts(task, seed):
     """name -> start folder of the timing study: theta_pt (step 0), the snapshots, the fine-tuned model (end)."""
     starts = {"step~0": initial_dir(task, seed)}
     starts.update({f"step~{n}": snapshot_dir(task, seed, n) for n in SRN_TIMING.get("steps", [])})
-    starts["step~end"] = checkpoint_dir(task, seed)
+    starts["step~end"] = theta_ft_dir(task, seed)
     return starts
 
 
@@ -162,7 +218,7 @@ def named_sweep_entries(run, task, seed):
             entry = {"name": name, "init": variant["init"], "schedule": "fixed"}
             if variant.get("initial_sparsity") is not None:
                 entry.update(schedule="gradual", initial_sparsity=variant["initial_sparsity"])
-            entries[name] = (checkpoint_dir(task, seed), entry)
+            entries[name] = (theta_ft_dir(task, seed), entry)
         return entries
     return {name: (start, {"name": name, "start_dir": start}) for name, start in timing_starts(task, seed).items()}
 
@@ -205,7 +261,7 @@ def srn_inputs_of(run):
         if loss != "ce":
             found["bias"] = f"{bias_dir(task, bias, bias_seed(seed))}/train_probs.parquet"
         if loss in TEACHER_LOSSES:
-            found["teacher"] = f"{checkpoint_dir(task, seed)}/train_probs.parquet"
+            found["teacher"] = f"{theta_ft_dir(task, seed)}/train_probs.parquet"
         if run not in SRN_NAMED_SWEEPS and srn_spec(run)["method"] == "retrain":
             source = srn_dir(task, srn_spec(run)["source"], seed)
             found["masks"] = [f"{source}/{level_name(s)}/mask.mask" for s in SRN_SPARSITIES]
@@ -243,7 +299,7 @@ def srn_options_of(run):
         if run in SRN_NAMED_SWEEPS:
             entries = [entry for _, entry in named_sweep_entries(run, task, seed).values()]
             sparsity = SRN_T5_SPARSITY if run == "t5" else timing_sparsity(task)
-            first_start = checkpoint_dir(task, seed) if run == "t5" else initial_dir(task, seed)
+            first_start = theta_ft_dir(task, seed) if run == "t5" else initial_dir(task, seed)
             return (f"--method mask_train --start-dir {quoted(first_start)} {common} {mask_opts}"
                     f" --init {training.get('init', 'hard')} --select-after {select_after}"
                     f" --sparsity {sparsity} --runs {as_json(entries)} --sweep-dir {quoted(folder)}")
@@ -289,6 +345,9 @@ def srn_items(task, seed):
         for name, (start, _) in named_sweep_entries(run, task, seed).items():
             items.append((start, f"{srn_dir(task, run, seed)}/{name}/mask.mask", f"srnets/{run}/{name}",
                           f"{base}/{run}/seed~{seed}/{name}"))
+    if SRN_THETA_FT is not None:
+        # paper C's own full model, the curves' reference (the baseline is scored by evaluate_<task>)
+        items.append((theta_ft_dir(task, seed), "none", "srnets/theta_ft", theta_ft_eval_dir(task, seed)))
     return items
 
 
@@ -319,7 +378,9 @@ def srn_item_options(task, seed):
 
 
 def srn_all_evals():
-    return [p for t in SRN_TASKS for s in SRN_SEEDS for p in srn_eval_outputs(t, s)]
+    """Every subnetwork's evaluations (the full model's, `srn_reference_jsons`, apart)."""
+    return [p for t in SRN_TASKS for s in SRN_SEEDS for p in srn_eval_outputs(t, s)
+            if not p.startswith(theta_ft_eval_dir(t, s) + "/")]
 
 
 def srn_report_outputs(captioned=False):

@@ -15,7 +15,8 @@ rule finetune_baseline:
         checkpoint_every=COMPUTE["checkpoint_every"],
         deterministic=int(COMPUTE["deterministic"]),
         model_spec=as_json(config["model"]),
-        hparams=as_json(config["finetune"]),
+        hparams=finetune_hparams_of,
+        head=classifier_option,
         out_dir=folder_of_output("model"),
         extra=finetune_extra_options,
     log:
@@ -31,6 +32,6 @@ rule finetune_baseline:
         "../../envs/maskbench.yaml"
     shell:
         "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
-        " --model-spec {params.model_spec} --hparams {params.hparams} --loss ce"
+        " --model-spec {params.model_spec} --hparams {params.hparams} --loss ce {params.head}"
         " --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} --out-dir {params.out_dir:q}"
         " --train-probs-out {output.probs:q} {params.extra} > {log:q} 2>&1"

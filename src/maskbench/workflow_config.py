@@ -109,6 +109,13 @@ def _check_nlu(config: Mapping) -> None:
         if bias is not None and bias not in sources:
             raise ConfigError(f"config: masked_debiasing.{row}.bias has value {bias!r}, which is not a bias source "
                               f"{sorted(sources)}")
+    for task in (config.get("finetune") or {}).get("tasks") or {}:
+        if task not in tasks:
+            raise ConfigError(f"config: finetune.tasks.{task} is not a task {sorted(tasks)}")
+    for name, source in sources.items():
+        for task in source.get("tasks") or {}:
+            if task not in tasks:
+                raise ConfigError(f"config: bias.sources.{name}.tasks.{task} is not a task {sorted(tasks)}")
     _check_srnets(config.get("srnets") or {}, config, sources)
     table = (config.get("report") or {}).get("table1")
     if table:
@@ -145,10 +152,13 @@ def _check_srnets(srn: Mapping, config: Mapping, sources: Mapping) -> None:
     for task in srn.get("tasks", []):
         if task not in tasks:
             raise ConfigError(f"config: srnets.tasks has {task!r}, which is not a task {sorted(tasks)}")
-    for section in ("mask_training", "imp", "retrain", "ood_informed", "table5"):
+    for section in ("mask_training", "imp", "retrain", "ood_informed", "table5", "theta_ft"):
         for task in (srn.get(section) or {}).get("tasks", {}):
             if task not in tasks:
                 raise ConfigError(f"config: srnets.{section}.tasks.{task} is not a task {sorted(tasks)}")
+    for task in ((srn.get("theta_ft") or {}).get("debiased_epochs") or {}):
+        if task not in tasks:
+            raise ConfigError(f"config: srnets.theta_ft.debiased_epochs.{task} is not a task {sorted(tasks)}")
     for i, sparsity in enumerate(srn["sparsities"]):
         if abs(sparsity * 10 - round(sparsity * 10)) > 1e-9:
             raise ConfigError(f"config: srnets.sparsities[{i}] is {sparsity}; IMP prunes 10% per round, so every "
@@ -195,15 +205,20 @@ def _check_srnets(srn: Mapping, config: Mapping, sources: Mapping) -> None:
         steps = timing["steps"]
         if sorted(set(steps)) != list(steps):
             raise ConfigError(f"config: srnets.timing.steps must increase strictly, got {steps}")
-        hp = config["finetune"]
+        theta_ft = srn.get("theta_ft")
         for task, spec in tasks.items():
             n = datasets[spec["train"]].get("n")
             if n is None:
                 continue  # a real dataset: finetune checks the steps against the run's length before training
+            hp = {**config["finetune"], **(config["finetune"].get("tasks") or {}).get(task, {})}
+            if theta_ft is not None:
+                hp = {**config["finetune"], **theta_ft.get("hparams", {}),
+                      **((theta_ft.get("tasks") or {}).get(task) or {}).get("hparams", {})}
             total = math.ceil(hp["epochs"] * -(-n // hp["batch_size"]))
             if steps[-1] >= total:
-                raise ConfigError(f"config: srnets.timing.steps has {steps[-1]}, but the baseline of {task} runs "
-                                  f"{total} steps (finetune.epochs x ceil(datasets.{spec['train']}.n / batch_size))")
+                model = "srnets.theta_ft" if theta_ft is not None else "the baseline"
+                raise ConfigError(f"config: srnets.timing.steps has {steps[-1]}, but {model} of {task} runs "
+                                  f"{total} steps (epochs x ceil(datasets.{spec['train']}.n / batch_size))")
 
 
 # track -> its cross-reference checks (schemas/<track>.schema.yaml describes its keys)

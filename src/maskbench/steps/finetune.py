@@ -54,6 +54,9 @@ class FinetuneArgs:
     teacher_probs: Path | None = field(default=None, metadata={"help": "teacher probabilities of the training set"})
     train_subset: int = field(default=0, metadata={"help": "train on a random subset of this size (0: all)"})
     input_view: str = field(default="pair", metadata={"help": "pair, text_a_only or text_b_only"})
+    train_classifier: int = field(default=1, metadata={
+        "help": "0: the classification head keeps its (seeded) initialisation and only the encoder trains, as in "
+                "paper A's code (its optimiser never receives the head's parameters)"})
     train_probs_out: Path | None = field(default=None, metadata={
         "help": "also write the trained model's probabilities on the whole training set (a bias source)"})
     init_out: Path | None = field(default=None, metadata={
@@ -100,6 +103,15 @@ def snapshot_hook(args: FinetuneArgs, model, tokenizer, n_examples: int, hp: Tra
     return hook
 
 
+def freeze_classifier(model) -> None:
+    """Leave the classification head (``model.classifier``) out of training: its weights keep their initialisation."""
+    head = getattr(model, "classifier", None)
+    if head is None:
+        raise ValueError(f"--train-classifier 0: {type(model).__name__} has no `classifier` module to freeze")
+    for param in head.parameters():
+        param.requires_grad_(False)
+
+
 def resume_of(args: FinetuneArgs) -> Resume | None:
     """The run's resumable state (``--checkpoint-every``), or None. A state from after a snapshot step whose
     folder is missing (a rerun removed it as an incomplete output) is dropped: that snapshot must be retrained."""
@@ -126,6 +138,8 @@ def main(argv=None) -> int:
         raise ValueError(f"--input-view {args.input_view!r} is unknown; choose one of {INPUT_VIEWS}")
     if args.deterministic not in (0, 1):
         raise ValueError(f"--deterministic must be 0 or 1, got {args.deterministic}")
+    if args.train_classifier not in (0, 1):
+        raise ValueError(f"--train-classifier must be 0 or 1, got {args.train_classifier}")
     if bool(args.snapshot_steps) != (args.snapshot_dir is not None):
         raise ValueError("--snapshot-steps and --snapshot-dir go together")
     train_df, labels, train_meta, example_tensors, dev = read_training_inputs(args)
@@ -149,6 +163,8 @@ def main(argv=None) -> int:
         n_params = sum(p.numel() for p in model.parameters())
         log.info("model: %s, %.2fM parameters", type(model).__name__, n_params / 1e6)
         model.config.maskbench_input_view = args.input_view  # evaluation feeds the model the same view
+        if not args.train_classifier:
+            freeze_classifier(model)
         if args.init_out is not None:
             write_checkpoint(args.init_out, model, tokenizer, {
                 "initial_weights": True, "labels": labels, "input_view": args.input_view, "model_spec": spec,
@@ -177,6 +193,7 @@ def main(argv=None) -> int:
             "loss_hparams": json.loads(args.loss_hparams), "input_view": args.input_view,
             "bias_probs": str(args.bias_probs) if args.bias_probs else None,
             "hparams": dataclasses.asdict(hp), "model_spec": spec, "n_parameters": n_params,
+            **({} if args.train_classifier else {"classifier_trained": False}),
             "train_seconds": seconds, "device": str(device), "total_steps": total_steps(len(data), hp),
             "final_dev_accuracy": next((p["dev_accuracy"] for p in reversed(curve) if "dev_accuracy" in p), None),
             "provenance": runtime.provenance(args, args.seed),
