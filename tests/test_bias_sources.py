@@ -46,6 +46,39 @@ def test_pair_features_on_hand_made_pairs(hypothesis, expected):
     np.testing.assert_allclose(pair_features("the cat sat on the mat", hypothesis, VEC), expected)
 
 
+@pytest.mark.parametrize("premise,hypothesis,expected", [
+    # chrisc36's set: the five above, log(max(len p - len h, 1)), the second-smallest max-cosine
+    ("the cat sat on the mat", "a dog sat", [0, 0, 1 / 3, 1 / 3, 0, np.log(3), 0]),   # 6 - 3 words
+    ("the cat sat on the mat", "the cat sat", [1, 1, 1, 1, 1, np.log(3), 1]),
+    ("the cat", "a dog sat", [0, 0, 0, 0, 0, 0, 0]),                                 # longer hypothesis: log 1
+    ("the cat sat on the mat", "dog", [0, 0, 0, 0, 0, np.log(5), 0]),                # one word: smallest again
+    ("the cat sat on the mat", "dog sat a", [0, 0, 1 / 3, 1 / 3, 0, np.log(3), 0]),
+    ("the cat sat on the mat", "mat dog sat", [0, 0, 2 / 3, 2 / 3, 0, np.log(3), 1]),  # maxima 1, 0, 1
+])
+def test_chrisc36_pair_features_on_hand_made_pairs(premise, hypothesis, expected):
+    np.testing.assert_allclose(pair_features(premise, hypothesis, VEC, "chrisc36"), expected)
+    np.testing.assert_array_equal(pair_features(premise, hypothesis, VEC, "chrisc36")[:5],
+                                  pair_features(premise, hypothesis, VEC))  # the project's five come first
+
+
+def test_chrisc36_bias_model_is_liblinear_balanced_and_refuses_unknown_settings():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 2))
+    y = np.where(x[:, 0] > 1.0, 0, 2)  # few entailments: balancing moves the boundary towards them
+    plain = BiasModel(LABELS, "entailment").fit(x, y).predict_proba(x)
+    chris = BiasModel(LABELS, "entailment", "liblinear", 100.0, "balanced")
+    assert (chris.lr.solver, chris.lr.C, chris.lr.class_weight) == ("liblinear", 100.0, "balanced")
+    probs = chris.fit(x, y).predict_proba(x)
+    assert (probs.argmax(1) == 0).sum() > (plain.argmax(1) == 0).sum()
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="--solver 'sag' is unknown"):
+        BiasModel(LABELS, solver="sag")
+    with pytest.raises(ValueError, match="--class-weight 'even' is unknown"):
+        BiasModel(LABELS, class_weight="even")
+    with pytest.raises(ValueError, match="feature set 'clark' is unknown"):
+        pair_features("a", "a", VEC, "clark")
+
+
 def test_contiguous_subsequence_and_claim_pooling():
     assert is_contiguous_subsequence(["b", "c"], ["a", "b", "c"])
     assert not is_contiguous_subsequence(["a", "c"], ["a", "b", "c"])

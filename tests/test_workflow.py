@@ -100,6 +100,8 @@ def test_paper_config_plans_the_full_reproduction_on_slurm(paper_dry_run):
     assert '"warmup": 0,' in weak["mnli", "underparam"] and '"learning_rate": 3e-05' in weak["mnli", "underparam"]
     assert '"warmup": 2000' in weak["qqp", "undertrained"] and '"epochs": 5' in weak["qqp", "undertrained"]
     assert all("--train-classifier 0" in b for b in weak.values()) and len(weak) == 9
+    overlap = next(b for b in result.stdout.split("\n\n") if "rule bias_overlap_mnli:" in b)
+    assert "--feature-set chrisc36 --solver liblinear --inverse-regularisation 100 --class-weight balanced" in overlap
     assert jobs["search_mask"] == 4 * 15 and jobs["mask_report"] == 1 and jobs["mask_benchmark"] == 1
     assert jobs["evaluate_mnli"] == jobs["evaluate_bias_qqp"] == jobs["evaluate_masks_fever"] == 5
     for method in ("loss~ce/bias~none", "loss~reweight/bias~undertrained", "loss~reweight/bias~underparam",

@@ -1,10 +1,13 @@
 """Hand-crafted lexical-overlap features of a (premise, hypothesis) pair (paper C appendix B.3.1, after
 Clark et al. 2019), and the claim-only features of a FEVER claim.
 
-Per pair: (1) every hypothesis word occurs in the premise, (2) the hypothesis is a contiguous subsequence of
-the premise, (3) the fraction of hypothesis words that occur in the premise, (4) the mean and (5) the minimum
-over hypothesis words of the highest cosine similarity to any premise word. Word vectors come from a fastText
-``.vec`` file (the papers' choice) or, offline, from a model's input-embedding matrix.
+Per pair (the ``project`` set): (1) every hypothesis word occurs in the premise, (2) the hypothesis is a
+contiguous subsequence of the premise, (3) the fraction of hypothesis words that occur in the premise, (4) the
+mean and (5) the minimum over hypothesis words of the highest cosine similarity to any premise word. The
+``chrisc36`` set (chrisc36/debias ``build_mnli_bias_only.py``, which papers A and C used) adds (6)
+log(max(len(premise) - len(hypothesis), 1)) and (7) the second-smallest of those highest similarities (the
+smallest again for a one-word hypothesis). Word vectors come from a fastText ``.vec`` file (the papers' choice)
+or, offline, from a model's input-embedding matrix.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from maskbench.tracks.nlu.models import words
 
 FEATURE_NAMES = ("all_in_premise", "contiguous_subsequence", "fraction_in_premise", "mean_max_cosine",
                  "min_max_cosine")
+FEATURE_SETS = {"project": FEATURE_NAMES,
+                "chrisc36": (*FEATURE_NAMES, "log_length_difference", "second_min_max_cosine")}
 
 
 def is_contiguous_subsequence(needle: Sequence[str], haystack: Sequence[str]) -> bool:
@@ -25,10 +30,16 @@ def is_contiguous_subsequence(needle: Sequence[str], haystack: Sequence[str]) ->
     return n == 0 or any(list(haystack[i:i + n]) == list(needle) for i in range(len(haystack) - n + 1))
 
 
-def pair_features(premise: str, hypothesis: str, vector: Callable[[str], np.ndarray]) -> np.ndarray:
+def pair_features(premise: str, hypothesis: str, vector: Callable[[str], np.ndarray],
+                  feature_set: str = "project") -> np.ndarray:
+    """The features of ``FEATURE_SETS[feature_set]`` for one pair, in that order."""
+    if feature_set not in FEATURE_SETS:
+        raise ValueError(f"feature set {feature_set!r} is unknown; choose one of {sorted(FEATURE_SETS)}")
     p, h = words(premise), words(hypothesis)
+    extra = feature_set == "chrisc36"
+    length = [float(np.log(max(len(p) - len(h), 1)))] if extra else []
     if not h:
-        return np.array([1.0, 1.0, 1.0, 1.0, 1.0])
+        return np.array([1.0, 1.0, 1.0, 1.0, 1.0, *length, *([1.0] if extra else [])])
     in_premise = [w in set(p) for w in h]
     if p:
         pv = _unit(np.stack([vector(w) for w in p]))
@@ -36,8 +47,10 @@ def pair_features(premise: str, hypothesis: str, vector: Callable[[str], np.ndar
         best = (hv @ pv.T).max(axis=1)
     else:
         best = np.zeros(len(h))
+    ranked = np.sort(best)
+    second = [float(ranked[min(1, len(ranked) - 1)])] if extra else []
     return np.array([float(all(in_premise)), float(is_contiguous_subsequence(h, p)), float(np.mean(in_premise)),
-                     float(best.mean()), float(best.min())])
+                     float(best.mean()), float(ranked[0]), *length, *second])
 
 
 def claim_features(claim: str, vector: Callable[[str], np.ndarray]) -> np.ndarray:
