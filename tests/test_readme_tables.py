@@ -70,3 +70,32 @@ def test_the_step_stamps_head_and_refuses_a_changed_tree(tmp_path):
     (repo / "src/code.py").write_text("x = 2\n")
     with pytest.raises(SystemExit, match="the tree differs from HEAD"):
         readme_tables.main(argv)
+
+
+def test_sparsity_curves_as_id_ood_tables_by_hand():
+    from maskbench.report.readme import sparsity_curves_markdown
+
+    def rec(method, eval_set, sparsity, mean, std):
+        return {"paradigm": "a", "method": method, "loss": "ce", "task": "mnli", "eval_set": eval_set,
+                "sparsity": sparsity, "mean": mean, "std": std, "n_seeds": 2, "metric": "accuracy"}
+
+    curves = pd.DataFrame([rec("IMP", "hans", 0.5, 60.04, 1.0), rec("IMP", "mnli_dev", 0.5, 80.0, 0.26),
+                           rec("IMP", "mnli_dev", 0.9, 70.0, math.nan), rec("IMP", "hans", 0.9, 50.0, 0.0)])
+    full = pd.DataFrame([{"task": "mnli", "eval_set": "mnli_dev", "mean": 81.0, "std": 0.5},
+                         {"task": "mnli", "eval_set": "hans", "mean": 61.0, "std": 0.25}])
+    md = sparsity_curves_markdown(curves, full).splitlines()
+    assert md[0] == ("**MNLI: mnli_dev / hans** (accuracy; mean ± std over 2 seeds; the full model θ_ft: "
+                     "81.0 ± 0.5 / 61.0 ± 0.2)")
+    assert md[2:] == ["| paradigm · method · loss | 50% | 90% |", "|:---|---:|---:|",
+                      "| a · IMP · ce | 80.0 ± 0.3 / 60.0 ± 1.0 | 70.0 / 50.0 ± 0.0 |"]
+
+
+def test_shrunk_models_table_by_hand():
+    from maskbench.report.readme import shrunk_models_markdown
+
+    rec = {"mask": "results/vision/biased_mnist/0.99/masks/ffw_structured/seed~1.mask", "params_dense": 256510,
+           "params_shrunk": 28460, "params_ratio": 28460 / 256510, "latency_dense_s": 0.002,
+           "latency_shrunk_s": 0.00055, "latency_ratio": 0.275, "batch": 100, "max_abs_logit_diff": 2.98e-08}
+    assert shrunk_models_markdown([rec]).splitlines()[2] == (
+        "| `biased_mnist/0.99/masks/ffw_structured/seed~1.mask` | 256,510 → 28,460 (0.111) | 2.00 → 0.55 ms (0.275) "
+        "| 100 | 3.0e-08 |")

@@ -84,3 +84,62 @@ def effects_markdown(table: pd.DataFrame, row_labels: dict | None = None) -> str
                 out.append("–")
         lines.append("| " + " | ".join(out) + " |")
     return "\n".join(lines)
+
+
+def _cell(mean: float, std: float) -> str:
+    """``"72.0 ± 0.5"``; the std left out for a single seed (NaN)."""
+    if math.isnan(mean):
+        return "–"
+    return f"{mean:.1f}" if math.isnan(std) else f"{mean:.1f} ± {std:.1f}"
+
+
+def sparsity_curves_markdown(curves: pd.DataFrame, full: pd.DataFrame | None = None) -> str:
+    """Paper C's curves as tables: per task and OOD evaluation set, one line per (paradigm, method, loss), one
+    column per sparsity, each cell "ID / OOD" (mean ± std over seeds); the task's ID set is ``<task>_dev`` (else
+    its first evaluation set). ``full`` (columns task, eval_set, mean, std: the full fine-tuned model) adds its
+    "ID / OOD" to each table's heading."""
+    blocks = []
+    for task in dict.fromkeys(curves["task"]):
+        of_task = curves[curves["task"] == task]
+        sets = list(dict.fromkeys(of_task["eval_set"]))
+        id_set, ood_sets = _id_set(task, sets), [s for s in sets if s != _id_set(task, sets)]
+        sparsities = sorted(set(of_task["sparsity"]))
+        for ood in ood_sets:
+            metric = of_task[of_task["eval_set"] == ood]["metric"].iloc[0]
+            head = f"**{TASK_LABELS.get(task, task)}: {id_set} / {ood}** ({metric}; mean ± std over " \
+                   f"{'/'.join(str(n) for n in sorted(set(of_task['n_seeds'])))} seeds"
+            if full is not None:
+                ref = full[full["task"] == task].set_index("eval_set")
+                if id_set in ref.index and ood in ref.index:
+                    head += (f"; the full model θ_ft: {_cell(ref.loc[id_set, 'mean'], ref.loc[id_set, 'std'])} / "
+                             f"{_cell(ref.loc[ood, 'mean'], ref.loc[ood, 'std'])}")
+            lines = [head + ")", "", "| paradigm · method · loss | " + " | ".join(f"{100 * s:.0f}%" for s in sparsities)
+                     + " |", "|:---|" + "---:|" * len(sparsities)]
+            keyed = of_task.set_index(["paradigm", "method", "loss", "eval_set", "sparsity"])
+            for key in dict.fromkeys(zip(of_task["paradigm"], of_task["method"], of_task["loss"], strict=True)):
+                cells = []
+                for s in sparsities:
+                    pair = [keyed.loc[(*key, e, s)] if (*key, e, s) in keyed.index else None for e in (id_set, ood)]
+                    cells.append(" / ".join("–" if p is None else _cell(float(p["mean"]), float(p["std"]))
+                                            for p in pair))
+                lines.append(f"| {' · '.join(key)} | " + " | ".join(cells) + " |")
+            blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def _id_set(task: str, sets: list[str]) -> str:
+    """The in-distribution set of a task: ``<task>_dev`` when present, else the first."""
+    return f"{task}_dev" if f"{task}_dev" in sets else sets[0]
+
+
+def shrunk_models_markdown(records: list[dict]) -> str:
+    """Structured subnetworks as smaller dense models (results/benchmarks/vision_structured.json): parameters,
+    median CPU latency and the largest logit difference, one line per mask."""
+    lines = ["| mask | params dense → shrunk (ratio) | CPU latency dense → shrunk, median (ratio) | batch | "
+             "max abs logit diff |", "|---|---|---|---:|---:|"]
+    for rec in records:
+        short = rec["mask"].split("/vision/", 1)[-1]  # <dataset>/<level>/masks/...
+        lines.append(f"| `{short}` | {rec['params_dense']:,} → {rec['params_shrunk']:,} ({rec['params_ratio']:.3f}) | "
+                     f"{1000 * rec['latency_dense_s']:.2f} → {1000 * rec['latency_shrunk_s']:.2f} ms "
+                     f"({rec['latency_ratio']:.3f}) | {rec['batch']} | {rec['max_abs_logit_diff']:.1e} |")
+    return "\n".join(lines)
