@@ -24,7 +24,7 @@ if SRN:
                 checkpoint_every=COMPUTE["checkpoint_every"],
                 deterministic=int(COMPUTE["deterministic"]),
                 model_spec=as_json(config["model"]),
-                hparams=lambda wildcards, loss=_loss: as_json(theta_ft_hparams(wildcards.task, loss)),
+                hparams=theta_ft_hparams_of(_loss),
                 head=theta_ft_head,
                 loss=_loss,
                 loss_inputs=theta_ft_loss_options,

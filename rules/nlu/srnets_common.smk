@@ -12,6 +12,8 @@ SRN_TASKS = [t for t in TASKS if t in SRN.get("tasks", TASKS)] if SRN else []
 SRN_SPARSITIES = [float(s) for s in SRN.get("sparsities", [])]
 SRN_DEBIAS = SRN.get("debias") or {}
 SRN_LOSSES = list(SRN_DEBIAS.get("losses", []))
+# paradigm (b)'s masks: mask training's (the first debiasing loss) and IMP-rewind's (figure 4)
+SRN_RETRAIN_FROM = list(SRN_DEBIAS.get("retrain_from", ["mask_train", "imp_rewind"]))
 SRN_OOD = SRN.get("ood_informed") or {}
 SRN_TIMING = SRN.get("timing") or {}
 SRN_T5 = (SRN.get("table5") or {}).get("variants", {})
@@ -32,19 +34,19 @@ def _srn_runs():
     for loss in SRN_LOSSES:
         runs[f"a_mask_{loss}"] = {"paradigm": "a", "method": "mask_train", "loss": loss, "start": "ft",
                                   "bias": SRN_DEBIAS["bias"]}
-    if SRN_LOSSES:
-        # paradigm (b): masks of (a)'s first debiasing loss and of IMP-rewind with it, retrained on theta_pt with CE
-        runs["b_mask_retrain_ce"] = {"paradigm": "b", "method": "retrain", "loss": "ce", "start": "init",
-                                     "source": f"a_mask_{SRN_LOSSES[0]}"}
-        runs["b_imprw_retrain_ce"] = {"paradigm": "b", "method": "retrain", "loss": "ce", "start": "init",
-                                      "source": f"b_imprw_{SRN_LOSSES[0]}"}
+    # paradigm (b): masks of (a)'s first debiasing loss and of IMP-rewind with it, retrained on theta_pt with CE
+    sources = {"mask_train": ("b_mask_retrain", f"a_mask_{SRN_LOSSES[0]}"),
+               "imp_rewind": ("b_imprw_retrain", f"b_imprw_{SRN_LOSSES[0]}")} if SRN_LOSSES else {}
+    retrained = [sources[m] for m in SRN_RETRAIN_FROM if m in sources]
+    for name, source in retrained:
+        runs[f"{name}_ce"] = {"paradigm": "b", "method": "retrain", "loss": "ce", "start": "init", "source": source}
     bias = SRN_DEBIAS.get("bias")
     for loss in SRN_DEBIAS.get("imp_losses", []):
         runs[f"a_imp_{loss}"] = {"paradigm": "a", "method": "imp", "loss": loss, "start": "ft", "bias": bias}
     for loss in SRN_DEBIAS.get("retrain_losses", []):
         # figure 4's "poe ft": the same transferred masks, fine-tuned in isolation with the debiasing loss
-        runs[f"b_mask_retrain_{loss}"] = {**runs["b_mask_retrain_ce"], "loss": loss, "bias": bias}
-        runs[f"b_imprw_retrain_{loss}"] = {**runs["b_imprw_retrain_ce"], "loss": loss, "bias": bias}
+        for name, _ in retrained:
+            runs[f"{name}_{loss}"] = {**runs[f"{name}_ce"], "loss": loss, "bias": bias}
     for loss in SRN_DEBIAS.get("init_mask_losses", []):
         runs[f"c_mask_{loss}"] = {"paradigm": "c", "method": "mask_train", "loss": loss, "start": "init",
                                   "bias": bias}
@@ -66,7 +68,8 @@ def _srn_runs():
 SRN_RUNS = _srn_runs()
 # runs that only feed others: IMP with rewinding to the initial weights, the source of a paradigm (b) mask
 SRN_FEEDERS = ({f"b_imprw_{SRN_LOSSES[0]}": {"method": "imp_rewind", "loss": SRN_LOSSES[0], "start": "init",
-                                            "bias": SRN_DEBIAS["bias"]}} if SRN_LOSSES else {})
+                                            "bias": SRN_DEBIAS["bias"]}}
+               if SRN_LOSSES and "imp_rewind" in SRN_RETRAIN_FROM else {})
 # one job per (task, seed) each: Table 5's schedules at one sparsity, the timing study's start checkpoints
 SRN_NAMED_SWEEPS = (["t5"] if SRN_T5 else []) + (["timing"] if SRN_TIMING else [])
 
@@ -100,8 +103,10 @@ def theta_ft_dir(task, seed, loss="ce"):
     the sweep's bias source): `srnets.theta_ft`'s own runs, or the shared baseline and finetune_debiased."""
     if SRN_THETA_FT is None:
         return checkpoint_dir(task, seed) if loss == "ce" else debiased_dir(task, loss, SRN_DEBIAS["bias"], seed)
-    folder = f"{R}/{NLU}/{task}/{MODEL}/models/method~finetune/loss~{loss}"
-    return f"{folder}{'' if loss == 'ce' else '/bias~' + SRN_DEBIAS['bias']}/recipe~srnets/seed~{seed}"
+    if loss == "ce":
+        return f"{R}/{NLU}/{task}/{MODEL}/models/method~finetune/loss~ce/recipe~srnets/seed~{seed}"
+    bias = SRN_DEBIAS["bias"]
+    return f"{R}/{NLU}/{task}/{MODEL}/models/method~finetune/loss~{loss}/bias~{bias}/recipe~srnets/seed~{seed}"
 
 
 def theta_ft_hparams(task, loss="ce"):
@@ -111,6 +116,10 @@ def theta_ft_hparams(task, loss="ce"):
               **srn_settings("theta_ft", task)["hparams"]}
     epochs = (SRN_THETA_FT.get("debiased_epochs") or {}).get(task)
     return {**merged, "epochs": epochs} if loss != "ce" and epochs else merged
+
+
+def theta_ft_hparams_of(loss):
+    return lambda wildcards: as_json(theta_ft_hparams(wildcards.task, loss))
 
 
 def theta_ft_head(wildcards):
@@ -175,10 +184,10 @@ def imp_levels():
     return [round(0.1 * k, 1) for k in range(1, int(round(top * 10)) + 1)]
 
 
-def finetune_extra_outputs(rule="finetune_baseline"):
+def finetune_extra_outputs(rule_name="finetune_baseline"):
     """With `srnets:` theta_ft's fine-tuning (the baseline's, or finetune_theta_ft's with `srnets.theta_ft`) also
     writes theta_pt and the timing study's snapshots."""
-    if not SRN or rule != ("finetune_baseline" if SRN_THETA_FT is None else "finetune_theta_ft"):
+    if not SRN or rule_name != ("finetune_baseline" if SRN_THETA_FT is None else "finetune_theta_ft"):
         return {}
     outputs = {"init": f"{R}/{NLU}/{{task}}/{MODEL}/models/init/seed~{{seed}}/train_summary.json"}
     if SRN_TIMING:
