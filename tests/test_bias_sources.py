@@ -73,6 +73,8 @@ def test_chrisc36_bias_model_is_liblinear_balanced_and_refuses_unknown_settings(
     np.testing.assert_allclose(probs.sum(axis=1), 1.0)
     with pytest.raises(ValueError, match="--solver 'sag' is unknown"):
         BiasModel(LABELS, solver="sag")
+    with pytest.raises(ValueError, match="--solver liblinear fits two classes only"):
+        BiasModel(LABELS, solver="liblinear")  # before any feature is computed
     with pytest.raises(ValueError, match="--class-weight 'even' is unknown"):
         BiasModel(LABELS, class_weight="even")
     with pytest.raises(ValueError, match="feature set 'clark' is unknown"):

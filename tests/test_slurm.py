@@ -28,7 +28,8 @@ PROFILE = REPO / "profiles/slurm"
 SLURM_ENV = ("MASKBENCH_SLURM_ACCOUNT", "MASKBENCH_SLURM_PARTITION", "MASKBENCH_SLURM_GPU_PARTITION")
 # the rules that train a model, a mask or a subnetwork (each declares gpu=compute.gpus_per_training_job) and the
 # evaluations (the profile gives them one GPU): the only jobs the profile sends to the GPU partition
-TRAINING = re.compile(r"^(finetune_baseline|finetune_debiased|train_bias_model|search_mask|srnet_(?!report$)\w+|"
+TRAINING = re.compile(r"^(finetune_baseline|finetune_debiased|finetune_theta_ft\w*|train_bias_model|search_mask|"
+                      r"srnet_(?!report$)\w+|"
                       r"train_vision|ffw)$")
 EVALUATION = re.compile(r"^evaluate_((masks_|srnets_)?(mnli|qqp|fever)|vision)$")
 RUN_LIMIT_S = 3600  # the SLURM smoke run takes ~15 min here; the limit only catches a hang

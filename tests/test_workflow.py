@@ -47,10 +47,14 @@ def test_lint_is_clean():
                             "train_bias_model": 9, "bias_overlap_qqp": 1, "evaluate_fever": 2,
                             "evaluate_bias_fever": 1, "search_mask": 2 * 3 * 2, "evaluate_masks_mnli": 2,
                             "figure_id_ood": 1,
-                            # paper C on MNLI, one seed: ten sweeps, one evaluation, the report
-                            **{f"srnet_{run}": 1 for run in ("a_mask_ce", "a_mask_poe", "a_imp_ce", "c_mask_ce",
-                                                             "b_imprw_poe", "b_mask_retrain_ce", "b_imprw_retrain_ce",
-                                                             "a_mask_ood", "t5", "timing")},
+                            # paper C on MNLI, one seed: its own theta_ft and PoE-fine-tuned start, sixteen sweeps,
+                            # one evaluation, the report
+                            "finetune_theta_ft": 1, "finetune_theta_ft_poe": 1,
+                            **{f"srnet_{run}": 1 for run in ("a_mask_ce", "a_mask_poe", "a_imp_ce", "a_imp_poe",
+                                                             "a_poeft_mask_poe", "a_poeft_imp_poe", "c_mask_ce",
+                                                             "c_mask_poe", "b_imprw_poe", "b_mask_retrain_ce",
+                                                             "b_imprw_retrain_ce", "b_mask_retrain_poe",
+                                                             "b_imprw_retrain_poe", "a_mask_ood", "t5", "timing")},
                             "evaluate_srnets_mnli": 1, "srnet_report": 1,
                             # paper D in miniature: two dataset levels x two seeds; per seed on Biased-MNIST the two
                             # FFW variants, gamma 2 and the epoch-1 model, on Multi-Color MNIST the two variants
@@ -406,9 +410,11 @@ def test_smoke_dag_draws_paper_c_curves_table5_and_the_timing_study(smoke_run):
     curves = pd.read_csv(tables / "sparsity_curves.csv")
     assert list(curves.columns[:9]) == CURVE_COLUMNS
     lines = set(zip(curves.paradigm, curves.method, curves.loss, strict=True))
-    assert lines == {("a", "mask train", "ce"), ("a", "mask train", "poe"), ("a", "IMP", "ce"),
+    assert lines == {("a", "mask train", "ce"), ("a", "mask train", "poe"), ("a", "IMP", "ce"), ("a", "IMP", "poe"),
+                     ("a", "mask train of the poe-fine-tuned model", "poe"), ("a", "IMP of the poe-fine-tuned model", "poe"),
                      ("a", "mask train", "ce + OOD data"), ("b", "mask train mask → retrain", "ce"),
-                     ("b", "IMP-rewind mask → retrain", "ce"), ("c", "mask train", "ce")}
+                     ("b", "IMP-rewind mask → retrain", "ce"), ("b", "mask train mask → retrain", "poe"),
+                     ("b", "IMP-rewind mask → retrain", "poe"), ("c", "mask train", "ce"), ("c", "mask train", "poe")}
     assert set(curves.sparsity) == {0.5, 0.9} and set(curves.task) == {"mnli"} and (curves.n_seeds == 1).all()
     assert set(curves.eval_set) == {"mnli_dev", "hans", "mnli_negation"}
     t5 = pd.read_csv(tables / "table5.csv")
@@ -423,6 +429,14 @@ def test_smoke_dag_draws_paper_c_curves_table5_and_the_timing_study(smoke_run):
     masks, meta = read_mask_file(srn / "a_mask_ce/seed~1/sparsity~0.9/mask.mask")
     assert all(int(m.size - m.sum()) == prune_count(m.size, 0.9) for m in masks.values())
     assert meta["start_step"] == 10 and meta["model_fingerprint"]
+    # paradigm (a) prunes paper C's own theta_ft (recipe~srnets), figure 3's runs the PoE-fine-tuned model
+    search = json.loads((srn / "a_mask_ce/seed~1/sparsity~0.9/search.json").read_text())
+    assert "/models/method~finetune/loss~ce/recipe~srnets/seed~1" in search["meta"]["model_dir"]
+    poe_ft = json.loads((srn / "a_poeft_mask_poe/seed~1/sparsity~0.9/search.json").read_text())
+    assert "/models/method~finetune/loss~poe/bias~overlap/recipe~srnets/seed~1" in poe_ft["meta"]["model_dir"]
+    theta_ft = json.loads(next(smoke_run.rglob("models/method~finetune/loss~ce/recipe~srnets/seed~1/"
+                                                "train_summary.json")).read_text())
+    assert theta_ft["hparams"]["weight_decay"] == 0.0 and theta_ft["loss"] == "ce"
     imp = json.loads((srn / "a_imp_ce/seed~1/sparsity~0.9/train_summary.json").read_text())
     assert imp["sparsity"] == 0.9 and abs(imp["exact_sparsity"] - 0.9) < 0.01
     ood = json.loads((srn / "a_mask_ood/seed~1/sparsity~0.5/search.json").read_text())

@@ -279,14 +279,12 @@ def overlap_options_of(task):
     opts = [f"--features {spec.get('features', {}).get(task, 'overlap')}"]
     if spec.get("binary_positive", {}).get(task):
         opts.append(f"--binary-positive {shlex.quote(spec['binary_positive'][task])}")
-    if spec.get("feature_set", "project") != "project":
-        opts.append(f"--feature-set {spec['feature_set']}")
-    if spec.get("solver", "lbfgs") != "lbfgs":
-        opts.append(f"--solver {spec['solver']}")
-    if spec.get("C") is not None:
-        opts.append(f"--inverse-regularisation {spec['C']}")
-    if spec.get("class_weight", "none") != "none":
-        opts.append(f"--class-weight {spec['class_weight']}")
+    # chrisc36's model (papers A and C on MNLI): its feature set, solver, C and class weights, per task
+    for key, flag, default in (("feature_set", "--feature-set", "project"), ("solver", "--solver", "lbfgs"),
+                               ("C", "--inverse-regularisation", None), ("class_weight", "--class-weight", "none")):
+        value = spec.get(key, {}).get(task, default)
+        if value != default:
+            opts.append(f"{flag} {value}")
     opts.append(f"--vectors {shlex.quote(spec['vectors'])}" if spec.get("vectors")
                 else f"--embeddings-from {quoted(checkpoint_dir(task, SEEDS[0]))}")
     return " ".join(opts)

@@ -89,6 +89,9 @@ class BiasModel:
             raise ValueError(f"--solver {solver!r} is unknown; choose one of {SOLVERS}")
         if class_weight not in ("none", "balanced"):
             raise ValueError(f"--class-weight {class_weight!r} is unknown; choose none or balanced")
+        if solver == "liblinear" and len(labels) > 2 and not binary_positive:
+            raise ValueError(f"--solver liblinear fits two classes only, and the labels are {labels}: give "
+                             "--binary-positive (chrisc36: entailment vs the rest) or use lbfgs")
         if c < 0:
             raise ValueError(f"--inverse-regularisation must be > 0 (0: the default), got {c}")
         c = c or (100.0 if binary_positive else 1.0)
