@@ -123,7 +123,7 @@ SMOKE = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
     (lambda s: s["ood_informed"]["train"]["mnli"][0].update(dataset="hans_trian"),
      "srnets.ood_informed.train.mnli[0].dataset has value 'hans_trian'"),
     (lambda s: s["timing"].update(steps=[6, 3]), "srnets.timing.steps must increase strictly"),
-    (lambda s: s["timing"].update(steps=[3, 10]), "srnets.timing.steps has 10, but the baseline of mnli runs 10 steps"),
+    (lambda s: s["timing"].update(steps=[3, 10]), "srnets.timing.steps has 10, but srnets.theta_ft of mnli runs 10 steps"),
     (lambda s: s["timing"].update(sparsity={"mnli": 0.7}), "srnets.timing.sparsity has no value for task 'qqp'"),
 ])
 def test_paper_c_names_and_levels_are_checked(edit, message):
