@@ -99,3 +99,24 @@ def test_shrunk_models_table_by_hand():
     assert shrunk_models_markdown([rec]).splitlines()[2] == (
         "| `biased_mnist/0.99/masks/ffw_structured/seed~1.mask` | 256,510 → 28,460 (0.111) | 2.00 → 0.55 ms (0.275) "
         "| 100 | 3.0e-08 |")
+
+
+def test_mask_benchmark_table_by_hand():
+    from maskbench.report.readme import mask_benchmark_markdown
+
+    bench = {"search_step_ratio": 0.9561, "finetune_over_plain_ratio": 0.97232, "mask_bytes_over_entropy": 1.01401,
+             "mask_bytes_over_fp32": 0.014901, "apply_revert_ms": 28.258,
+             "targets": {"search_step_ratio": 1.1, "finetune_over_plain_ratio": 1.1, "mask_bytes_over_entropy": 1.1,
+                         "apply_revert_ms": 100.0},
+             "meets_targets": {"search_step_ratio": True, "finetune_over_plain_ratio": True,
+                               "mask_bytes_over_entropy": True, "apply_revert_ms": False},
+             "step_model": {"hidden": 384, "layers": 6}, "mask_file": {"n_modules": 72, "n_elements": 84934656,
+                                                                       "nominal_density": 0.9},
+             "apply": {"model": {"n_parameters": 109484547}, "decode_ms": 119.04, "switch_ms": 8.28,
+                       "revert_bit_exact": True}}
+    md = mask_benchmark_markdown(bench).splitlines()
+    assert md[2].endswith("| 0.956 | ≤ 1.1 |") and md[3].endswith("| 0.972 | ≤ 1.1 |")
+    assert "(72 matrices, 84.9M weights, iid density 0.9; header aside) | 1.014 | ≤ 1.1 |" in md[4]
+    assert md[5].endswith("| 0.0149 | – |")
+    assert "109M-parameter" in md[6] and "119 ms" in md[6] and md[6].endswith("| 28.3 ms | ≤ 100 ms |")
+    assert md[-1] == "NOT all targets are met: apply_revert_ms."

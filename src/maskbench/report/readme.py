@@ -143,3 +143,34 @@ def shrunk_models_markdown(records: list[dict]) -> str:
                      f"{1000 * rec['latency_dense_s']:.2f} → {1000 * rec['latency_shrunk_s']:.2f} ms "
                      f"({rec['latency_ratio']:.3f}) | {rec['batch']} | {rec['max_abs_logit_diff']:.1e} |")
     return "\n".join(lines)
+
+
+def mask_benchmark_markdown(bench: dict) -> str:
+    """The mask benchmark (results/benchmarks/masks.json) as measure | value | target, medians of one process."""
+    step, mask, apply = bench["step_model"], bench["mask_file"], bench["apply"]
+    targets = bench["targets"]
+    rows = [
+        (f"mask-search step ÷ fine-tuning step (MiniLM-L6 shape: hidden {step['hidden']}, {step['layers']} layers; "
+         "steps interleaved, both through `maskbench.train.train_step`)",
+         f"{bench['search_step_ratio']:.3f}", f"≤ {targets['search_step_ratio']}"),
+        ("that fine-tuning step ÷ a plain torch loop's step (same batch, interleaved)",
+         f"{bench['finetune_over_plain_ratio']:.3f}", f"≤ {targets['finetune_over_plain_ratio']}"),
+        (f"mask file bytes ÷ entropy bound ({mask['n_modules']} matrices, {mask['n_elements'] / 1e6:.1f}M weights, "
+         f"iid density {mask['nominal_density']}; header aside)",
+         f"{bench['mask_bytes_over_entropy']:.3f}", f"≤ {targets['mask_bytes_over_entropy']}"),
+        ("mask file bytes ÷ fp32 weight bytes (the same file, header included)", f"{bench['mask_bytes_over_fp32']:.4f}",
+         "–"),
+        (f"apply + revert of that mask on a {apply['model']['n_parameters'] / 1e6:.0f}M-parameter BERT-base "
+         f"(decoding apart: {apply['decode_ms']:.0f} ms; a switch between two masks: {apply['switch_ms']:.1f} ms; "
+         f"revert bit-exact: {'yes' if apply['revert_bit_exact'] else 'NO'})",
+         f"{bench['apply_revert_ms']:.1f} ms", f"≤ {targets['apply_revert_ms']:.0f} ms"),
+    ]
+    lines = ["| measure | value | target |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    met = all(bench["meets_targets"].values())
+    real = bench.get("real_masks") or {}
+    lines += ["", ("All the targets are met." if met else "NOT all targets are met: "
+                   + ", ".join(k for k, v in bench["meets_targets"].items() if not v) + ".")
+              + (f" On the run's {len(real['files'])} real masks (median density {real['median_density']:.2f}) the "
+                 f"payload is {real['median_payload_over_entropy']:.3f} times the per-module entropy bound (median)."
+                 if real.get("files") else "")]
+    return "\n".join(lines)

@@ -4,8 +4,9 @@
         --command "snakemake --cores 2" --wall "22 min 40 s"
 
 Rewrites, between their markers, each headed by the commit the outputs came from, the command and the wall time:
-`--kind table1` (default): `<NAME>_table1` (results/tables/table1.md) and `<NAME>_effects` (every row minus the
-baseline, ± its standard error over seeds, "≈" where within two standard errors); `--kind srnets`: `<NAME>_curves`
+`--kind table1` (default): `<NAME>_table1` (results/tables/table1.md), `<NAME>_effects` (every row minus the
+baseline, ± its standard error over seeds, "≈" where within two standard errors) and `<NAME>_benchmark` (the mask
+benchmark, results/benchmarks/masks.json, when the run wrote it); `--kind srnets`: `<NAME>_curves`
 (paper C's sparsity curves as ID / OOD tables with the full model's line) and `<NAME>_table5` (table5.md);
 `--kind vision`: `<NAME>_tables` (the vision report's tables.md) and `<NAME>_shrunk` (the structured subnetworks
 shrunk to dense models, results/benchmarks/vision_structured.json). The commit is the repository's HEAD; the step
@@ -25,6 +26,7 @@ import pandas as pd
 from maskbench.report.readme import (
     effects,
     effects_markdown,
+    mask_benchmark_markdown,
     replace_section,
     shrunk_models_markdown,
     sparsity_curves_markdown,
@@ -127,6 +129,12 @@ def table1_sections(text: str, args: Args, stamp: str) -> str:
                            f"{stamp}\nEvery row minus the baseline, ± the standard error of that difference over "
                            "seeds; ≈ marks a difference within two standard errors (no effect shown):\n\n"
                            + effects_markdown(effects(long)), str(args.readme))
+    bench = args.tables.parent / "benchmarks" / "masks.json"  # results/tables -> results/benchmarks
+    if bench.is_file():
+        text = replace_section(text, f"{args.name}_benchmark",
+                               f"{stamp}\n`results/benchmarks/masks.json`, everything measured side by side in one "
+                               "process, medians:\n\n" + mask_benchmark_markdown(json.loads(bench.read_text())),
+                               str(args.readme))
     return text
 
 
