@@ -313,3 +313,33 @@ def test_keep_vectors_refuse_unstructured_masks():
 
 def test_cpu_latency_is_a_positive_median():
     assert 0 < cpu_latency(MLP(10, hidden=8), (3, 28, 28), batch=2, repeats=3, warmup=1) < 1
+
+
+def test_augmentation_crops_a_padded_window_and_flips_by_hand():
+    """RandomCrop(padding p) + RandomHorizontalFlip on a normalised batch: every output is a window of the padded
+    image (fill outside) at an offset in [0, 2p], mirrored or not; the draws come from torch's seeded generator."""
+    from maskbench.tracks.vision.training import augment_images
+
+    images = torch.arange(2 * 3 * 4 * 5, dtype=torch.float32).view(2, 3, 4, 5)
+    fill = torch.tensor([-1.0, -2.0, -3.0])
+    torch.manual_seed(0)
+    out = augment_images(images, crop_padding=2, hflip=True, fill=fill)
+    torch.manual_seed(0)
+    assert torch.equal(out, augment_images(images, crop_padding=2, hflip=True, fill=fill))  # seeded
+    assert out.shape == images.shape
+    padded = torch.empty(2, 3, 8, 9)
+    padded[:] = fill.view(1, 3, 1, 1)
+    padded[:, :, 2:6, 2:7] = images
+    for i in range(2):
+        windows = [padded[i, :, dy:dy + 4, dx:dx + 5] for dy in range(5) for dx in range(5)]
+        assert any(torch.equal(out[i], w) or torch.equal(out[i], w.flip(-1)) for w in windows)
+    # no padding, no flip: unchanged; flip only: each image is itself or its mirror, both happen over many images
+    assert torch.equal(augment_images(images), images)
+    many = torch.rand(64, 1, 3, 3)
+    flipped = augment_images(many, hflip=True)
+    same = [torch.equal(flipped[i], many[i]) for i in range(64)]
+    mirrored = [torch.equal(flipped[i], many[i].flip(-1)) for i in range(64)]
+    assert all(s or m for s, m in zip(same, mirrored, strict=True)) and 0 < sum(mirrored) < 64
+    # a crop at the largest offset shows the fill of the top and left border
+    corner = augment_images(torch.zeros(200, 1, 2, 2), crop_padding=1, fill=torch.tensor([7.0]))
+    assert (corner == 7.0).any() and ((corner == 0.0) | (corner == 7.0)).all()

@@ -135,6 +135,9 @@ def test_paper_config_plans_the_whole_of_paper_d(paper_dry_run):
     assert vision and all("gpu=1" in b and "slurm_partition=gpu" in b for b in vision)
     conv = next(b for b in blocks if "rule train_vision:" in b and "vdataset=biased_mnist" in b)
     assert "--snapshot-epochs 1 10 40" in conv and '"epochs": 80' in conv and '"kernel_size": 7' in conv
+    cifar = next(b for b in blocks if "rule train_vision:" in b and "vdataset=corrupted_cifar10" in b)
+    assert '"augment": {"crop_padding": 4, "hflip": true}' in cifar  # paper D's random crop + flip
+    assert '"augment"' not in conv
     celeba = next(b for b in blocks if "rule prepare_vision:" in b and "vdataset=celeba" in b)
     assert "--source local:data/celeba" in celeba and "Eyeglasses" in result.stdout
     ffw = next(b for b in blocks if "rule ffw:" in b and "ffw_method=ffw_structured" in b)

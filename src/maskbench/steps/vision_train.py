@@ -24,7 +24,7 @@ from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, loader, read_split, save_run_model
 from maskbench.tracks.vision.evaluation import task_accuracy
 from maskbench.tracks.vision.models import build_model
-from maskbench.tracks.vision.training import train_vanilla
+from maskbench.tracks.vision.training import augmented_objective, classification_objective, train_vanilla
 from maskbench.train import Hook, TrainHParams
 
 log = logging.getLogger("maskbench.steps.vision_train")
@@ -96,8 +96,13 @@ def main(argv=None) -> int:
         return task_accuracy(m, val_loader)[0] if val_loader is not None else float("nan")
 
     snapshots = EpochSnapshots(args, steps_per_epoch, record)
+    objective = classification_objective
+    if spec.get("augment"):  # training batches only; the black pixel's normalised value pads the crop
+        aug = spec["augment"]
+        objective = augmented_objective(int(aug.get("crop_padding", 0)), bool(aug.get("hflip", False)),
+                                        -train_data.mean.view(-1) / train_data.std.view(-1))
     curve = train_vanilla(model, train_data, hp, args.seed, device, evaluate if val is not None else None,
-                          resume=resume, hooks=[snapshots])
+                          resume=resume, hooks=[snapshots], objective=objective)
     save_run_model(model, args.out_dir, {**record, "epoch": epochs})
     runtime.atomic_write_json(summary_path, {**record, "hparams": {**hp.__dict__, "milestones": list(hp.milestones)},
                                              "curve": curve, "provenance": runtime.provenance(args, args.seed)})
