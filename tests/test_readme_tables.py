@@ -120,3 +120,10 @@ def test_mask_benchmark_table_by_hand():
     assert md[5].endswith("| 0.0149 | – |")
     assert "109M-parameter" in md[6] and "119 ms" in md[6] and md[6].endswith("| 28.3 ms | ≤ 100 ms |")
     assert md[-1] == "NOT all targets are met: apply_revert_ms."
+
+
+def test_generated_headings_sit_one_level_down():
+    from maskbench.report.readme import demote_headings
+
+    text = "### Table 1 — gamma\n\n| a |\n|---|\n| #1 |\n## Part\ntext # not a heading"
+    assert demote_headings(text) == "#### Table 1 — gamma\n\n| a |\n|---|\n| #1 |\n### Part\ntext # not a heading"

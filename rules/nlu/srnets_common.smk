@@ -157,7 +157,8 @@ def theta_ft_eval_dir(task, seed):
 
 
 def initial_dir(task, seed):
-    """theta_pt: the model the seed's fine-tuning started from (finetune_baseline writes it with `srnets:`)."""
+    """theta_pt: the model theta_ft's fine-tuning started from (written by finetune_baseline, or by
+    finetune_theta_ft with `srnets.theta_ft`)."""
     return f"{R}/{NLU}/{task}/{MODEL}/models/init/seed~{seed}"
 
 

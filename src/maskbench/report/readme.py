@@ -174,3 +174,9 @@ def mask_benchmark_markdown(bench: dict) -> str:
                  f"payload is {real['median_payload_over_entropy']:.3f} times the per-module entropy bound (median)."
                  if real.get("files") else "")]
     return "\n".join(lines)
+
+
+def demote_headings(markdown: str, levels: int = 1) -> str:
+    """Every ATX heading one (or ``levels``) level deeper, so that a generated file's headings sit under the README
+    section they are put in."""
+    return "\n".join("#" * levels + line if line.startswith("#") else line for line in markdown.split("\n"))

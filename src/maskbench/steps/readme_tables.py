@@ -8,7 +8,7 @@ Rewrites, between their markers, each headed by the commit the outputs came from
 baseline, ± its standard error over seeds, "≈" where within two standard errors) and `<NAME>_benchmark` (the mask
 benchmark, results/benchmarks/masks.json, when the run wrote it); `--kind srnets`: `<NAME>_curves`
 (paper C's sparsity curves as ID / OOD tables with the full model's line) and `<NAME>_table5` (table5.md);
-`--kind vision`: `<NAME>_tables` (the vision report's tables.md) and `<NAME>_shrunk` (the structured subnetworks
+`--kind vision`: `<NAME>_tables` (the vision report's tables.md, its headings one level down) and `<NAME>_shrunk` (the structured subnetworks
 shrunk to dense models, results/benchmarks/vision_structured.json). The commit is the repository's HEAD; the step
 refuses when the code, rules, schemas or configs differ from HEAD (then the outputs are not that commit's).
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from maskbench.report.readme import (
+    demote_headings,
     effects,
     effects_markdown,
     mask_benchmark_markdown,
@@ -107,7 +108,8 @@ def srnets_sections(text: str, args: Args, stamp: str) -> str:
 
 def vision_sections(text: str, args: Args, stamp: str) -> str:
     text = replace_section(text, f"{args.name}_tables",
-                           f"{stamp}\n\n" + (args.tables / "tables.md").read_text(encoding="utf-8"), str(args.readme))
+                           f"{stamp}\n\n" + demote_headings((args.tables / "tables.md").read_text(encoding="utf-8")),
+                           str(args.readme))
     shrunk = args.tables.parent.parent / "benchmarks" / "vision_structured.json"  # results/tables/vision -> results
     if shrunk.is_file():
         records = json.loads(shrunk.read_text(encoding="utf-8"))["records"]
