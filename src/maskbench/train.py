@@ -72,7 +72,7 @@ def linear_schedule(optimizer, warmup: int, total: int):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, linear_factor(warmup, total))
 
 
-LR_SCHEDULES = ("linear", "constant", "multistep", "cosine")
+LR_SCHEDULES = ("linear", "constant", "multistep", "cosine", "plateau")
 OPTIMIZERS = ("adamw", "adam", "sgd")
 
 
@@ -109,9 +109,10 @@ def adamw(model: torch.nn.Module, lr: float, weight_decay: float, eps: float = 1
     return torch.optim.AdamW(trainable_groups(model, lr, weight_decay), lr=lr, eps=eps)
 
 
-def group_schedule(optimizer, groups: list[dict], hp: TrainHParams, total: int):
+def group_schedule(optimizer, groups: list[dict], hp: TrainHParams, total: int, plateau: LRPlateau | None = None):
     """One LambdaLR over every group, each with its own schedule (``group["schedule"]``: linear or constant;
-    ``group["warmup"]``), by default the run's (``hp.lr_schedule``, ``hp.warmup``)."""
+    ``group["warmup"]``), by default the run's (``hp.lr_schedule``, ``hp.warmup``); "plateau" reads the factor of
+    ``plateau`` (an ``LRPlateau`` the run's hooks update)."""
     factors = []
     for group in groups:
         kind = group.get("schedule", hp.lr_schedule)
@@ -125,6 +126,11 @@ def group_schedule(optimizer, groups: list[dict], hp: TrainHParams, total: int):
             factors.append(lambda step, steps=steps: hp.gamma ** sum(step >= s for s in steps))
         elif kind == "cosine":
             factors.append(lambda step: 0.5 * (1.0 + math.cos(math.pi * min(step, total) / total)))
+        elif kind == "plateau":
+            if plateau is None:
+                raise ValueError(f"schedule 'plateau' of parameter group {group.get('name', '?')!r} needs an "
+                                 "LRPlateau (fit's lr_plateau)")
+            factors.append(lambda step: plateau.scale)
         else:
             raise ValueError(f"schedule {kind!r} of parameter group {group.get('name', '?')!r} is unknown; choose "
                              f"one of {LR_SCHEDULES}")
@@ -188,6 +194,78 @@ class EvalHook(Hook):
         return bool(self.on_result(step, score)) if self.on_result is not None else False
 
 
+class LRPlateau(Hook):
+    """torch's ReduceLROnPlateau (mode "min", relative threshold) as a hook of ``fit``, driving the "plateau"
+    learning-rate schedule: after every epoch's last step ``score = evaluate(model)`` (a validation loss: paper D's
+    CelebA monitors the unbiased-validation loss); a score below ``best * (1 - threshold)`` is an improvement,
+    otherwise a bad epoch; more than ``patience`` bad epochs multiply every group's rate by ``factor`` and start a
+    ``cooldown`` of epochs that count as neither. The run stops once the rate falls below ``min_lr`` (paper D: lr <
+    1e-3). ``scale`` is the factor on the groups' initial rates; the hook sets the optimiser's rates itself, so the
+    next step already uses a lowered rate. ``state()`` / ``load_state()`` travel with a resumable run."""
+
+    def __init__(self, steps_per_epoch: int, evaluate: Callable[[torch.nn.Module], float], factor: float = 0.1,
+                 patience: int = 10, cooldown: int = 0, threshold: float = 1e-4, min_lr: float = 0.0):
+        if not 0.0 < factor < 1.0:
+            raise ValueError(f"plateau schedule: factor must lie in (0, 1), got {factor}")
+        if patience < 0 or cooldown < 0 or threshold < 0 or min_lr < 0:
+            raise ValueError(f"plateau schedule: patience, cooldown, threshold and min_lr must be >= 0, got "
+                             f"{patience}, {cooldown}, {threshold}, {min_lr}")
+        self.per_epoch, self.evaluate = max(1, int(steps_per_epoch)), evaluate
+        self.factor, self.patience, self.cooldown = float(factor), int(patience), int(cooldown)
+        self.threshold, self.min_lr = float(threshold), float(min_lr)
+        self.scale, self.best, self.bad, self.cooling = 1.0, math.inf, 0, 0
+        self.history: list[dict] = []
+        self.optimizer = None
+
+    def bind(self, optimizer) -> None:
+        """The optimiser whose groups' rates the hook lowers (``fit`` binds it)."""
+        self.optimizer = optimizer
+
+    def update(self, score: float) -> bool:
+        """Record one epoch's score; return True when the rate has fallen below ``min_lr`` (stop)."""
+        if score < self.best * (1.0 - self.threshold):
+            self.best, self.bad = score, 0
+        else:
+            self.bad += 1
+        if self.cooling > 0:
+            self.cooling -= 1
+            self.bad = 0
+        lowered = False
+        if self.bad > self.patience:
+            self.scale *= self.factor
+            self.cooling, self.bad, lowered = self.cooldown, 0, True
+        rates = self._rates()
+        self.history.append({"score": score, "scale": self.scale, "lowered": lowered, "lr": rates[0] if rates else None})
+        return bool(rates) and max(rates) < self.min_lr
+
+    def _rates(self) -> list[float]:
+        if self.optimizer is None:
+            return []
+        for group in self.optimizer.param_groups:
+            group["lr"] = group["initial_lr"] * self.scale
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+    def after_step(self, step, total, model):
+        if step % self.per_epoch and step != total:
+            return False
+        modes = {module: module.training for module in model.modules()}
+        score = float(self.evaluate(model))
+        restore_modes(model, modes)
+        stop = self.update(score)
+        self.history[-1]["step"] = step
+        if stop:
+            log.info("plateau schedule: the rate fell below %.1e at step %d, stopping", self.min_lr, step)
+        return stop
+
+    def state(self) -> dict:
+        return {"scale": self.scale, "best": self.best, "bad": self.bad, "cooling": self.cooling,
+                "history": list(self.history)}
+
+    def load_state(self, state: dict) -> None:
+        self.scale, self.best, self.bad, self.cooling = state["scale"], state["best"], state["bad"], state["cooling"]
+        self.history = list(state["history"])
+
+
 @dataclass
 class StepTimes:
     """Wall-clock marks of one ``train_step`` (seconds): after the objective, the backward pass, the update."""
@@ -242,6 +320,7 @@ def fit(
     hooks: Sequence[Hook] = (),
     freeze_norm_stats: bool = False,
     resume: Resume | None = None,
+    lr_plateau: LRPlateau | None = None,
 ) -> list[dict]:
     """Train in place; return the curve (one dict per logged step and per epoch end).
 
@@ -253,7 +332,8 @@ def fit(
     step and may stop the run (``EvalHook``); ``evaluate(model)`` scores the dev set after each epoch (or the
     last, ``hp.eval_every_epoch``). ``freeze_norm_stats`` keeps BatchNorm statistics as they are.
     ``resume`` saves the run's state every ``resume.every`` steps and, when a saved state exists, goes on from it
-    (``maskbench.resume``): the result is bit-identical to an uninterrupted run on CPU.
+    (``maskbench.resume``): the result is bit-identical to an uninterrupted run on CPU. ``lr_plateau`` drives the
+    "plateau" schedule (it runs after ``hooks`` at every epoch end and may stop the run; its state is saved too).
     """
     generator = torch.Generator().manual_seed(seed)
     loader = DataLoader(data, batch_size=hp.batch_size, shuffle=True, generator=generator,
@@ -261,7 +341,10 @@ def fit(
     total = total_steps(len(data), hp)
     groups = groups if groups is not None else trainable_groups(model, hp.learning_rate, hp.weight_decay)
     optimizer = make_optimizer(groups, hp)
-    scheduler = group_schedule(optimizer, groups, hp, total)
+    scheduler = group_schedule(optimizer, groups, hp, total, lr_plateau)
+    if lr_plateau is not None:
+        lr_plateau.bind(optimizer)
+        hooks = [*hooks, lr_plateau]
     clip_params = clip_parameters(model, groups)
     outside = clip_params[len(list(model.parameters())):]  # trained beside the model (a gate, a bias head)
     model.to(device)
@@ -278,6 +361,8 @@ def fit(
         scheduler.load_state_dict(saved["scheduler"])
         step, epoch, skip, curve = saved["step"], saved["epoch"] - 1, saved["batches_in_epoch"], saved["curve"]
         running, logged = saved["running"], saved["logged"]
+        if lr_plateau is not None:
+            lr_plateau.load_state(saved["plateau"])
         if resume.restore is not None and saved.get("extra") is not None:
             resume.restore(saved["extra"])
     bar = tqdm(total=total, initial=step, desc="train", unit="step", mininterval=2.0)
@@ -320,7 +405,8 @@ def fit(
                              "running": running, "logged": logged, "model": model.state_dict(),
                              "outside": [p.detach().clone() for p in outside],
                              "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                             "epoch_generator": epoch_generator, "rng": rng_state()})
+                             "epoch_generator": epoch_generator, "rng": rng_state(),
+                             **({"plateau": lr_plateau.state()} if lr_plateau is not None else {})})
             if step >= total or stop:
                 break
         if saved is not None:  # the state was taken after the epoch's last batch

@@ -243,6 +243,12 @@ def _check_vision(config: Mapping) -> None:
         if spec["generator"] in ("cifar10c", "celeba") and "source" not in spec:
             raise ConfigError(f"{where}.source is required by generator {spec['generator']!r} (local:<folder> or "
                               "hf:<hub id>)")
+    for name, model in models.items():
+        train = model["train"]
+        if (train.get("lr_schedule") == "plateau") != ("plateau" in train):
+            raise ConfigError(f"config: vision.models.{name}.train.plateau goes with lr_schedule plateau and only "
+                              f"with it (lr_schedule is {train.get('lr_schedule')!r}, plateau is "
+                              f"{'set' if 'plateau' in train else 'missing'})")
     for key in ("gamma_sweep", "epochs_ablation", "magnitude"):
         part = vision.get(key)
         if not part:

@@ -5,8 +5,11 @@
 
 Writes into ``--out-dir``: the model (``tracks.vision.models.save_model``), one folder ``epoch~<E>/`` per
 ``--snapshot-epochs`` (the model after E epochs: paper D's Table 6 extracts subnetworks from them) and, last,
-``train_summary.json`` (the curve, the unbiased-validation accuracy per epoch) — a folder without the summary is
-an unfinished run.
+``train_summary.json`` (the curve, the unbiased-validation accuracy per epoch; with the "plateau" schedule its
+history of validation losses and rates) — a folder without the summary is an unfinished run. The "plateau" schedule
+(``--hparams`` lr_schedule "plateau" with ``plateau: {patience, cooldown, threshold, min_lr}``, ``gamma`` its
+factor) is torch's ReduceLROnPlateau on the ``--val`` loss, stopping once the rate is below ``min_lr`` (paper D's
+CelebA recipe).
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, loader, read_split, save_run_model
-from maskbench.tracks.vision.evaluation import task_accuracy
+from maskbench.tracks.vision.evaluation import task_accuracy, task_loss
 from maskbench.tracks.vision.models import build_model
 from maskbench.tracks.vision.training import augmented_objective, classification_objective, train_vanilla
-from maskbench.train import Hook, TrainHParams
+from maskbench.train import Hook, LRPlateau, TrainHParams
 
 log = logging.getLogger("maskbench.steps.vision_train")
 
@@ -65,10 +68,16 @@ def main(argv=None) -> int:
     setup_logging()
     args = parse_dataclass(VisionTrainArgs, argv, "python -m maskbench.steps.vision_train", __doc__.splitlines()[0])
     hp_values = json.loads(args.hparams)
+    plateau_settings = hp_values.pop("plateau", None)
     hp = TrainHParams(**{**hp_values, "milestones": tuple(hp_values.get("milestones", ()))})
+    if (hp.lr_schedule == "plateau") != (plateau_settings is not None):
+        raise ValueError(f"--hparams: lr_schedule {hp.lr_schedule!r} with plateau {plateau_settings!r}: the "
+                         "'plateau' schedule needs its settings {patience, cooldown, threshold, min_lr}, and only it")
     spec = json.loads(args.model_spec)
     train = read_split(args.train)  # every input checked before a model is built
     val = read_split(args.val) if args.val else None
+    if plateau_settings is not None and val is None:
+        raise ValueError("--hparams: the 'plateau' schedule monitors the validation loss; give --val")
     epochs = int(math.ceil(hp.epochs))
     bad = [e for e in args.snapshot_epochs if not 1 <= e < epochs]
     if bad:
@@ -96,16 +105,20 @@ def main(argv=None) -> int:
         return task_accuracy(m, val_loader)[0] if val_loader is not None else float("nan")
 
     snapshots = EpochSnapshots(args, steps_per_epoch, record)
+    plateau = (LRPlateau(steps_per_epoch, lambda m: task_loss(m, val_loader), factor=hp.gamma, **plateau_settings)
+               if plateau_settings is not None else None)
     objective = classification_objective
     if spec.get("augment"):  # training batches only; the black pixel's normalised value pads the crop
         aug = spec["augment"]
         objective = augmented_objective(int(aug.get("crop_padding", 0)), bool(aug.get("hflip", False)),
                                         -train_data.mean.view(-1) / train_data.std.view(-1))
     curve = train_vanilla(model, train_data, hp, args.seed, device, evaluate if val is not None else None,
-                          resume=resume, hooks=[snapshots], objective=objective)
+                          resume=resume, hooks=[snapshots], objective=objective, lr_plateau=plateau)
     save_run_model(model, args.out_dir, {**record, "epoch": epochs})
+    extra = {"plateau": {**plateau_settings, "history": plateau.history}} if plateau is not None else {}
     runtime.atomic_write_json(summary_path, {**record, "hparams": {**hp.__dict__, "milestones": list(hp.milestones)},
-                                             "curve": curve, "provenance": runtime.provenance(args, args.seed)})
+                                             **extra, "curve": curve,
+                                             "provenance": runtime.provenance(args, args.seed)})
     if resume is not None:
         resume.done()
     log.info("wrote %s", args.out_dir)

@@ -14,6 +14,20 @@ from maskbench.tracks.vision.heads import HeadSettings, extract_features, head_a
 
 
 @torch.no_grad()
+def task_loss(model: nn.Module, data) -> float:
+    """Mean cross-entropy of the task over a loader (paper D's CelebA schedule monitors it on unbiased
+    validation)."""
+    model.eval()
+    device = next(model.parameters()).device
+    total, count = 0.0, 0
+    for batch in data:
+        logits = model(batch["image"].to(device))
+        total += float(nn.functional.cross_entropy(logits, batch["label"].to(device), reduction="sum"))
+        count += int(batch["label"].shape[0])
+    return total / max(count, 1)
+
+
+@torch.no_grad()
 def task_accuracy(model: nn.Module, data, bias_names: list[str] | None = None) -> tuple[float, dict[str, float]]:
     """Accuracy (%) on a loader, and per group of bias alignment: for every bias attribute with as many classes
     as the task, a sample is aligned when its bias value equals its label; the groups are the combinations

@@ -218,7 +218,21 @@ class ImageDataset(Dataset):
             "index": int(i),
         }
 
-    def collate(self, items: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+    def __getitems__(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        """A whole batch at once (torch's DataLoader calls this when it exists): the same tensors ``collate`` would
+        stack from ``__getitem__``, element for element, without a Python step per image."""
+        index = np.asarray(indices, dtype=np.int64)
+        pixels = torch.from_numpy(self.imageset.images[index].astype(np.float32) / np.float32(255.0))
+        return {
+            "image": (pixels - self.mean) / self.std,
+            "label": torch.from_numpy(np.asarray(self.imageset.label[index], dtype=np.int64)),
+            "bias": torch.from_numpy(self.imageset.bias[index].copy()),
+            "index": torch.from_numpy(index.copy()),
+        }
+
+    def collate(self, items: list[dict[str, Any]] | dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        if isinstance(items, dict):  # already a batch (``__getitems__``)
+            return items
         return {
             "image": torch.stack([item["image"] for item in items]),
             "label": torch.stack([item["label"] for item in items]),

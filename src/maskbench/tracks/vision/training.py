@@ -51,13 +51,14 @@ def augmented_objective(crop_padding: int, hflip: bool, fill: torch.Tensor):
 
 
 def train_vanilla(model: nn.Module, train_data, hp: TrainHParams, seed: int, device, evaluate=None,
-                  resume=None, hooks=(), objective=classification_objective) -> list[dict]:
+                  resume=None, hooks=(), objective=classification_objective, lr_plateau=None) -> list[dict]:
     """Train every parameter with CE on the biased split. One parameter group: paper D's optimisers decay every
-    parameter alike (torch's SGD / Adam ``weight_decay``), unlike BERT's no-decay list."""
+    parameter alike (torch's SGD / Adam ``weight_decay``), unlike BERT's no-decay list. ``lr_plateau`` drives the
+    "plateau" schedule (``train.LRPlateau``)."""
     groups = [{"name": "all", "params": [p for p in model.parameters() if p.requires_grad],
                "lr": hp.learning_rate, "weight_decay": hp.weight_decay}]
     return fit(model, train_data, objective, hp, seed, device, evaluate, groups=groups,
-               resume=resume, hooks=hooks)
+               resume=resume, hooks=hooks, lr_plateau=lr_plateau)
 
 
 def magnitude_masks(model: nn.Module, targets: list[str], sparsity: float) -> dict[str, np.ndarray]:
