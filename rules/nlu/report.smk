@@ -4,6 +4,9 @@
 rule table1:
     input:
         evals=evaluation_jsons(),
+        # with `tradeoff:` a "<row>_selected" row per swept row: the point the selection rule picks
+        sweep_evals=sweep_point_evals() if SWEEPS else [],
+        selection=[f"{R}/tables/tradeoff_selection.csv"] if SWEEPS else [],
     output:
         csv=report(f"{R}/tables/table1.csv", caption="captions/table1.rst", category="Table 1"),
         md=f"{R}/tables/table1.md",
@@ -11,13 +14,15 @@ rule table1:
     params:
         columns=as_json(config["report"]["table1"]["columns"]),
         rows=as_json(ROWS),
+        selected=lambda wildcards, input: f"--selected {quoted(input.selection)}" if input.selection else "",
     log:
         f"{R}/logs/table1/table1.log",
     localrule: True
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.table1 --evals {input.evals:q} --columns {params.columns} --rows {params.rows}"
+        "python -m maskbench.steps.table1 --evals {input.evals:q} {input.sweep_evals:q} --columns {params.columns}"
+        " --rows {params.rows} {params.selected}"
         " --out-csv {output.csv:q} --out-md {output.md:q} --out-tex {output.tex:q} > {log:q} 2>&1"
 
 

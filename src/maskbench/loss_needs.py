@@ -23,3 +23,16 @@ NEEDS: dict[str, set[str]] = {
 def needing(what: str) -> frozenset[str]:
     """The losses that read ``what`` (``bias``, ``teacher`` or ``gate``)."""
     return frozenset(name for name, needs in NEEDS.items() if what in needs)
+
+
+# The hyper-parameters each loss accepts and their defaults (``maskbench.losses.hyperparameters`` reads them from
+# the functions; a test checks the two agree): the trade-off sweeps name them as strength knobs at planning time.
+HYPERPARAMETERS: dict[str, dict[str, float]] = {
+    "ce": {},
+    "poe": {"bias_weight": 1.0},
+    "reweight": {"strength": 1.0},
+    "reweight_beta": {"beta": 1.0},
+    "focal": {"gamma": 1.0},
+    "conf_reg": {},
+    "learned_mixin": {"entropy_weight": 0.0},
+}

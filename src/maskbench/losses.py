@@ -73,7 +73,7 @@ def cross_entropy(logits: torch.Tensor, labels: torch.Tensor, **_: torch.Tensor)
 
 
 def product_of_experts(logits: torch.Tensor, labels: torch.Tensor, bias_probs: torch.Tensor | None = None,
-                       **_: torch.Tensor) -> torch.Tensor:
+                       bias_weight: float = 1.0, **_: torch.Tensor) -> torch.Tensor:
     """Product of experts:  L = 1/N * sum_i CE( log softmax(z_i) + log p_b,i , y_i ).
 
     Paper C section 3.3 writes it as L_poe = -y . log softmax(log p_m + log p_b); Clark et al. (2019). Paper A
@@ -81,15 +81,24 @@ def product_of_experts(logits: torch.Tensor, labels: torch.Tensor, bias_probs: t
     cross-entropy (A: ``ProductOfExperts`` takes probabilities and logs them, unclamped; C: ``BiasProductBaseline``
     receives log-probabilities). Here p_b is clamped to >= EPS before the log. Since CE is invariant to adding the
     same constant to every logit, a uniform bias gives plain CE.
+
+    ``bias_weight`` w (the trade-off curves' strength knob, not in either paper) scales the bias expert's
+    log-probabilities, CE(log softmax(z) + w log p_b): w = 1 is PoE, w = 0 plain CE, between them a bias expert
+    at temperature 1/w.
     """
     _check(logits, labels)
     logits = _float(logits)
     p_b = _probs("bias_probs", bias_probs, logits, "poe")
-    return F.cross_entropy(F.log_softmax(logits, dim=1) + p_b.clamp_min(EPS).log(), labels)
+    if bias_weight < 0:
+        raise ValueError(f"poe: bias_weight must be >= 0, got {bias_weight}")
+    log_bias = p_b.clamp_min(EPS).log()
+    if bias_weight != 1.0:
+        log_bias = bias_weight * log_bias
+    return F.cross_entropy(F.log_softmax(logits, dim=1) + log_bias, labels)
 
 
 def reweight_by_teacher(logits: torch.Tensor, labels: torch.Tensor, bias_probs: torch.Tensor | None = None,
-                        **_: torch.Tensor) -> torch.Tensor:
+                        strength: float = 1.0, **_: torch.Tensor) -> torch.Tensor:
     """Example reweighting, normalised:  w_i = 1 - p_b,i(y);  L = sum_i w_i CE_i / sum_i w_i.
 
     This is what paper A actually trains with: its text says "focal loss" following Clark et al. (2019) (sections
@@ -100,11 +109,17 @@ def reweight_by_teacher(logits: torch.Tensor, labels: torch.Tensor, bias_probs: 
     A's ``reweight-by-teacher-scaled`` first divides the weights by their mean: with w'_i = w_i / mean(w),
     sum_i w'_i CE_i / sum_i w'_i = sum_i w_i CE_i / sum_i w_i -- the scale cancels, so it is the same loss and
     has no separate function here. If every weight is 0 (all p_b(y) = 1) the loss is 0 instead of 0/0.
+
+    ``strength`` s in [0, 1] (the trade-off curves' knob, not in paper A): w_i = 1 - s p_b,i(y); s = 1 is the
+    loss above, s = 0 plain CE.
     """
     _check(logits, labels)
     logits = _float(logits)
     p_b = _probs("bias_probs", bias_probs, logits, "reweight")
-    weights = 1.0 - _at_label(p_b, labels)
+    if not 0.0 <= strength <= 1.0:
+        raise ValueError(f"reweight: strength must lie in [0, 1] so that weights stay >= 0, got {strength}")
+    at_label = _at_label(p_b, labels)
+    weights = 1.0 - (at_label if strength == 1.0 else strength * at_label)
     return _weighted_mean(weights, F.cross_entropy(logits, labels, reduction="none"))
 
 

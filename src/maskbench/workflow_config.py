@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
+from maskbench.loss_needs import HYPERPARAMETERS
+
 DEFAULT_TRACK = "nlu"
 
 
@@ -81,7 +83,7 @@ def _check_nlu(config: Mapping) -> None:
                               f"(and only it), got kind {source['kind']!r}")
         if "model" in source:
             _check_model(source["model"], f"bias.sources.{name}.model")
-        for key in ("train_subset", "features", "binary_positive"):
+        for key in ("train_subset", "features", "binary_positive", "feature_set", "solver", "C", "class_weight"):
             for task in source.get(key, {}):
                 if task not in tasks:
                     raise ConfigError(f"config: bias.sources.{name}.{key}.{task} is not a task {sorted(tasks)}")
@@ -117,6 +119,7 @@ def _check_nlu(config: Mapping) -> None:
             if task not in tasks:
                 raise ConfigError(f"config: bias.sources.{name}.tasks.{task} is not a task {sorted(tasks)}")
     _check_srnets(config.get("srnets") or {}, config, sources)
+    _check_tradeoff(config)
     table = (config.get("report") or {}).get("table1")
     if table:
         built = {"baseline", *(config.get("standard_debiasing") or {}), *masked}
@@ -131,6 +134,42 @@ def _check_nlu(config: Mapping) -> None:
             if ref["eval_set"] not in tasks[ref["task"]]["eval_sets"]:
                 raise ConfigError(f"config: report.table1.columns.{column}.eval_set has value "
                                   f"{ref['eval_set']!r}, which is not an eval set of task {ref['task']!r}")
+
+
+def sweep_knobs(config: Mapping, row: str) -> tuple[str, ...]:
+    """The strength knobs a Table 1 row may sweep (README "Trade-off curves"): the run's learning rate and epochs,
+    the mask search's l1_lambda, and its loss's hyper-parameters (``loss_needs.HYPERPARAMETERS``)."""
+    masked, standard = config.get("masked_debiasing") or {}, config.get("standard_debiasing") or {}
+    spec = masked.get(row) or standard.get(row)
+    if spec is None:
+        return ()
+    own = ("learning_rate", "epochs", "l1_lambda") if row in masked else ("learning_rate", "epochs")
+    return own + tuple(HYPERPARAMETERS[spec["loss"]])
+
+
+def _check_tradeoff(config: Mapping) -> None:
+    tradeoff = config.get("tradeoff")
+    if not tradeoff:
+        return
+    rows = {*(config.get("masked_debiasing") or {}), *(config.get("standard_debiasing") or {})}
+    table_rows = ((config.get("report") or {}).get("table1") or {}).get("rows", [])
+    for row, knobs in tradeoff["sweeps"].items():
+        where = f"config: tradeoff.sweeps.{row}"
+        if row not in rows:
+            raise ConfigError(f"{where} is not a masked_debiasing or standard_debiasing row {sorted(rows)}")
+        if table_rows and row not in table_rows:
+            raise ConfigError(f"{where}: the row is not in report.table1.rows, so its curve has no Table 1 point")
+        allowed = sweep_knobs(config, row)
+        for knob, values in knobs.items():
+            if knob not in allowed:
+                raise ConfigError(f"{where}.{knob} is not a strength knob of this row; choose one of {list(allowed)}")
+            if not values:
+                raise ConfigError(f"{where}.{knob} has no values")
+            if knob in ("strength", "beta") and any(v > 1 for v in values):
+                raise ConfigError(f"{where}.{knob} has {max(values)}; a {knob} lies in (0, 1]")
+            if knob == "epochs" and any(float(v) != int(v) for v in values):
+                raise ConfigError(f"{where}.epochs has {next(v for v in values if float(v) != int(v))}; give "
+                                  f"whole epochs")
 
 
 def _check_model(model: Mapping, where: str) -> None:

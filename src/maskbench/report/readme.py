@@ -127,6 +127,49 @@ def sparsity_curves_markdown(curves: pd.DataFrame, full: pd.DataFrame | None = N
     return "\n\n".join(blocks)
 
 
+def tradeoff_curves_markdown(long: pd.DataFrame) -> str:
+    """The trade-off curves (``tradeoff.csv``) as one table per task: a line per (method, knob, value), the
+    baseline first, one column per evaluation set (accuracy, mean ± std over seeds; the task's ID set first) and
+    per gold label of the OOD sets (e.g. HANS entailed / non-entailed)."""
+    blocks = []
+    for task in dict.fromkeys(long["task"]):
+        of_task = long[long["task"] == task]
+        sets = list(dict.fromkeys(of_task["eval_set"]))
+        id_set = _id_set(task, sets)
+        columns = [(id_set, "accuracy")] + [(e, m) for e in sets if e != id_set
+                                            for m in sorted(set(of_task.loc[of_task["eval_set"] == e, "metric"]))]
+        heads = [e if m == "accuracy" else f"{e} {m.removeprefix('accuracy/label=')}" for e, m in columns]
+        lines = [f"**{TASK_LABELS.get(task, task)}** (accuracy %, mean ± std over "
+                 f"{of_task['seed'].nunique()} seeds; {id_set} is in distribution)", "",
+                 "| method | knob | value | " + " | ".join(heads) + " |", "|:---|:---|---:|" + "---:|" * len(columns)]
+        keys = of_task[["method", "knob", "value"]].drop_duplicates()
+        keys = pd.concat([keys[keys["method"] == "baseline"], keys[keys["method"] != "baseline"]])
+        for key in keys.itertuples(index=False):
+            same = of_task[(of_task["method"] == key.method) & (of_task["knob"] == key.knob)
+                           & ((of_task["value"] == key.value) | (of_task["value"].isna() & pd.isna(key.value)))]
+            cells = []
+            for e, m in columns:
+                values = same.loc[(same["eval_set"] == e) & (same["metric"] == m), "score"].to_numpy(float)
+                cells.append(_cell(float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else math.nan)
+                             if len(values) else "–")
+            value = "" if pd.isna(key.value) else format(float(key.value), "g")
+            lines.append(f"| {key.method} | {key.knob or '–'} | {value} | " + " | ".join(cells) + " |")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def selection_markdown(selection: pd.DataFrame) -> str:
+    """The selection rule's pick per task and swept row (``tradeoff_selection.csv``)."""
+    lines = ["| task | row | knob | values tried | picked | its ID dev | baseline ID dev | within delta |",
+             "|:---|:---|:---|:---|---:|---:|---:|:---|"]
+    for rec in selection.itertuples(index=False):
+        picked = "none" if pd.isna(rec.value) else format(float(rec.value), "g")
+        lines.append(f"| {rec.task} | {rec.method} | {rec.knob} | {rec.candidates} | {picked} | "
+                     f"{_cell(float(rec.id_mean), math.nan)} | {_cell(float(rec.baseline_id), math.nan)} | "
+                     f"{'yes' if bool(rec.within_delta) else 'no'} (δ = {format(float(rec.delta), 'g')}) |")
+    return "\n".join(lines) + "\n"
+
+
 def _id_set(task: str, sets: list[str]) -> str:
     """The in-distribution set of a task: ``<task>_dev`` when present, else the first."""
     return f"{task}_dev" if f"{task}_dev" in sets else sets[0]

@@ -6,7 +6,8 @@
 Rewrites, between their markers, each headed by the commit the outputs came from, the command and the wall time:
 `--kind table1` (default): `<NAME>_table1` (results/tables/table1.md), `<NAME>_effects` (every row minus the
 baseline, ± its standard error over seeds, "≈" where within two standard errors) and `<NAME>_benchmark` (the mask
-benchmark, results/benchmarks/masks.json, when the run wrote it); `--kind srnets`: `<NAME>_curves`
+benchmark, results/benchmarks/masks.json, when the run wrote it) and `<NAME>_tradeoff` (the trade-off curves, their
+summary and the selection rule's picks, when the run has `tradeoff:`); `--kind srnets`: `<NAME>_curves`
 (paper C's sparsity curves as ID / OOD tables with the full model's line) and `<NAME>_table5` (table5.md);
 `--kind vision`: `<NAME>_tables` (the vision report's tables.md, its headings one level down) and `<NAME>_shrunk` (the structured subnetworks
 shrunk to dense models, results/benchmarks/vision_structured.json). The commit is the repository's HEAD; the step
@@ -29,8 +30,10 @@ from maskbench.report.readme import (
     effects_markdown,
     mask_benchmark_markdown,
     replace_section,
+    selection_markdown,
     shrunk_models_markdown,
     sparsity_curves_markdown,
+    tradeoff_curves_markdown,
 )
 from maskbench.runtime import atomic_path, git_commit, git_output
 from maskbench.steps import run_step
@@ -131,6 +134,16 @@ def table1_sections(text: str, args: Args, stamp: str) -> str:
                            f"{stamp}\nEvery row minus the baseline, ± the standard error of that difference over "
                            "seeds; ≈ marks a difference within two standard errors (no effect shown):\n\n"
                            + effects_markdown(effects(long)), str(args.readme))
+    if (args.tables / "tradeoff.csv").is_file():
+        selection = pd.read_csv(args.tables / "tradeoff_selection.csv")
+        text = replace_section(text, f"{args.name}_tradeoff",
+                               f"{stamp}\nThe curves (`results/tables/tradeoff.csv`; figures in "
+                               "`results/figures/tradeoff/`):\n\n" + tradeoff_curves_markdown(
+                                   pd.read_csv(args.tables / "tradeoff.csv"))
+                               + "\n\nWhat each curve does (`results/tables/tradeoff_summary.md`):\n\n"
+                               + (args.tables / "tradeoff_summary.md").read_text(encoding="utf-8")
+                               + "\nThe selection rule's picks (`results/tables/tradeoff_selection.csv`):\n\n"
+                               + selection_markdown(selection), str(args.readme))
     bench = args.tables.parent / "benchmarks" / "masks.json"  # results/tables -> results/benchmarks
     if bench.is_file():
         text = replace_section(text, f"{args.name}_benchmark",

@@ -6,6 +6,9 @@
 COLUMNS is inline JSON or a JSON file: {"mnli_val": {"task": "mnli", "eval_set": "mnli_dev",
 "metric": "accuracy"}, ...}. ROWS is a JSON list of row ids in display order, or a mapping
 row id -> display label; --row-labels overrides labels. All three outputs are written atomically.
+With --selected (the trade-off report's tradeoff_selection.csv), every swept row gets a "<row>_selected" row right
+after it: per task, the scores of the point the selection rule picked (its evaluation JSONs must be among --evals),
+empty for a task where no point kept the ID dev accuracy within delta of the baseline's.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pandas as pd
 
 from maskbench.report import json_arg
 from maskbench.report.table1 import ROW_LABELS, build_table1, load_evals, to_latex, to_markdown
@@ -29,6 +34,7 @@ class Args:
     out_md: Path
     out_tex: Path
     row_labels: dict[str, str] = field(default_factory=dict)
+    selected: Path | None = None
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
@@ -40,6 +46,8 @@ def parse_args(argv: list[str] | None = None) -> Args:
     parser.add_argument("--out-csv", type=Path, required=True)
     parser.add_argument("--out-md", type=Path, required=True)
     parser.add_argument("--out-tex", type=Path, required=True)
+    parser.add_argument("--selected", type=Path, default=None,
+                        help="tradeoff_selection.csv: a '<row>_selected' row after each swept row")
     ns = parser.parse_args(argv)
 
     columns = json_arg(ns.columns)
@@ -62,19 +70,47 @@ def parse_args(argv: list[str] | None = None) -> Args:
         out_md=ns.out_md,
         out_tex=ns.out_tex,
         row_labels=labels,
+        selected=ns.selected,
     )
+
+
+def add_selected_rows(evals: list[dict], rows: list[str], labels: dict[str, str], selection: pd.DataFrame
+                      ) -> tuple[list[dict], list[str], dict[str, str]]:
+    """Copies of the selected points' evaluation JSONs under "<row>_selected", that row placed right after its
+    row, labelled "<label> (selected)"."""
+    needed = {"task", "method", "point", "within_delta"}
+    if not needed <= set(selection.columns):
+        raise ValueError(f"--selected: the selection table lacks {sorted(needed - set(selection.columns))}")
+    added = []
+    for rec in selection.itertuples(index=False):
+        name = f"{rec.method}_selected"
+        if bool(rec.within_delta):
+            copies = [{**ev, "row": name} for ev in evals if str(ev["task"]) == str(rec.task)
+                      and str(ev["row"]) == str(rec.point)]
+            if not copies:
+                raise ValueError(f"--selected: no evaluation JSON among --evals for point {rec.point!r} of task "
+                                 f"{rec.task!r}")
+            added += copies
+        if name not in rows:
+            at = rows.index(rec.method) + 1 if rec.method in rows else len(rows)
+            rows = rows[:at] + [name] + rows[at:]
+            labels = {**labels, name: f"{labels.get(rec.method, ROW_LABELS.get(rec.method, rec.method))} (selected)"}
+    return evals + added, rows, labels
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    long = build_table1(load_evals(args.evals), args.columns, args.rows)
+    evals, rows, labels = load_evals(args.evals), args.rows, args.row_labels
+    if args.selected is not None:
+        evals, rows, labels = add_selected_rows(evals, rows, labels, pd.read_csv(args.selected))
+    long = build_table1(evals, args.columns, rows)
     if long.empty:
         # an empty table almost always means the rows/columns config does not match the eval JSONs
         raise ValueError(
             f"none of the {len(args.evals)} evaluation JSONs matches a configured row "
             f"({', '.join(args.rows)}) and column ({', '.join(args.columns)})"
         )
-    row_labels = {**ROW_LABELS, **args.row_labels}
+    row_labels = {**ROW_LABELS, **labels}
     with atomic_path(args.out_csv) as tmp:
         long.to_csv(tmp, index=False)
     with atomic_path(args.out_md) as tmp:

@@ -1,0 +1,254 @@
+"""Trade-off curves: the interpolated "best OOD at an ID drop of at most d", the verdict, the selection rule, the
+long form and Table 1's "selected" rows, on hand-made curves and evaluation JSONs; the strength knobs of the
+losses; the sweep section's config check."""
+
+import copy
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+import yaml
+
+from maskbench.loss_needs import HYPERPARAMETERS
+from maskbench.losses import LOSSES, get_loss, hyperparameters
+from maskbench.report.tradeoff import (
+    best_ood_at_drop,
+    long_form,
+    point_name,
+    select_point,
+    summarise,
+    verdict,
+)
+from maskbench.steps import table1 as table1_step
+from maskbench.steps import tradeoff_report
+from maskbench.workflow_config import ConfigError, check_references
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------------------------------ interpolation
+
+
+def test_best_ood_at_an_id_drop_interpolates_where_the_curve_crosses_the_threshold():
+    """Baseline ID 90. Curve (ID, OOD) in knob order: (89.5, 60), (88, 70), (84, 80).
+    d = 1: threshold 89; only (89.5, 60) is feasible; the segment to (88, 70) crosses 89 at t = 1/3 -> 63.33.
+    d = 2: threshold 88: (88, 70) is feasible (equality counts) -> 70.
+    d = 5: threshold 85: (84, 80) is not; the segment (88, 70) -> (84, 80) crosses at t = 3/4 -> 77.5.
+    d = 0.1: threshold 89.9: no point; the curve starts below it -> NaN."""
+    curve = [(89.5, 60.0), (88.0, 70.0), (84.0, 80.0)]
+    assert best_ood_at_drop(curve, 90.0, 1.0) == pytest.approx(60 + 10 / 3)
+    assert best_ood_at_drop(curve, 90.0, 2.0) == pytest.approx(70.0)
+    assert best_ood_at_drop(curve, 90.0, 5.0) == pytest.approx(77.5)
+    assert math.isnan(best_ood_at_drop(curve, 90.0, 0.1))
+
+
+def test_a_curve_that_comes_back_above_the_threshold_keeps_its_best_feasible_point():
+    """(91, 50) feasible; (80, 90) not; (89, 55) feasible again at d = 2: best = max(50, 55, two crossings)."""
+    curve = [(91.0, 50.0), (80.0, 90.0), (89.0, 55.0)]
+    # crossings of ID 88: 91 -> 80 at t = 3/11 (OOD 50 + 40 * 3/11), 80 -> 89 at t = 8/9 (OOD 90 - 35 * 8/9)
+    expected = max(50.0, 55.0, 50 + 40 * 3 / 11, 90 - 35 * 8 / 9)
+    assert best_ood_at_drop(curve, 90.0, 2.0) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("gain,spread,moves,expected", [
+    (3.0, 1.0, [(5.0, 1.0), (1.0, 1.0)], "debiases"),
+    (0.5, 1.0, [(40.0, 2.0), (-39.0, 2.0)], "trades"),      # HANS: non-entailed up, entailed down, overall flat
+    (0.5, 1.0, [(0.5, 2.0), (-0.5, 2.0)], "no effect"),
+    (-4.0, 1.0, [(-3.0, 1.0), (-5.0, 1.0)], "no effect"),
+    (2.0, math.nan, [], "debiases"),                          # one seed: no spread, any gain counts
+])
+def test_the_verdict(gain, spread, moves, expected):
+    assert verdict(gain, spread, moves) == expected
+
+
+def test_the_selection_rule_takes_the_strongest_value_within_delta():
+    candidates = {0.01: 89.9, 0.03: 89.2, 0.1: 87.0, 0.3: 89.5}
+    assert select_point(candidates, 90.0, 1.0) == 0.3          # the largest value within 1 point, not the nearest
+    assert select_point({0.01: 89.9, 0.03: 89.2, 0.1: 87.0}, 90.0, 1.0) == 0.03
+    assert select_point(candidates, 90.0, 0.05) is None        # nothing within 0.05 points
+
+
+# ------------------------------------------------------------------------------------ from evaluation JSONs
+
+
+def ev(row, task, eval_set, seed, acc, labels=None):
+    metrics = {"accuracy": acc, "weighted_f1": acc - 1, "accuracy/heuristic=x": 0.0}
+    metrics.update({f"accuracy/label={k}": v for k, v in (labels or {}).items()})
+    return {"row": row, "task": task, "eval_set": eval_set, "seed": seed, "metrics": metrics}
+
+
+def hand_made_evals():
+    """Baseline ID 90 / 88 (seeds 1, 2), OOD 50 / 52, HANS halves 95/5 and 97/7. A mask row at lr 0.1 (its own
+    Table 1 run) and two sweep points: lr 0.01 (ID -0.5, OOD +1) and lr 0.3 (ID -6, OOD +20, the halves move
+    apart: the non-entailed half +45, the entailed half -5)."""
+    evals = []
+    table = {  # row: {seed: (id, ood, entailed, non-entailed)}
+        "baseline": {1: (90, 50, 95, 5), 2: (88, 52, 97, 7)},
+        "md_x": {1: (89, 55, 93, 17), 2: (87, 57, 95, 19)},
+        point_name("md_x", "learning_rate", 0.01): {1: (89.5, 51, 95, 7), 2: (87.5, 53, 97, 9)},
+        point_name("md_x", "learning_rate", 0.3): {1: (84, 70, 90, 50), 2: (82, 72, 92, 52)},
+    }
+    for row, seeds in table.items():
+        for seed, (id_acc, ood, ent, non) in seeds.items():
+            evals.append(ev(row, "mnli", "mnli_dev", seed, id_acc))
+            evals.append(ev(row, "mnli", "hans", seed, ood, {"entailment": ent, "non-entailment": non}))
+    return evals
+
+
+POINTS = [{"point": "md_x", "task": "mnli", "method": "md_x", "knob": "learning_rate", "value": 0.1},
+          {"point": "md_x@learning_rate~0.01", "task": "mnli", "method": "md_x", "knob": "learning_rate",
+           "value": 0.01},
+          {"point": "md_x@learning_rate~0.3", "task": "mnli", "method": "md_x", "knob": "learning_rate", "value": 0.3}]
+LINES = [{"task": "mnli", "method": "md_x", "knob": "learning_rate"}]
+
+
+def test_the_long_form_keeps_accuracy_and_its_per_label_halves_only():
+    long = long_form(hand_made_evals(), POINTS)
+    assert list(long.columns) == ["track", "task", "method", "knob", "value", "seed", "eval_set", "metric", "score"]
+    assert set(long["metric"]) == {"accuracy", "accuracy/label=entailment", "accuracy/label=non-entailment"}
+    assert len(long) == 4 * 2 * (1 + 3)  # 4 runs x 2 seeds x (ID accuracy + HANS accuracy and its two halves)
+    base = long[(long["method"] == "baseline") & (long["eval_set"] == "hans") & (long["metric"] == "accuracy")]
+    assert base["value"].isna().all() and sorted(base["score"]) == [50.0, 52.0]
+
+
+def test_the_summary_by_hand():
+    """Mean curve in lr order: 0.01 (88.5, 52), 0.1 (88, 56), 0.3 (83, 71); baseline ID 89, OOD 51.
+    d = 1: threshold 88 -> 0.01 and 0.1 feasible -> 56. d = 5: threshold 84; 0.1 -> 0.3 crosses at t = 0.8 ->
+    56 + 0.8 * 15 = 68. Largest gain at lr 0.3: 71 - 51 = 20; spread sqrt(2 + 2) = 2; HANS halves: non-entailed
+    5 -> 51 (+45), entailed 96 -> 91 (-5): the overall gain beats the spread, so "debiases"."""
+    long = long_form(hand_made_evals(), POINTS)
+    summary = summarise(long, LINES, {"mnli": "mnli_dev"}, [1, 5])
+    assert len(summary) == 1
+    rec = summary.iloc[0]
+    assert rec["best_ood_id_drop_1"] == pytest.approx(56.0)
+    assert rec["best_ood_id_drop_5"] == pytest.approx(68.0)
+    assert rec["best_value"] == pytest.approx(0.3) and rec["ood_gain"] == pytest.approx(20.0)
+    assert rec["ood_gain_spread"] == pytest.approx(2.0)
+    assert rec["change_non-entailment"] == pytest.approx(45.0) and rec["change_entailment"] == pytest.approx(-5.0)
+    assert rec["verdict"] == "debiases"
+    # per seed, each against its own baseline: seed 1 (ID 90): d = 1 -> 55 at lr 0.1 (ID 89) ; seed 2 (ID 88):
+    # threshold 87 -> 57 at lr 0.1 (87); spread of (55, 57) = sqrt(2)
+    assert rec["best_ood_id_drop_1_std"] == pytest.approx(math.sqrt(2))
+
+
+def test_the_step_writes_tables_figures_and_the_selection(tmp_path):
+    evals = []
+    for i, data in enumerate(hand_made_evals()):
+        path = tmp_path / f"e{i}.json"
+        path.write_text(json.dumps(data))
+        evals.append(str(path))
+    figure = tmp_path / "fig" / "mnli_hans.png"
+    out = {k: tmp_path / f"{k}.csv" for k in ("long", "summary", "selection")}
+    assert tradeoff_report.main(["--evals", *evals, "--points", json.dumps(POINTS), "--lines", json.dumps(LINES),
+                                 "--id-sets", json.dumps({"mnli": "mnli_dev"}), "--delta", "1", "--drops", "1", "5",
+                                 "--out-csv", str(out["long"]), "--out-summary", str(out["summary"]),
+                                 "--out-summary-md", str(tmp_path / "summary.md"),
+                                 "--out-selection", str(out["selection"]), "--figures",
+                                 f"mnli:hans:{figure}"]) == 0
+    selection = pd.read_csv(out["selection"])
+    # baseline ID 89, delta 1: lr 0.01 (88.5) and 0.1 (88) are within, 0.3 (83) is not -> the strongest is 0.1
+    assert selection.to_dict("records")[0] == {
+        "task": "mnli", "method": "md_x", "knob": "learning_rate", "value": 0.1, "point": "md_x", "id_mean": 88.0,
+        "baseline_id": 89.0, "delta": 1.0, "within_delta": True, "candidates": "0.01 0.1 0.3"}
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (tmp_path / "summary.md").read_text()
+    assert "| mnli | md_x | learning_rate | hans | 0.01 0.1 0.3 | 51.00 ± 1.41 | 56.00 ± 1.41 |" in md
+    assert "**debiases**" in md
+
+    # Table 1 with the selected row: the point's scores beside the row's own, labelled "(selected)"
+    columns = {"mnli_val": {"task": "mnli", "eval_set": "mnli_dev", "metric": "accuracy"},
+               "hans": {"task": "mnli", "eval_set": "hans", "metric": "accuracy"}}
+    selection.loc[0, ["value", "point"]] = [0.01, "md_x@learning_rate~0.01"]  # as if delta had picked lr 0.01
+    selection.to_csv(out["selection"], index=False)
+    assert table1_step.main(["--evals", *evals, "--columns", json.dumps(columns), "--rows",
+                             json.dumps(["baseline", "md_x"]), "--selected", str(out["selection"]),
+                             "--out-csv", str(tmp_path / "t.csv"), "--out-md", str(tmp_path / "t.md"),
+                             "--out-tex", str(tmp_path / "t.tex")]) == 0
+    table = pd.read_csv(tmp_path / "t.csv")
+    assert list(dict.fromkeys(table["row"])) == ["baseline", "md_x", "md_x_selected"]
+    picked = table[(table["row"] == "md_x_selected") & (table["column"] == "hans")].iloc[0]
+    assert picked["mean"] == pytest.approx(52.0) and picked["n_seeds"] == 2
+    own = table[(table["row"] == "md_x") & (table["column"] == "hans")].iloc[0]
+    assert own["mean"] == pytest.approx(56.0)
+    assert "md_x (selected)" in (tmp_path / "t.md").read_text()
+
+
+# ------------------------------------------------------------------------------------------- loss knobs
+
+
+def test_the_loss_hyperparameter_table_matches_the_losses():
+    assert {name: hyperparameters(name) for name in LOSSES} == HYPERPARAMETERS
+
+
+def test_the_strength_knobs_of_poe_and_reweighting_by_hand():
+    torch.manual_seed(0)
+    logits, labels = torch.randn(5, 3), torch.tensor([0, 1, 2, 1, 0])
+    bias = torch.softmax(torch.randn(5, 3), dim=1)
+    ce = F.cross_entropy(logits, labels)
+    # poe: bias_weight 0 -> CE; 1 -> the default; 0.5 -> CE(log softmax z + 0.5 log p_b)
+    assert torch.allclose(get_loss("poe", bias_weight=0.0)(logits, labels, bias_probs=bias), ce)
+    assert torch.equal(get_loss("poe", bias_weight=1.0)(logits, labels, bias_probs=bias),
+                       get_loss("poe")(logits, labels, bias_probs=bias))
+    half = F.cross_entropy(F.log_softmax(logits, 1) + 0.5 * bias.log(), labels)
+    assert torch.allclose(get_loss("poe", bias_weight=0.5)(logits, labels, bias_probs=bias), half)
+    # reweight: strength s -> weights 1 - s p_b(y), normalised
+    p_y = bias[torch.arange(5), labels]
+    per = F.cross_entropy(logits, labels, reduction="none")
+    for s in (0.0, 0.5):
+        w = 1 - s * p_y
+        assert torch.allclose(get_loss("reweight", strength=s)(logits, labels, bias_probs=bias), (w * per).sum() / w.sum())
+    with pytest.raises(ValueError, match="strength must lie in"):
+        get_loss("reweight", strength=1.5)(logits, labels, bias_probs=bias)
+    with pytest.raises(ValueError, match="bias_weight must be >= 0"):
+        get_loss("poe", bias_weight=-1.0)(logits, labels, bias_probs=bias)
+
+
+# ----------------------------------------------------------------------------------------- config check
+
+DEFAULT = yaml.safe_load((REPO / "config.yaml").read_text())
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda t: t["sweeps"].update(md_hyponly={"temperature": [2.0]}),
+     "tradeoff.sweeps.md_hyponly.temperature is not a strength knob of this row; choose one of ['learning_rate', "
+     "'epochs', 'l1_lambda', 'bias_weight']"),
+    (lambda t: t["sweeps"].update(sd_undertrained={"l1_lambda": [2.0]}),
+     "tradeoff.sweeps.sd_undertrained.l1_lambda is not a strength knob of this row"),
+    (lambda t: t["sweeps"].update(md_hyponly={"learning_rate": []}), "tradeoff.sweeps.md_hyponly.learning_rate has no values"),
+    (lambda t: t["sweeps"].update(md_typo={"learning_rate": [0.1]}), "tradeoff.sweeps.md_typo is not a masked_debiasing"),
+    (lambda t: t["sweeps"].update(sd_undertrained={"strength": [1.5]}), "tradeoff.sweeps.sd_undertrained.strength has 1.5"),
+    (lambda t: t["sweeps"].update(md_hyponly={"epochs": [1.5]}), "tradeoff.sweeps.md_hyponly.epochs has 1.5"),
+])
+def test_a_bad_sweep_stops_at_the_config_check(edit, message):
+    config = copy.deepcopy(DEFAULT)
+    edit(config["tradeoff"])
+    with pytest.raises(ConfigError, match=re.escape(f"config: {message}")):
+        check_references(config)
+
+
+def test_the_readme_shows_the_curves_and_the_picks():
+    from maskbench.report.readme import selection_markdown, tradeoff_curves_markdown
+
+    md = tradeoff_curves_markdown(long_form(hand_made_evals(), POINTS))
+    lines = md.splitlines()
+    assert lines[2] == "| method | knob | value | mnli_dev | hans | hans entailment | hans non-entailment |"
+    assert lines[4] == "| baseline | – |  | 89.0 ± 1.4 | 51.0 ± 1.4 | 96.0 ± 1.4 | 6.0 ± 1.4 |"
+    assert "| md_x | learning_rate | 0.3 | 83.0 ± 1.4 | 71.0 ± 1.4 | 91.0 ± 1.4 | 51.0 ± 1.4 |" in lines
+    picks = pd.DataFrame([{"task": "mnli", "method": "md_x", "knob": "learning_rate", "value": math.nan,
+                           "point": "", "id_mean": math.nan, "baseline_id": 89.0, "delta": 0.5,
+                           "within_delta": False, "candidates": "0.01 0.1 0.3"}])
+    assert "| mnli | md_x | learning_rate | 0.01 0.1 0.3 | none | – | 89.0 | no (δ = 0.5) |" in selection_markdown(picks)
+
+
+def test_a_rows_own_run_sits_on_every_one_of_its_knobs_lines():
+    points = POINTS + [{"point": "md_x", "task": "mnli", "method": "md_x", "knob": "bias_weight", "value": 1.0}]
+    long = long_form(hand_made_evals(), points)
+    hans = long[(long.method == "md_x") & (long.eval_set == "hans") & (long.metric == "accuracy") & (long.seed == 1)]
+    assert sorted(zip(hans.knob, hans.value, hans.score)) == [
+        ("bias_weight", 1.0, 55.0), ("learning_rate", 0.01, 51.0), ("learning_rate", 0.1, 55.0),
+        ("learning_rate", 0.3, 70.0)]
