@@ -24,6 +24,7 @@ if "nlu" in TRACKS:
 
     include: "rules/nlu/common.smk"
     include: "rules/nlu/srnets_common.smk"
+    include: "rules/nlu/tradeoff_common.smk"
     include: "rules/nlu/data.smk"
     include: "rules/nlu/train.smk"
     include: "rules/nlu/bias.smk"

@@ -249,6 +249,6 @@ def test_a_rows_own_run_sits_on_every_one_of_its_knobs_lines():
     points = POINTS + [{"point": "md_x", "task": "mnli", "method": "md_x", "knob": "bias_weight", "value": 1.0}]
     long = long_form(hand_made_evals(), points)
     hans = long[(long.method == "md_x") & (long.eval_set == "hans") & (long.metric == "accuracy") & (long.seed == 1)]
-    assert sorted(zip(hans.knob, hans.value, hans.score)) == [
+    assert sorted(zip(hans.knob, hans.value, hans.score, strict=True)) == [
         ("bias_weight", 1.0, 55.0), ("learning_rate", 0.01, 51.0), ("learning_rate", 0.1, 55.0),
         ("learning_rate", 0.3, 70.0)]

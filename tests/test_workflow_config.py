@@ -97,6 +97,9 @@ def edited(edit):
     (lambda c: c["masked_debiasing"].update(md_again={"loss": "poe", "bias": "hyponly"}),
      "masked_debiasing.md_again has the loss and bias source of masked_debiasing.md_hyponly"),
     (lambda c: c["bias"]["sources"].update(none={"kind": "hypothesis_only"}), "bias.sources.none"),
+    (lambda c: c["bias"]["sources"]["overlap"].update(solver={"snli": "liblinear"}),
+     "bias.sources.overlap.solver.snli is not a task"),
+    (lambda c: c["bias"]["sources"]["overlap"].update(C={"mnli_dev": 100}), "bias.sources.overlap.C.mnli_dev is not a task"),
     (lambda c: c["bias"]["sources"].update(lexical=c["bias"]["sources"].pop("overlap")), "must be called 'overlap'"),
     (lambda c: c["report"]["table1"]["columns"]["hans"].update(eval_set="paws"), "columns.hans.eval_set"),
 ])

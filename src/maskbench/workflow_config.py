@@ -119,7 +119,6 @@ def _check_nlu(config: Mapping) -> None:
             if task not in tasks:
                 raise ConfigError(f"config: bias.sources.{name}.tasks.{task} is not a task {sorted(tasks)}")
     _check_srnets(config.get("srnets") or {}, config, sources)
-    _check_tradeoff(config)
     table = (config.get("report") or {}).get("table1")
     if table:
         built = {"baseline", *(config.get("standard_debiasing") or {}), *masked}
@@ -134,6 +133,7 @@ def _check_nlu(config: Mapping) -> None:
             if ref["eval_set"] not in tasks[ref["task"]]["eval_sets"]:
                 raise ConfigError(f"config: report.table1.columns.{column}.eval_set has value "
                                   f"{ref['eval_set']!r}, which is not an eval set of task {ref['task']!r}")
+    _check_tradeoff(config)
 
 
 def sweep_knobs(config: Mapping, row: str) -> tuple[str, ...]:
