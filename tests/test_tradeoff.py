@@ -55,15 +55,16 @@ def test_a_curve_that_comes_back_above_the_threshold_keeps_its_best_feasible_poi
     assert best_ood_at_drop(curve, 90.0, 2.0) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("gain,spread,moves,expected", [
-    (3.0, 1.0, [(5.0, 1.0), (1.0, 1.0)], "debiases"),
-    (0.5, 1.0, [(40.0, 2.0), (-39.0, 2.0)], "trades"),      # HANS: non-entailed up, entailed down, overall flat
-    (0.5, 1.0, [(0.5, 2.0), (-0.5, 2.0)], "no effect"),
-    (-4.0, 1.0, [(-3.0, 1.0), (-5.0, 1.0)], "no effect"),
-    (2.0, math.nan, [], "debiases"),                          # one seed: no spread, any gain counts
+@pytest.mark.parametrize("gains,moves,expected", [
+    ([(0.5, 3.0, 1.0), (8.0, 9.0, 1.0)], [], "debiases"),                     # +3 at an ID cost of 0.5 point
+    ([(0.5, 0.5, 1.0), (8.0, 9.0, 1.0)], [(5.0, 1.0), (-2.0, 1.0)], "trades ID for OOD"),  # +9 only at -8 ID
+    ([(0.5, 0.5, 1.0)], [(40.0, 2.0), (-39.0, 2.0)], "trades OOD subsets"),  # HANS halves swap, overall flat
+    ([(0.5, 0.5, 1.0)], [(0.5, 2.0), (-0.5, 2.0)], "no effect"),
+    ([(1.0, -4.0, 1.0)], [(-3.0, 1.0), (-5.0, 1.0)], "no effect"),
+    ([(5.0, 2.0, math.nan)], [], "debiases"),                                 # one seed: no spread; 5 <= 5 counts
 ])
-def test_the_verdict(gain, spread, moves, expected):
-    assert verdict(gain, spread, moves) == expected
+def test_the_verdict(gains, moves, expected):
+    assert verdict(gains, 5.0, moves) == expected
 
 
 def test_the_selection_rule_takes_the_strongest_value_within_delta():
@@ -120,7 +121,9 @@ def test_the_summary_by_hand():
     """Mean curve in lr order: 0.01 (88.5, 52), 0.1 (88, 56), 0.3 (83, 71); baseline ID 89, OOD 51.
     d = 1: threshold 88 -> 0.01 and 0.1 feasible -> 56. d = 5: threshold 84; 0.1 -> 0.3 crosses at t = 0.8 ->
     56 + 0.8 * 15 = 68. Largest gain at lr 0.3: 71 - 51 = 20; spread sqrt(2 + 2) = 2; HANS halves: non-entailed
-    5 -> 51 (+45), entailed 96 -> 91 (-5): the overall gain beats the spread, so "debiases"."""
+    5 -> 51 (+45), entailed 96 -> 91 (-5). lr 0.1 (ID -1) already gains 56 - 51 = 5 > its spread sqrt(2 + 2) = 2
+    within the largest drop (5): "debiases"; with drops up to 0.5 only, every gain costs more ID: "trades ID for
+    OOD"."""
     long = long_form(hand_made_evals(), POINTS)
     summary = summarise(long, LINES, {"mnli": "mnli_dev"}, [1, 5])
     assert len(summary) == 1
@@ -130,7 +133,8 @@ def test_the_summary_by_hand():
     assert rec["best_value"] == pytest.approx(0.3) and rec["ood_gain"] == pytest.approx(20.0)
     assert rec["ood_gain_spread"] == pytest.approx(2.0)
     assert rec["change_non-entailment"] == pytest.approx(45.0) and rec["change_entailment"] == pytest.approx(-5.0)
-    assert rec["verdict"] == "debiases"
+    assert rec["verdict"] == "debiases" and rec["id_drop"] == pytest.approx(6.0)
+    assert summarise(long, LINES, {"mnli": "mnli_dev"}, [0.5]).iloc[0]["verdict"] == "trades ID for OOD"
     # per seed, each against its own baseline: seed 1 (ID 90): d = 1 -> 55 at lr 0.1 (ID 89) ; seed 2 (ID 88):
     # threshold 87 -> 57 at lr 0.1 (87); spread of (55, 57) = sqrt(2)
     assert rec["best_ood_id_drop_1_std"] == pytest.approx(math.sqrt(2))

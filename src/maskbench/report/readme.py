@@ -132,6 +132,7 @@ def tradeoff_curves_markdown(long: pd.DataFrame) -> str:
     baseline first, one column per evaluation set (accuracy, mean ± std over seeds; the task's ID set first) and
     per gold label of the OOD sets (e.g. HANS entailed / non-entailed)."""
     blocks = []
+    long = long.assign(knob=long["knob"].fillna(""))  # the baseline's empty knob reads back as NaN
     for task in dict.fromkeys(long["task"]):
         of_task = long[long["task"] == task]
         sets = list(dict.fromkeys(of_task["eval_set"]))

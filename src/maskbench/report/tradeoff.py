@@ -8,9 +8,8 @@ evaluation JSONs alone this module builds
   evaluation set's accuracy and its accuracy per gold label (HANS entailed / non-entailed, PAWS duplicate /
   non-duplicate: a method that trades one half against the other shows it there);
 - the summary: per (task, method, knob, OOD set) the best OOD accuracy at an ID drop of at most d points,
-  interpolated along the curve (``best_ood_at_drop``), its spread over seeds, and a verdict — "debiases" when some
-  point raises the OOD accuracy by more than the seeds' spread, "trades" when it does not but one label's
-  accuracy rises beyond its spread while another's falls beyond its spread, "no effect" otherwise;
+  interpolated along the curve (``best_ood_at_drop``), its spread over seeds, and a verdict (``verdict``):
+  "debiases", "trades ID for OOD", "trades OOD subsets" or "no effect";
 - the selection rule, which needs no OOD label (``select_point``): the strongest value of the row's first knob
   whose mean ID dev accuracy stays within delta points of the baseline's.
 """
@@ -109,24 +108,39 @@ def _curve(by_value_id: Mapping[float, float], by_value_ood: Mapping[float, floa
     return [(by_value_id[v], by_value_ood[v]) for v in values]
 
 
-def verdict(gain: float, gain_spread: float, label_moves: Sequence[tuple[float, float]]) -> str:
-    """"debiases" when the OOD gain exceeds its spread; else "trades" when one label's accuracy rises and another's
-    falls, each by more than its spread; else "no effect". ``label_moves``: (change, spread) per gold label at the
-    point of the largest OOD gain."""
-    spread = 0.0 if math.isnan(gain_spread) else gain_spread
-    if gain > spread:
+VERDICTS = ("debiases", "trades ID for OOD", "trades OOD subsets", "no effect")
+
+
+def _beyond(change: float, spread: float) -> bool:
+    return change > (0.0 if math.isnan(spread) else spread)
+
+
+def verdict(gains: Sequence[tuple[float, float, float]], max_drop: float,
+            label_moves: Sequence[tuple[float, float]]) -> str:
+    """What a curve does to one OOD set. ``gains``: (ID drop, OOD gain, its spread) per knob value against the
+    baseline; ``label_moves``: (change, spread) per gold label at the value of the largest OOD accuracy.
+
+    "debiases": some value raises the OOD accuracy by more than its spread while its mean ID accuracy drops by at
+    most ``max_drop`` points; "trades ID for OOD": only values that cost more ID than that do; "trades OOD subsets":
+    no value raises the OOD accuracy beyond its spread, but one label's accuracy rises and another's falls, each
+    beyond its spread; "no effect" otherwise."""
+    raising = [drop for drop, gain, spread in gains if _beyond(gain, spread)]
+    if any(drop <= max_drop for drop in raising):
         return "debiases"
-    up = any(change > (0.0 if math.isnan(s) else s) for change, s in label_moves)
-    down = any(-change > (0.0 if math.isnan(s) else s) for change, s in label_moves)
-    return "trades" if up and down else "no effect"
+    if raising:
+        return "trades ID for OOD"
+    up = any(_beyond(change, s) for change, s in label_moves)
+    down = any(_beyond(-change, s) for change, s in label_moves)
+    return "trades OOD subsets" if up and down else "no effect"
 
 
 def summarise(long: pd.DataFrame, lines: Sequence[Mapping], id_sets: Mapping[str, str], drops: Sequence[float]
               ) -> pd.DataFrame:
     """Per (task, method, knob, OOD set): the baseline's OOD accuracy, the best OOD accuracy at an ID drop of at
     most each d (mean curve; its spread = the std over seeds of the same quantity on each seed's own curve against
-    that seed's baseline), the largest OOD gain over the baseline and its spread (sqrt of the two variances), the
-    per-label changes at that point, and the verdict. ``lines``: {task, method, knob}."""
+    that seed's baseline), the value of the largest OOD accuracy with its gain over the baseline, the gain's spread
+    (sqrt of the two variances), its ID drop and its per-label changes, and the verdict (``verdict``, the largest d
+    as the ID cost a debiasing method may have). ``lines``: {task, method, knob}."""
     records = []
     for line in lines:
         task, method, knob = str(line["task"]), str(line["method"]), str(line["knob"])
@@ -155,10 +169,13 @@ def summarise(long: pd.DataFrame, lines: Sequence[Mapping], id_sets: Mapping[str
                                              base_id[seed], d) for seed in seeds]
                 per_seed = [x for x in per_seed if not math.isnan(x)]
                 record[f"best_ood_id_drop_{format(d, 'g')}_std"] = mean_std(per_seed)[1]
+            gains = {}
+            for v, by_seed in oods.items():
+                point_std = mean_std(list(by_seed.values()))[1]
+                gains[v] = (base_id_mean - mean_id.get(v, math.nan), mean_ood[v] - base_ood_mean,
+                            math.sqrt(sum(x ** 2 for x in (point_std, base_ood_std) if not math.isnan(x))))
             best_value = max(mean_ood, key=lambda v: (mean_ood[v], -v))
-            point_ood_std = mean_std(list(oods[best_value].values()))[1]
-            gain = mean_ood[best_value] - base_ood_mean
-            spread = math.sqrt(sum(x ** 2 for x in (point_ood_std, base_ood_std) if not math.isnan(x)))
+            _, gain, spread = gains[best_value]
             moves = []
             for metric in sorted(set(long.loc[(long["task"] == task) & (long["eval_set"] == eval_set), "metric"])):
                 if not metric.startswith("accuracy/label="):
@@ -173,7 +190,8 @@ def summarise(long: pd.DataFrame, lines: Sequence[Mapping], id_sets: Mapping[str
                 record[f"change_{metric.removeprefix('accuracy/label=')}"] = change
             record.update({"best_value": best_value, "best_id": mean_id.get(best_value, math.nan),
                            "best_ood": mean_ood[best_value], "ood_gain": gain, "ood_gain_spread": spread,
-                           "verdict": verdict(gain, spread, moves), "n_seeds": len(seeds)})
+                           "id_drop": gains[best_value][0],
+                           "verdict": verdict(list(gains.values()), max(drops), moves), "n_seeds": len(seeds)})
             records.append(record)
     return pd.DataFrame.from_records(records)
 

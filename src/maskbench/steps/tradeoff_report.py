@@ -105,7 +105,7 @@ def summary_markdown(summary: pd.DataFrame, drops: list[float]) -> str:
 
     heads = (["task", "method", "knob", "OOD set", "values", "baseline OOD"]
              + [f"best OOD, ID drop ≤ {format(d, 'g')}" for d in drops]
-             + ["largest OOD gain (at value)", "label changes there", "verdict"])
+             + ["largest OOD gain (at value; its ID drop)", "label changes there", "verdict"])
     lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     for rec in summary.to_dict("records"):
         changes = ", ".join(f"{k.removeprefix('change_')} {v:+.1f}" for k, v in rec.items()
@@ -114,8 +114,8 @@ def summary_markdown(summary: pd.DataFrame, drops: list[float]) -> str:
                  rec["values"], num(rec["baseline_ood"], rec["baseline_ood_std"])]
         cells += [num(rec[f"best_ood_id_drop_{format(d, 'g')}"], rec[f"best_ood_id_drop_{format(d, 'g')}_std"])
                   for d in drops]
-        cells += [f"{num(rec['ood_gain'], rec['ood_gain_spread'])} ({format(rec['best_value'], 'g')})", changes or "–",
-                  f"**{rec['verdict']}**"]
+        cells += [f"{num(rec['ood_gain'], rec['ood_gain_spread'])} ({format(rec['best_value'], 'g')}; "
+                  f"{num(rec['id_drop'])})", changes or "–", f"**{rec['verdict']}**"]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
