@@ -56,15 +56,36 @@ def test_a_curve_that_comes_back_above_the_threshold_keeps_its_best_feasible_poi
 
 
 @pytest.mark.parametrize("gains,moves,expected", [
-    ([(0.5, 3.0, 1.0), (8.0, 9.0, 1.0)], [], "debiases"),                     # +3 at an ID cost of 0.5 point
-    ([(0.5, 0.5, 1.0), (8.0, 9.0, 1.0)], [(5.0, 1.0), (-2.0, 1.0)], "trades ID for OOD"),  # +9 only at -8 ID
-    ([(0.5, 0.5, 1.0)], [(40.0, 2.0), (-39.0, 2.0)], "trades OOD subsets"),  # HANS halves swap, overall flat
-    ([(0.5, 0.5, 1.0)], [(0.5, 2.0), (-0.5, 2.0)], "no effect"),
-    ([(1.0, -4.0, 1.0)], [(-3.0, 1.0), (-5.0, 1.0)], "no effect"),
-    ([(5.0, 2.0, math.nan)], [], "debiases"),                                 # one seed: no spread; 5 <= 5 counts
+    ([(0.5, 3.0, 1.0), (8.0, 9.0, 1.0)], [[], []], "debiases"),                   # +3 at an ID cost of 0.5 point
+    ([(0.5, 0.5, 1.0), (8.0, 9.0, 1.0)], [[(5.0, 1.0), (-2.0, 1.0)], []], "trades ID for OOD"),  # +9 only at -8
+    ([(0.5, 0.5, 1.0), (0.2, 0.0, 1.0)], [[(0.5, 2.0)], [(40.0, 2.0), (-39.0, 2.0)]],
+     "trades OOD subsets"),                                                       # HANS halves swap, overall flat
+    ([(0.5, 0.5, 1.0)], [[(0.5, 2.0), (-0.5, 2.0)]], "no effect"),
+    ([(1.0, -4.0, 1.0)], [[(-3.0, 1.0), (-5.0, 1.0)]], "no effect"),
+    ([(5.0, 2.0, math.nan)], [[]], "debiases"),                                  # one seed: no spread; 5 <= 5 counts
 ])
 def test_the_verdict(gains, moves, expected):
     assert verdict(gains, 5.0, moves) == expected
+
+
+def test_a_curve_that_swaps_the_hans_halves_is_called_a_trade_and_shows_where():
+    """md_y leaves the overall HANS accuracy as the baseline's, but at lr 0.3 the entailed half rises 96 -> 100 and
+    the non-entailed half falls 6 -> 2 (means over two seeds; each change 4 beyond its spread sqrt(2 + 2) = 2):
+    "trades OOD subsets", the changes shown at 0.3."""
+    evals = [e for e in hand_made_evals() if e["row"] == "baseline"]
+    for seed, base_hans in ((1, 50), (2, 52)):
+        for value, (ent, non) in ((0.1, (96, 6)), (0.3, (99, 1))):
+            row = "md_y" if value == 0.1 else point_name("md_y", "learning_rate", value)
+            evals.append(ev(row, "mnli", "mnli_dev", seed, 89.0 - (seed - 1) * 2))
+            evals.append(ev(row, "mnli", "hans", seed, base_hans, {"entailment": ent + (seed - 1) * 2,
+                                                                   "non-entailment": non + (seed - 1) * 2}))
+    points = [{"point": "md_y", "task": "mnli", "method": "md_y", "knob": "learning_rate", "value": 0.1},
+              {"point": point_name("md_y", "learning_rate", 0.3), "task": "mnli", "method": "md_y",
+               "knob": "learning_rate", "value": 0.3}]
+    rec = summarise(long_form(evals, points), [{"task": "mnli", "method": "md_y", "knob": "learning_rate"}],
+                    {"mnli": "mnli_dev"}, [5]).iloc[0]
+    assert rec["verdict"] == "trades OOD subsets" and rec["changes_at"] == pytest.approx(0.3)
+    assert rec["change_entailment"] == pytest.approx(4.0) and rec["change_non-entailment"] == pytest.approx(-4.0)
 
 
 def test_the_selection_rule_takes_the_strongest_value_within_delta():

@@ -115,23 +115,26 @@ def _beyond(change: float, spread: float) -> bool:
     return change > (0.0 if math.isnan(spread) else spread)
 
 
+def trades_subsets(moves: Sequence[tuple[float, float]]) -> bool:
+    """One gold label's accuracy rises and another's falls, each beyond its spread. ``moves``: (change, spread)."""
+    return any(_beyond(c, s) for c, s in moves) and any(_beyond(-c, s) for c, s in moves)
+
+
 def verdict(gains: Sequence[tuple[float, float, float]], max_drop: float,
-            label_moves: Sequence[tuple[float, float]]) -> str:
+            label_moves: Sequence[Sequence[tuple[float, float]]]) -> str:
     """What a curve does to one OOD set. ``gains``: (ID drop, OOD gain, its spread) per knob value against the
-    baseline; ``label_moves``: (change, spread) per gold label at the value of the largest OOD accuracy.
+    baseline; ``label_moves``: per knob value, (change, spread) per gold label.
 
     "debiases": some value raises the OOD accuracy by more than its spread while its mean ID accuracy drops by at
     most ``max_drop`` points; "trades ID for OOD": only values that cost more ID than that do; "trades OOD subsets":
-    no value raises the OOD accuracy beyond its spread, but one label's accuracy rises and another's falls, each
-    beyond its spread; "no effect" otherwise."""
+    no value raises the OOD accuracy beyond its spread, but at some value one label's accuracy rises and another's
+    falls, each beyond its spread (HANS: the heuristic strengthened or inverted); "no effect" otherwise."""
     raising = [drop for drop, gain, spread in gains if _beyond(gain, spread)]
     if any(drop <= max_drop for drop in raising):
         return "debiases"
     if raising:
         return "trades ID for OOD"
-    up = any(_beyond(change, s) for change, s in label_moves)
-    down = any(_beyond(-change, s) for change, s in label_moves)
-    return "trades OOD subsets" if up and down else "no effect"
+    return "trades OOD subsets" if any(trades_subsets(m) for m in label_moves) else "no effect"
 
 
 def summarise(long: pd.DataFrame, lines: Sequence[Mapping], id_sets: Mapping[str, str], drops: Sequence[float]
@@ -176,24 +179,37 @@ def summarise(long: pd.DataFrame, lines: Sequence[Mapping], id_sets: Mapping[str
                             math.sqrt(sum(x ** 2 for x in (point_std, base_ood_std) if not math.isnan(x))))
             best_value = max(mean_ood, key=lambda v: (mean_ood[v], -v))
             _, gain, spread = gains[best_value]
-            moves = []
-            for metric in sorted(set(long.loc[(long["task"] == task) & (long["eval_set"] == eval_set), "metric"])):
-                if not metric.startswith("accuracy/label="):
-                    continue
-                at = scores(long, task, method, knob, eval_set, metric).get(best_value, {})
-                base = _nan_key(scores(long, task, BASELINE, "", eval_set, metric))
-                if not at or not base:
-                    continue
-                (m_at, s_at), (m_base, s_base) = mean_std(list(at.values())), mean_std(list(base.values()))
-                change = m_at - m_base
-                moves.append((change, math.sqrt(sum(x ** 2 for x in (s_at, s_base) if not math.isnan(x)))))
-                record[f"change_{metric.removeprefix('accuracy/label=')}"] = change
+            moves = {v: _label_moves(long, task, method, knob, eval_set, v) for v in mean_ood}
+            kind = verdict(list(gains.values()), max(drops), [[m[1:] for m in ms] for ms in moves.values()])
+            shown = best_value  # the per-label changes at the largest OOD accuracy, or where the subsets trade
+            if kind == "trades OOD subsets":
+                shown = max((v for v, ms in moves.items() if trades_subsets([m[1:] for m in ms])),
+                            key=lambda v: max(abs(m[1]) for m in moves[v]))
+            for label, change, _ in moves[shown]:
+                record[f"change_{label}"] = change
             record.update({"best_value": best_value, "best_id": mean_id.get(best_value, math.nan),
                            "best_ood": mean_ood[best_value], "ood_gain": gain, "ood_gain_spread": spread,
-                           "id_drop": gains[best_value][0],
-                           "verdict": verdict(list(gains.values()), max(drops), moves), "n_seeds": len(seeds)})
+                           "id_drop": gains[best_value][0], "changes_at": shown, "verdict": kind,
+                           "n_seeds": len(seeds)})
             records.append(record)
     return pd.DataFrame.from_records(records)
+
+
+def _label_moves(long: pd.DataFrame, task: str, method: str, knob: str, eval_set: str, value: float
+                 ) -> list[tuple[str, float, float]]:
+    """(label, change against the baseline, spread of the change) of each gold label's accuracy at ``value``."""
+    moves = []
+    for metric in sorted(set(long.loc[(long["task"] == task) & (long["eval_set"] == eval_set), "metric"])):
+        if not metric.startswith("accuracy/label="):
+            continue
+        at = scores(long, task, method, knob, eval_set, metric).get(value, {})
+        base = _nan_key(scores(long, task, BASELINE, "", eval_set, metric))
+        if not at or not base:
+            continue
+        (m_at, s_at), (m_base, s_base) = mean_std(list(at.values())), mean_std(list(base.values()))
+        moves.append((metric.removeprefix("accuracy/label="), m_at - m_base,
+                      math.sqrt(sum(x ** 2 for x in (s_at, s_base) if not math.isnan(x)))))
+    return moves
 
 
 def _nan_key(by_value: Mapping[float, dict]) -> dict:

@@ -105,11 +105,12 @@ def summary_markdown(summary: pd.DataFrame, drops: list[float]) -> str:
 
     heads = (["task", "method", "knob", "OOD set", "values", "baseline OOD"]
              + [f"best OOD, ID drop ≤ {format(d, 'g')}" for d in drops]
-             + ["largest OOD gain (at value; its ID drop)", "label changes there", "verdict"])
+             + ["largest OOD gain (at value; its ID drop)", "label changes (at value)", "verdict"])
     lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     for rec in summary.to_dict("records"):
         changes = ", ".join(f"{k.removeprefix('change_')} {v:+.1f}" for k, v in rec.items()
                             if k.startswith("change_") and not (isinstance(v, float) and math.isnan(v)))
+        changes = f"{changes} ({format(rec['changes_at'], 'g')})" if changes else ""
         cells = [rec["task"], ROW_LABELS.get(rec["method"], rec["method"]), rec["knob"], rec["eval_set"],
                  rec["values"], num(rec["baseline_ood"], rec["baseline_ood_std"])]
         cells += [num(rec[f"best_ood_id_drop_{format(d, 'g')}"], rec[f"best_ood_id_drop_{format(d, 'g')}_std"])
