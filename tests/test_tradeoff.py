@@ -277,3 +277,11 @@ def test_a_rows_own_run_sits_on_every_one_of_its_knobs_lines():
     assert sorted(zip(hans.knob, hans.value, hans.score, strict=True)) == [
         ("bias_weight", 1.0, 55.0), ("learning_rate", 0.01, 51.0), ("learning_rate", 0.1, 55.0),
         ("learning_rate", 0.3, 70.0)]
+
+
+def test_selection_rows_are_labelled_after_their_row():
+    from maskbench.report.table1 import row_label
+
+    assert row_label("md_hyponly_selected") == "HypOnly MD (selected)"
+    assert row_label("sd_x_selected", {"sd_x": "My SD"}) == "My SD (selected)"
+    assert row_label("md_new") == "md_new" and row_label("baseline") == "Baseline"

@@ -14,7 +14,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from maskbench.report.table1 import ROW_LABELS, column_groups, column_label, task_label, with_column_keys
+from maskbench.report.table1 import (
+    ROW_LABELS,
+    column_groups,
+    column_label,
+    row_label,
+    task_label,
+    with_column_keys,
+)
 
 FIGURE_COLUMNS = [
     "task",
@@ -54,7 +61,7 @@ def figure_data(
                         "eval_set": rec.eval_set,
                         "metric": rec.metric,
                         "row": row,
-                        "row_label": row_labels.get(row, row),
+                        "row_label": row_label(row, row_labels),
                         "mean": float(rec.mean),
                         "std": float(rec.std),
                         "n_seeds": int(rec.n_seeds),

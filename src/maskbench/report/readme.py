@@ -12,7 +12,7 @@ import math
 
 import pandas as pd
 
-from maskbench.report.table1 import COLUMN_LABELS, ROW_LABELS, TASK_LABELS
+from maskbench.report.table1 import COLUMN_LABELS, ROW_LABELS, TASK_LABELS, row_label
 
 # a difference of means counts as an effect when it exceeds this many standard errors
 NOISE_SE = 2.0
@@ -75,7 +75,7 @@ def effects_markdown(table: pd.DataFrame, row_labels: dict | None = None) -> str
     lines = ["| " + " | ".join(head) + " |", "|:---|" + "---:|" * len(columns)]
     cells = table.set_index(["row", "column"])
     for row in dict.fromkeys(table["row"]):
-        out = [labels.get(row, row)]
+        out = [row_label(row, labels)]
         for column in columns:
             if (row, column) in cells.index:
                 rec = cells.loc[(row, column)]

@@ -29,6 +29,20 @@ ROW_LABELS = {
     "md_hyponly": "HypOnly MD",
 }
 
+SELECTED = "_selected"  # the trade-off selection rule's row of a swept row: "<row>_selected"
+
+
+def row_label(row: str, labels: Mapping[str, str] | None = None) -> str:
+    """A row's display label: the configured or paper A's wording; "<label> (selected)" for a selection row."""
+    labels = ROW_LABELS if labels is None else labels
+    if row in labels:
+        return str(labels[row])
+    if row.endswith(SELECTED):
+        base = row.removesuffix(SELECTED)
+        return f"{labels.get(base, ROW_LABELS.get(base, base))} (selected)"
+    return row
+
+
 COLUMN_LABELS = {
     "mnli_val": "Val.",
     "hans": "HANS",
@@ -232,7 +246,7 @@ def to_markdown(
     ]
     for row in rows:
         values = [format_cell(*cells[(row, n)]) for n in names]
-        lines.append("| " + " | ".join([esc(row_labels.get(row, row))] + values) + " |")
+        lines.append("| " + " | ".join([esc(row_label(row, row_labels))] + values) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -285,6 +299,6 @@ def to_latex(
     ]
     for row in rows:
         values = [format_cell(*cells[(row, n)], pm=r"$\pm$", missing="--") for n in names]
-        lines.append(" & ".join([latex_escape(row_labels.get(row, row))] + values) + r" \\")
+        lines.append(" & ".join([latex_escape(row_label(row, row_labels))] + values) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from maskbench.report import json_arg
-from maskbench.report.table1 import ROW_LABELS, build_table1, load_evals, to_latex, to_markdown
+from maskbench.report.table1 import ROW_LABELS, build_table1, load_evals, row_label, to_latex, to_markdown
 from maskbench.runtime import atomic_path
 from maskbench.steps import run_step
 
@@ -94,7 +94,7 @@ def add_selected_rows(evals: list[dict], rows: list[str], labels: dict[str, str]
         if name not in rows:
             at = rows.index(rec.method) + 1 if rec.method in rows else len(rows)
             rows = rows[:at] + [name] + rows[at:]
-            labels = {**labels, name: f"{labels.get(rec.method, ROW_LABELS.get(rec.method, rec.method))} (selected)"}
+            labels = {**labels, name: f"{row_label(rec.method, {**ROW_LABELS, **labels})} (selected)"}
     return evals + added, rows, labels
 
 
