@@ -29,9 +29,9 @@ SLURM_ENV = ("MASKBENCH_SLURM_ACCOUNT", "MASKBENCH_SLURM_PARTITION", "MASKBENCH_
 # the rules that train a model, a mask or a subnetwork (each declares gpu=compute.gpus_per_training_job) and the
 # evaluations (the profile gives them one GPU): the only jobs the profile sends to the GPU partition
 TRAINING = re.compile(r"^(finetune_baseline|finetune_debiased|finetune_theta_ft\w*|train_bias_model|search_mask|"
-                      r"srnet_(?!report$)\w+|"
+                      r"srnet_(?!report$)\w+|search_mask_sweep|finetune_sweep|"
                       r"train_vision|ffw)$")
-EVALUATION = re.compile(r"^evaluate_((masks_|srnets_)?(mnli|qqp|fever)|vision)$")
+EVALUATION = re.compile(r"^evaluate_((masks_|srnets_|sweep_masks_|sweep_models_)?(mnli|qqp|fever)|vision)$")
 RUN_LIMIT_S = 3600  # the SLURM smoke run takes ~15 min here; the limit only catches a hang
 
 
@@ -108,7 +108,7 @@ def gpuless_set_resources() -> list[str]:
 # the rules snakemake runs itself: `localrule: True` (tables, figures, the wheel download; a dry run does not always
 # mark them) and `all`, which runs no command; every other job goes through sbatch
 LOCAL_RULES = {"all", "table1", "figure_id_ood", "dataset_summary", "bias_models_table", "mask_report", "srnet_report",
-               "vision_report", "fetch_mnist_wheel"}
+               "vision_report", "fetch_mnist_wheel", "tradeoff_report"}
 # the smoke DAG's every job is short: beyond the profile's groups, the test groups the rest (a config with hours-long
 # jobs keeps them apart), all paper C runs of a task together and every evaluation together
 GROUP_OF = ((re.compile(r"^srnet_(?!report$)\w+$"), "srnet"),
