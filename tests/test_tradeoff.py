@@ -173,8 +173,8 @@ def test_the_step_writes_tables_figures_and_the_selection(tmp_path):
                                  "--id-sets", json.dumps({"mnli": "mnli_dev"}), "--delta", "1", "--drops", "1", "5",
                                  "--out-csv", str(out["long"]), "--out-summary", str(out["summary"]),
                                  "--out-summary-md", str(tmp_path / "summary.md"),
-                                 "--out-selection", str(out["selection"]), "--figures",
-                                 f"mnli:hans:{figure}"]) == 0
+                                 "--out-selection", str(out["selection"]), "--figures-dir", str(figure.parent),
+                                 "--figures", "mnli:hans"]) == 0
     selection = pd.read_csv(out["selection"])
     # baseline ID 89, delta 1: lr 0.01 (88.5) and 0.1 (88) are within, 0.3 (83) is not -> the strongest is 0.1
     assert selection.to_dict("records")[0] == {

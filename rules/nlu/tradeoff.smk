@@ -141,7 +141,8 @@ if SWEEPS:
             columns=as_json((config["report"].get("table1") or {}).get("columns", {})),
             delta=TRADEOFF.get("delta", 1.0),
             drops=" ".join(str(d) for d in TRADEOFF.get("id_drops", [1, 2, 5])),
-            figures=quoted([f"{k}:{v}" for k, v in tradeoff_figures().items()]),
+            figures_dir=f"{R}/figures/tradeoff",
+            figures=quoted(list(tradeoff_figures())),
         log:
             f"{R}/logs/tradeoff_report/tradeoff.log",
         localrule: True
@@ -152,4 +153,4 @@ if SWEEPS:
             " --lines {params.lines} --id-sets {params.id_sets} --columns {params.columns} --delta {params.delta}"
             " --drops {params.drops} --out-csv {output.csv:q} --out-summary {output.summary:q}"
             " --out-summary-md {output.summary_md:q} --out-selection {output.selection:q}"
-            " --figures {params.figures} > {log:q} 2>&1"
+            " --figures-dir {params.figures_dir:q} --figures {params.figures} > {log:q} 2>&1"

@@ -2,13 +2,14 @@
 
     python -m maskbench.steps.tradeoff_report --evals E1.json ... --points POINTS --lines LINES --id-sets IDS \
         --columns COLUMNS --delta 1 --drops 1 2 5 --out-csv tradeoff.csv --out-summary S.csv --out-summary-md S.md \
-        --out-selection selection.csv --figures mnli:hans:F.png ...
+        --out-selection selection.csv --figures-dir results/figures/tradeoff --figures mnli:hans ...
 
 POINTS: JSON list of {point, task, method, knob, value} (a sweep point's evaluation JSONs carry ``row`` = point;
 a row's own Table 1 run is listed with point = the row). LINES: [{task, method, knob}], the curves. IDS: {task: its
 in-distribution dev set}. COLUMNS: report.table1.columns (paper A's reported points are read through them).
 Writes the long form, the summary (CSV and markdown), the selection (one line per swept row and task) and one
-figure per (task, OOD set) named by ``--figures``. Reads evaluation JSONs only.
+figure per (task, OOD set) named by ``--figures``, as ``<figures-dir>/<task>_<set>.png``. Reads evaluation JSONs
+only.
 """
 
 from __future__ import annotations
@@ -49,13 +50,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--out-summary", type=Path, required=True)
     parser.add_argument("--out-summary-md", type=Path, required=True)
     parser.add_argument("--out-selection", type=Path, required=True)
-    parser.add_argument("--figures", nargs="*", default=[], help="task:ood_set:path of every figure to draw")
+    parser.add_argument("--figures-dir", type=Path, default=Path("."), help="the folder of the figures")
+    parser.add_argument("--figures", nargs="*", default=[], help="task:ood_set of every figure to draw")
     ns = parser.parse_args(argv)
     ns.points, ns.lines, ns.id_sets = json_arg(ns.points), json_arg(ns.lines), json_arg(ns.id_sets)
     ns.columns = json_arg(ns.columns)
     for spec in ns.figures:
-        if spec.count(":") < 2:
-            parser.error(f"--figures: {spec!r} is not task:ood_set:path")
+        if spec.count(":") != 1:
+            parser.error(f"--figures: {spec!r} is not task:ood_set")
     return ns
 
 
@@ -140,7 +142,8 @@ def main(argv=None) -> int:
     with atomic_path(args.out_selection) as tmp:
         selection.to_csv(tmp, index=False)
     for spec in args.figures:
-        task, ood_set, path = spec.split(":", 2)
+        task, ood_set = spec.split(":")
+        path = args.figures_dir / f"{task}_{ood_set}.png"
         lines = [line for line in args.lines if str(line["task"]) == task]
         fig = build_tradeoff_figure(long, task, args.id_sets[task], ood_set, lines,
                                     paper_points(args.columns, task, args.id_sets[task], ood_set), ROW_LABELS)
