@@ -141,7 +141,7 @@ if SWEEPS:
             columns=as_json((config["report"].get("table1") or {}).get("columns", {})),
             delta=TRADEOFF.get("delta", 1.0),
             drops=" ".join(str(d) for d in TRADEOFF.get("id_drops", [1, 2, 5])),
-            figures_dir=f"{R}/figures/tradeoff",
+            figures_dir=folder_of_output("figures"),
             figures=quoted(list(tradeoff_figures())),
         log:
             f"{R}/logs/tradeoff_report/tradeoff.log",
