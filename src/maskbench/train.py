@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
 from maskbench.masking.engine import is_no_decay, plain_parameter_name
+from maskbench.masking.schedules import Plateau
 from maskbench.resume import Resume, rng_state, set_rng_state
 
 log = logging.getLogger(__name__)
@@ -195,13 +196,12 @@ class EvalHook(Hook):
 
 
 class LRPlateau(Hook):
-    """torch's ReduceLROnPlateau (mode "min", relative threshold) as a hook of ``fit``, driving the "plateau"
-    learning-rate schedule: after every epoch's last step ``score = evaluate(model)`` (a validation loss: paper D's
-    CelebA monitors the unbiased-validation loss); a score below ``best * (1 - threshold)`` is an improvement,
-    otherwise a bad epoch; more than ``patience`` bad epochs multiply every group's rate by ``factor`` and start a
-    ``cooldown`` of epochs that count as neither. The run stops once the rate falls below ``min_lr`` (paper D: lr <
-    1e-3). ``scale`` is the factor on the groups' initial rates; the hook sets the optimiser's rates itself, so the
-    next step already uses a lowered rate. ``state()`` / ``load_state()`` travel with a resumable run."""
+    """torch's ReduceLROnPlateau (mode "min", relative threshold, cooldown) as a hook of ``fit``, driving the
+    "plateau" learning-rate schedule: after every epoch's last step ``score = evaluate(model)`` (a validation loss:
+    paper D's CelebA monitors the unbiased-validation loss) updates a ``masking.schedules.Plateau`` over the factor
+    on the groups' initial rates (``scale``). The run stops once the rate falls below ``min_lr`` (paper D: lr <
+    1e-3). The hook sets the optimiser's rates itself, so the next step already uses a lowered rate. ``state()`` /
+    ``load_state()`` travel with a resumable run."""
 
     def __init__(self, steps_per_epoch: int, evaluate: Callable[[torch.nn.Module], float], factor: float = 0.1,
                  patience: int = 10, cooldown: int = 0, threshold: float = 1e-4, min_lr: float = 0.0):
@@ -210,12 +210,15 @@ class LRPlateau(Hook):
         if patience < 0 or cooldown < 0 or threshold < 0 or min_lr < 0:
             raise ValueError(f"plateau schedule: patience, cooldown, threshold and min_lr must be >= 0, got "
                              f"{patience}, {cooldown}, {threshold}, {min_lr}")
-        self.per_epoch, self.evaluate = max(1, int(steps_per_epoch)), evaluate
-        self.factor, self.patience, self.cooldown = float(factor), int(patience), int(cooldown)
-        self.threshold, self.min_lr = float(threshold), float(min_lr)
-        self.scale, self.best, self.bad, self.cooling = 1.0, math.inf, 0, 0
+        self.plateau = Plateau(1.0, factor=factor, patience=patience, threshold=threshold, mode="min",
+                               relative=True, cooldown=cooldown)
+        self.per_epoch, self.evaluate, self.min_lr = max(1, int(steps_per_epoch)), evaluate, float(min_lr)
         self.history: list[dict] = []
         self.optimizer = None
+
+    @property
+    def scale(self) -> float:
+        return self.plateau.value
 
     def bind(self, optimizer) -> None:
         """The optimiser whose groups' rates the hook lowers (``fit`` binds it)."""
@@ -223,19 +226,11 @@ class LRPlateau(Hook):
 
     def update(self, score: float) -> bool:
         """Record one epoch's score; return True when the rate has fallen below ``min_lr`` (stop)."""
-        if score < self.best * (1.0 - self.threshold):
-            self.best, self.bad = score, 0
-        else:
-            self.bad += 1
-        if self.cooling > 0:
-            self.cooling -= 1
-            self.bad = 0
-        lowered = False
-        if self.bad > self.patience:
-            self.scale *= self.factor
-            self.cooling, self.bad, lowered = self.cooldown, 0, True
+        before = self.plateau.value
+        self.plateau.update(score)
         rates = self._rates()
-        self.history.append({"score": score, "scale": self.scale, "lowered": lowered, "lr": rates[0] if rates else None})
+        self.history.append({"score": score, "scale": self.scale, "lowered": self.scale < before,
+                             "lr": rates[0] if rates else None})
         return bool(rates) and max(rates) < self.min_lr
 
     def _rates(self) -> list[float]:
@@ -258,11 +253,10 @@ class LRPlateau(Hook):
         return stop
 
     def state(self) -> dict:
-        return {"scale": self.scale, "best": self.best, "bad": self.bad, "cooling": self.cooling,
-                "history": list(self.history)}
+        return {"plateau": self.plateau.state(), "history": list(self.history)}
 
     def load_state(self, state: dict) -> None:
-        self.scale, self.best, self.bad, self.cooling = state["scale"], state["best"], state["bad"], state["cooling"]
+        self.plateau.load_state(state["plateau"])
         self.history = list(state["history"])
 
 

@@ -40,31 +40,39 @@ SCHEDULES = {"cubic": cubic, "linear": linear, "constant": constant}
 
 
 class Plateau:
-    """A value lowered when a monitored score stops improving (paper D's temperature).
+    """A value lowered when a monitored score stops improving (paper D's temperature; torch's ReduceLROnPlateau for
+    the "plateau" learning-rate schedule, ``train.LRPlateau``).
 
-    ``update(score)`` after every evaluation: a score better than the best by more than ``threshold`` resets
-    the count, otherwise after ``patience`` evaluations without improvement the value is multiplied by
-    ``factor`` (and the count restarts). ``stop`` turns True once the value would fall below ``minimum`` — the
-    run's stop criterion. ``mode`` is "max" (accuracy) or "min" (a loss).
+    ``update(score)`` after every evaluation: a score better than the best by more than ``threshold`` (an absolute
+    margin, or with ``relative`` a fraction of the best, torch's "rel" mode) resets the count, otherwise after
+    ``patience`` evaluations without improvement the value is multiplied by ``factor`` (and the count restarts);
+    the ``cooldown`` evaluations after a lowering count as neither. ``stop`` turns True once the value would fall
+    below ``minimum`` — the run's stop criterion. ``mode`` is "max" (accuracy) or "min" (a loss).
     """
 
     def __init__(self, value: float, factor: float = 0.5, patience: int = 2, minimum: float = 0.0,
-                 threshold: float = 0.0, mode: str = "max"):
+                 threshold: float = 0.0, mode: str = "max", relative: bool = False, cooldown: int = 0):
         if not 0.0 < factor < 1.0:
             raise ValueError(f"plateau schedule: factor must lie in (0, 1), got {factor}")
         if patience < 0 or mode not in ("max", "min"):
             raise ValueError(f"plateau schedule: patience must be >= 0 and mode max or min, got {patience}, {mode!r}")
+        if cooldown < 0 or threshold < 0 or minimum < 0:
+            raise ValueError(f"plateau schedule: cooldown, threshold and minimum must be >= 0, got {cooldown}, "
+                             f"{threshold}, {minimum}")
         self.value, self.factor, self.patience = float(value), float(factor), int(patience)
         self.minimum, self.threshold, self.mode = float(minimum), float(threshold), mode
+        self.relative, self.cooldown = bool(relative), int(cooldown)
         self.best: float | None = None
         self.waited = 0
+        self.cooling = 0
         self.stop = False
         self.history: list[dict] = []
 
     def _improved(self, score: float) -> bool:
         if self.best is None:
             return True
-        return score > self.best + self.threshold if self.mode == "max" else score < self.best - self.threshold
+        margin = self.threshold * abs(self.best) if self.relative else self.threshold
+        return score > self.best + margin if self.mode == "max" else score < self.best - margin
 
     def update(self, score: float) -> float:
         """Record one evaluation; return the (possibly lowered) value."""
@@ -72,12 +80,25 @@ class Plateau:
             self.best, self.waited = score, 0
         else:
             self.waited += 1
-            if self.waited > self.patience:
-                lowered = self.value * self.factor
-                if lowered < self.minimum:
-                    self.stop = True
-                else:
-                    self.value = lowered
-                self.waited = 0
+        if self.cooling > 0:
+            self.cooling -= 1
+            self.waited = 0
+        if self.waited > self.patience:
+            lowered = self.value * self.factor
+            if lowered < self.minimum:
+                self.stop = True
+            else:
+                self.value = lowered
+            self.waited, self.cooling = 0, self.cooldown
         self.history.append({"score": float(score), "value": self.value, "stop": self.stop})
         return self.value
+
+    STATE = ("value", "best", "waited", "cooling", "stop", "history")
+
+    def state(self) -> dict:
+        """What a resumed run needs to go on as if never stopped."""
+        return {key: (list(getattr(self, key)) if key == "history" else getattr(self, key)) for key in self.STATE}
+
+    def load_state(self, state: dict) -> None:
+        for key in self.STATE:
+            setattr(self, key, list(state[key]) if key == "history" else state[key])

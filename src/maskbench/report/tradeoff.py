@@ -70,17 +70,24 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
     return float(np.mean(values)), (float(np.std(values, ddof=1)) if len(values) > 1 else math.nan)
 
 
+def _select(long: pd.DataFrame, task: str, method: str, knob: str, eval_set: str, metric: str) -> pd.DataFrame:
+    return long[(long["task"] == task) & (long["method"] == method) & (long["knob"] == knob)
+                & (long["eval_set"] == eval_set) & (long["metric"] == metric)]
+
+
 def scores(long: pd.DataFrame, task: str, method: str, knob: str, eval_set: str,
            metric: str = "accuracy") -> dict[float, dict[int, float]]:
-    """{value: {seed: score}} of one line of the curve (the baseline: value NaN, keyed as NaN)."""
-    sel = long[(long["task"] == task) & (long["method"] == method) & (long["knob"] == knob)
-               & (long["eval_set"] == eval_set) & (long["metric"] == metric)]
+    """{value: {seed: score}} of one line of the curve."""
     out: dict[float, dict[int, float]] = {}
-    for rec in sel.itertuples(index=False):
-        value = float(rec.value)
-        key = math.nan if math.isnan(value) else value  # one key for every NaN (the baseline's)
-        out.setdefault(key, {})[int(rec.seed)] = float(rec.score)
+    for rec in _select(long, task, method, knob, eval_set, metric).itertuples(index=False):
+        out.setdefault(float(rec.value), {})[int(rec.seed)] = float(rec.score)
     return out
+
+
+def baseline_scores(long: pd.DataFrame, task: str, eval_set: str, metric: str = "accuracy") -> dict[int, float]:
+    """{seed: score} of the baseline (no knob, no value)."""
+    return {int(rec.seed): float(rec.score)
+            for rec in _select(long, task, BASELINE, "", eval_set, metric).itertuples(index=False)}
 
 
 # ------------------------------------------------------------------------------------------- the summary
@@ -149,11 +156,11 @@ def summarise(long: pd.DataFrame, lines: Sequence[Mapping], id_sets: Mapping[str
         task, method, knob = str(line["task"]), str(line["method"]), str(line["knob"])
         id_set = id_sets[task]
         eval_sets = sorted(set(long.loc[long["task"] == task, "eval_set"]) - {id_set})
-        base_id = _nan_key(scores(long, task, BASELINE, "", id_set))
+        base_id = baseline_scores(long, task, id_set)
         ids = scores(long, task, method, knob, id_set)
         for eval_set in eval_sets:
             oods = scores(long, task, method, knob, eval_set)
-            base_ood = _nan_key(scores(long, task, BASELINE, "", eval_set))
+            base_ood = baseline_scores(long, task, eval_set)
             if not oods or not base_ood:
                 continue
             mean_id = {v: mean_std(list(s.values()))[0] for v, s in ids.items()}
@@ -203,18 +210,13 @@ def _label_moves(long: pd.DataFrame, task: str, method: str, knob: str, eval_set
         if not metric.startswith("accuracy/label="):
             continue
         at = scores(long, task, method, knob, eval_set, metric).get(value, {})
-        base = _nan_key(scores(long, task, BASELINE, "", eval_set, metric))
+        base = baseline_scores(long, task, eval_set, metric)
         if not at or not base:
             continue
         (m_at, s_at), (m_base, s_base) = mean_std(list(at.values())), mean_std(list(base.values()))
         moves.append((metric.removeprefix("accuracy/label="), m_at - m_base,
                       math.sqrt(sum(x ** 2 for x in (s_at, s_base) if not math.isnan(x)))))
     return moves
-
-
-def _nan_key(by_value: Mapping[float, dict]) -> dict:
-    """The one entry of a baseline's {value: ...} (its value is NaN, which a dict lookup cannot find)."""
-    return next(iter(by_value.values()), {})
 
 
 # --------------------------------------------------------------------------------------- the selection rule
@@ -230,18 +232,26 @@ def select_point(candidates: Mapping[float, float], base_id: float, delta: float
 # ------------------------------------------------------------------------------------------------ figures
 
 
+POINT_COLUMNS = ["value", "id_mean", "id_std", "ood_mean", "ood_std", "n"]
+
+
+def _point(value: float, id_scores: dict[int, float], ood_scores: dict[int, float]) -> dict:
+    (im, istd), (om, ostd) = mean_std(list(id_scores.values())), mean_std(list(ood_scores.values()))
+    return {"value": value, "id_mean": im, "id_std": istd, "ood_mean": om, "ood_std": ostd, "n": len(id_scores)}
+
+
 def curve_points(long: pd.DataFrame, task: str, method: str, knob: str, id_set: str, ood_set: str
                  ) -> pd.DataFrame:
     """The plotted points of one line: value, id_mean, id_std, ood_mean, ood_std, n (knob order)."""
     ids, oods = scores(long, task, method, knob, id_set), scores(long, task, method, knob, ood_set)
-    records = []
-    for value in sorted(set(ids) & set(oods)) if method != BASELINE else list(ids)[:1]:
-        id_scores = ids[value] if method != BASELINE else _nan_key(ids)
-        ood_scores = oods[value] if method != BASELINE else _nan_key(oods)
-        (im, istd), (om, ostd) = mean_std(list(id_scores.values())), mean_std(list(ood_scores.values()))
-        records.append({"value": value, "id_mean": im, "id_std": istd, "ood_mean": om, "ood_std": ostd,
-                        "n": len(id_scores)})
-    return pd.DataFrame.from_records(records, columns=["value", "id_mean", "id_std", "ood_mean", "ood_std", "n"])
+    return pd.DataFrame.from_records([_point(v, ids[v], oods[v]) for v in sorted(set(ids) & set(oods))],
+                                     columns=POINT_COLUMNS)
+
+
+def baseline_point(long: pd.DataFrame, task: str, id_set: str, ood_set: str) -> pd.DataFrame:
+    """The baseline's (ID, OOD) point (empty when it has no scores)."""
+    ids, oods = baseline_scores(long, task, id_set), baseline_scores(long, task, ood_set)
+    return pd.DataFrame.from_records([_point(math.nan, ids, oods)] if ids and oods else [], columns=POINT_COLUMNS)
 
 
 def build_tradeoff_figure(long: pd.DataFrame, task: str, id_set: str, ood_set: str, lines: Sequence[Mapping],
@@ -270,7 +280,7 @@ def build_tradeoff_figure(long: pd.DataFrame, task: str, id_set: str, ood_set: s
         paper = (paper_points or {}).get(method)
         if paper is not None and not any(math.isnan(x) for x in paper):
             ax.scatter([paper[0]], [paper[1]], marker="D", s=40, facecolors="none", edgecolors=color, zorder=3)
-    base = curve_points(long, task, BASELINE, "", id_set, ood_set)
+    base = baseline_point(long, task, id_set, ood_set)
     if not base.empty:
         ax.errorbar(base["id_mean"], base["ood_mean"], xerr=base["id_std"].fillna(0.0),
                     yerr=base["ood_std"].fillna(0.0), color="black", marker="*", ms=12, ls="none", capsize=2,

@@ -24,7 +24,7 @@ import pandas as pd
 from maskbench.report import json_arg
 from maskbench.report.table1 import ROW_LABELS, load_evals, load_paper_table1, paper_value
 from maskbench.report.tradeoff import (
-    BASELINE,
+    baseline_scores,
     build_tradeoff_figure,
     long_form,
     mean_std,
@@ -71,8 +71,7 @@ def selection_table(long: pd.DataFrame, points: list[dict], lines: list[dict], i
     for (task, method), knob in first_knob.items():
         ids = scores(long, task, method, knob, id_sets[task])
         means = {v: mean_std(list(s.values()))[0] for v, s in ids.items()}
-        base = next(iter(scores(long, task, BASELINE, "", id_sets[task]).values()), {})
-        base_mean = mean_std(list(base.values()))[0]
+        base_mean = mean_std(list(baseline_scores(long, task, id_sets[task]).values()))[0]
         chosen = select_point(means, base_mean, delta)
         point = ""
         if chosen is not None:
