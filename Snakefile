@@ -46,6 +46,16 @@ if "vision" in TRACKS:
     include: "rules/vision/report.smk"
 
 
+# gender: paper B (block and head movement pruning on a gender-debiasing objective, SEAT)
+if "gender" in TRACKS:
+
+    include: "rules/gender/common.smk"
+    include: "rules/gender/data.smk"
+    include: "rules/gender/debias.smk"
+    include: "rules/gender/evaluate.smk"
+    include: "rules/gender/report.smk"
+
+
 rule all:
     default_target: True
     input:

@@ -127,3 +127,23 @@ def test_generated_headings_sit_one_level_down():
 
     text = "### Table 1 — gamma\n\n| a |\n|---|\n| #1 |\n## Part\ntext # not a heading"
     assert demote_headings(text) == "#### Table 1 — gamma\n\n| a |\n|---|\n| #1 |\n### Part\ntext # not a heading"
+
+
+def test_the_gender_kind_writes_the_reports_tables_one_level_down(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    readme = repo / "README.md"
+    readme.write_text("## Paper B\n<!-- generated:g_tables -->\nold\n<!-- /generated:g_tables -->\nafter\n")
+    git(repo, "init", "-q")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "start")
+    tables = tmp_path / "gender"
+    tables.mkdir()
+    (tables / "tables.md").write_text("### table1\n\ncaption\n\n| granularity | sent-weat6 (ours) |\n|:--|:--|\n"
+                                      "| head | 0.40 ± 0.10 |\n")
+    assert readme_tables.main(["--readme", str(readme), "--tables", str(tables), "--name", "g", "--kind", "gender",
+                               "--command", "snakemake --configfile configs/gender.yaml --cores 2",
+                               "--wall", "20 min"]) == 0
+    text = readme.read_text()
+    assert "#### table1" in text and "| head | 0.40 ± 0.10 |" in text and "old" not in text
+    assert "`snakemake --configfile configs/gender.yaml --cores 2`, 20 min wall clock" in text and "after" in text

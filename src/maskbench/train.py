@@ -49,6 +49,18 @@ class TrainHParams:
     gamma: float = 0.1
 
 
+def parse_hparams(text: str) -> TrainHParams:
+    """``TrainHParams`` from a step's ``--hparams`` JSON; an unknown field is an error naming it."""
+    import json
+
+    values = json.loads(text)
+    known = set(TrainHParams.__dataclass_fields__)
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"--hparams: unknown field(s) {unknown}; known: {sorted(known)}")
+    return TrainHParams(**values)
+
+
 def total_steps(n_examples: int, hp: TrainHParams) -> int:
     """Optimiser steps of a run: ``epochs`` (may be fractional) times the batches per epoch."""
     return max(1, math.ceil(hp.epochs * math.ceil(n_examples / hp.batch_size)))

@@ -308,4 +308,28 @@ def _check_vision(config: Mapping) -> None:
                               f"snapshot_epochs of model {datasets[ablation['dataset']]['model']!r}")
 
 
-TRACK_CHECKS: dict[str, Callable[[Mapping], None]] = {"nlu": _check_nlu, "vision": _check_vision}
+def _check_gender(config: Mapping) -> None:
+    """The gender track (paper B): a pruning grid needs its pruning settings, the debias-only runs theirs, and the
+    intermediate layers (1-4) need no check here (the model's depth is known only when it loads)."""
+    if "gender" not in config:
+        raise ConfigError("config: gender is required when track names gender (schemas/gender.schema.yaml)")
+    gender = config["gender"]
+    model = gender["model"]
+    if model.get("init", "pretrained") == "pretrained" and "path" not in model:
+        raise ConfigError("config: gender.model.path is required for a pretrained model (a Hub id, a folder or "
+                          "package:<module>)")
+    if model.get("init") == "scratch" and "bert_config" not in model:
+        raise ConfigError("config: gender.model.bert_config is required when gender.model.init is scratch")
+    runs = gender["runs"]
+    if not runs:
+        raise ConfigError("config: gender.runs plans no run; name frozen, unfrozen or debias_only")
+    if "debias_only" in runs and "debias_only" not in gender:
+        raise ConfigError("config: gender.runs.debias_only needs gender.debias_only.hparams")
+    for kind in ("frozen", "unfrozen"):
+        for name in runs.get(kind, {}).get("granularities", []):
+            if name.startswith("block") and int(name[5:]) < 1:
+                raise ConfigError(f"config: gender.runs.{kind}.granularities has {name!r}; a block is at least 1")
+
+
+TRACK_CHECKS: dict[str, Callable[[Mapping], None]] = {"nlu": _check_nlu, "vision": _check_vision,
+                                                      "gender": _check_gender}

@@ -31,11 +31,10 @@ from maskbench.tracks.nlu.models import build_model_and_tokenizer
 from maskbench.tracks.nlu.training import (
     accuracy_on,
     objective_and_groups,
-    parse_hparams,
     read_training_inputs,
     training_subset,
 )
-from maskbench.train import TrainHParams, fit, total_steps
+from maskbench.train import TrainHParams, fit, parse_hparams, total_steps
 
 log = logging.getLogger("maskbench.steps.finetune")
 

@@ -30,10 +30,9 @@ from maskbench.tracks.nlu.models import input_view, load_classifier, model_label
 from maskbench.tracks.nlu.training import (
     accuracy_on,
     objective_and_groups,
-    parse_hparams,
     read_training_inputs,
 )
-from maskbench.train import fit, total_steps
+from maskbench.train import fit, parse_hparams, total_steps
 
 log = logging.getLogger("maskbench.steps.mask_search")
 

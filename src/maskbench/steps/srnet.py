@@ -93,8 +93,8 @@ from maskbench.tracks.nlu.srnets import (
     start_step_of,
     train_mask,
 )
-from maskbench.tracks.nlu.training import accuracy_on, parse_hparams, read_training_inputs
-from maskbench.train import LR_SCHEDULES, TrainHParams, total_steps
+from maskbench.tracks.nlu.training import accuracy_on, read_training_inputs
+from maskbench.train import LR_SCHEDULES, TrainHParams, parse_hparams, total_steps
 
 log = logging.getLogger("maskbench.steps.srnet")
 

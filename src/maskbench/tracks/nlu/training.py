@@ -1,9 +1,7 @@
-"""What every nlu training step shares: hyper-parameters from JSON, a run's inputs read and checked before any model is built, and the dev-accuracy hook."""
+"""What every nlu training step shares: a run's inputs read and checked before any model is built, and the dev-accuracy hook."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 from pathlib import Path
 
@@ -19,15 +17,6 @@ from maskbench.tracks.nlu.bias.probs import read_probs
 from maskbench.train import TrainHParams, trainable_groups
 
 log = logging.getLogger(__name__)
-
-
-def parse_hparams(text: str) -> TrainHParams:
-    values = json.loads(text)
-    known = {f.name for f in dataclasses.fields(TrainHParams)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"--hparams: unknown field(s) {unknown}; known: {sorted(known)}")
-    return TrainHParams(**values)
 
 
 def accuracy_on(frame: pd.DataFrame, tokenizer, hp: TrainHParams, device, view: str):

@@ -1,0 +1,118 @@
+# The gender track's helpers (paper B): names from the config, path builders and the runs the report reads.
+# Module-level code only reads the config: it re-runs inside every cluster job.
+
+GENDER = "gender"  # the track's folder under results/
+GCFG = config["gender"]
+GMODEL = GCFG["model"]["name"]
+GRUNS = GCFG["runs"]
+GWORDS = {
+    key: os.path.join(workflow.basedir, path)
+    for key, path in {
+        "male": "data/gender/male.txt",
+        "female": "data/gender/female.txt",
+        "stereotype": "data/gender/stereotype.txt",
+        **GCFG.get("words", {}),
+    }.items()
+}
+SEAT_FOLDER = os.path.join(workflow.basedir, GCFG["seat"].get("folder", "data/gender/seat"))
+SEAT_FILES = [os.path.join(SEAT_FOLDER, f"{test}.jsonl") for test in GCFG["seat"]["tests"]]
+GENDER_CORPUS = f"{R}/{GENDER}/data/corpus.parquet"
+GBASE = f"{R}/{GENDER}/{GMODEL}"
+# the encoder every run starts from: a pre-trained model as named, or one the workflow initialises (smoke runs)
+GSCRATCH = GCFG["model"].get("init", "pretrained") == "scratch"
+GENCODER_INPUT = [f"{GBASE}/encoder/train_summary.json"] if GSCRATCH else []
+
+
+wildcard_constraints:
+    granularity=r"block\d+|head",
+    glayers=r"first|last|all|intermediate",
+    gmode=r"token|sentence",
+    gkind=r"frozen|unfrozen",
+
+
+def gender_spec(kind, granularity, layers, mode):
+    """The DebiasSpec of one run (maskbench.tracks.gender.training): the objective, the pruning settings, and
+    the run's own grid point."""
+    spec = {"layers": layers, "mode": mode, **GCFG.get("objective", {})}
+    if kind == "debias_only":
+        return {**spec, "granularity": "none", "freeze_weights": False}
+    pruning = {k: v for k, v in GCFG["pruning"].items() if k != "hparams"}
+    grain = {"granularity": "head"} if granularity == "head" else {"granularity": "block", "block": int(granularity[5:])}
+    return {**spec, **pruning, **grain, "freeze_weights": kind == "frozen"}
+
+
+def gender_hparams(kind):
+    return (GCFG["debias_only"] if kind == "debias_only" else GCFG["pruning"])["hparams"]
+
+
+def frozen_mask(granularity, layers, mode, seed):
+    return f"{GBASE}/frozen/{granularity}/layers~{layers}/mode~{mode}/seed~{seed}.mask"
+
+
+def trained_dir(kind, granularity, layers, mode, seed):
+    """The checkpoint folder of a run whose weights train (unfrozen pruning, debias only)."""
+    if kind == "debias_only":
+        return f"{GBASE}/debias_only/layers~{layers}/mode~{mode}/seed~{seed}"
+    return f"{GBASE}/{kind}/{granularity}/layers~{layers}/mode~{mode}/seed~{seed}"
+
+
+def gender_runs():
+    """Every planned run: kind, granularity (None for debias only), layers, mode, seed, its output and summary."""
+    runs = []
+    for kind in ("frozen", "unfrozen"):
+        grid = GRUNS.get(kind)
+        if not grid:
+            continue
+        for granularity in grid["granularities"]:
+            for layers in grid["layers"]:
+                for mode in grid["modes"]:
+                    for seed in SEEDS:
+                        out = (frozen_mask(granularity, layers, mode, seed) if kind == "frozen"
+                               else trained_dir(kind, granularity, layers, mode, seed))
+                        runs.append({"kind": kind, "granularity": granularity, "layers": layers, "mode": mode,
+                                     "seed": seed, "out": out})
+    grid = GRUNS.get("debias_only")
+    if grid:
+        for layers in grid["layers"]:
+            for mode in grid["modes"]:
+                for seed in SEEDS:
+                    runs.append({"kind": "debias_only", "granularity": None, "layers": layers, "mode": mode,
+                                 "seed": seed, "out": trained_dir("debias_only", None, layers, mode, seed)})
+    for run in runs:
+        stem = run["out"].removesuffix(".mask")
+        run["summary"] = f"{stem}.json"
+        run["seat"] = f"{stem}.seat.json"
+        run["marker"] = run["out"] if run["kind"] == "frozen" else f"{run['out']}/train_summary.json"
+    return runs
+
+
+GENDER_RUNS = gender_runs()
+GENDER_ORIGINAL_SEAT = f"{GBASE}/original.seat.json"
+GENDER_TABLES = [f"{R}/tables/{GENDER}/{name}" for name in ("runs.csv", "seat_long.csv", "tables.md")]
+GENDER_FIGURES = [f"{R}/figures/{GENDER}/{name}.png" for name in ("layer_density", "heads")]
+
+TARGETS["prepare"] += [GENDER_CORPUS]
+TARGETS["masks"] += [run["marker"] for run in GENDER_RUNS]
+TARGETS["evaluate"] += [run["seat"] for run in GENDER_RUNS] + [GENDER_ORIGINAL_SEAT]
+TARGETS["all"] += GENDER_TABLES + GENDER_FIGURES
+
+
+def gender_dir_parts(gdir):
+    """(kind, granularity, layers, mode) of a trained run's folder below the model's: unfrozen/<g>/layers~/mode~
+    or debias_only/layers~/mode~."""
+    parts = gdir.split("/")
+    values = {p.split("~", 1)[0]: p.split("~", 1)[1] for p in parts if "~" in p}
+    granularity = parts[1] if parts[0] == "unfrozen" else None
+    return parts[0], granularity, values["layers"], values["mode"]
+
+
+def seat_run_input(wildcards):
+    """The finished output of the run whose SEAT file is asked for (the mask, or the checkpoint's marker)."""
+    stem = f"{GBASE}/{wildcards.grun}/seed~{wildcards.seed}"
+    return f"{stem}.mask" if wildcards.grun.startswith("frozen/") else f"{stem}/train_summary.json"
+
+
+def encoder_of_input(wildcards, input):
+    """A params function: the encoder a job starts from — the scratch encoder's folder (from its marker, an input)
+    or the pre-trained model the config names."""
+    return os.path.dirname(input.encoder[0]) if GSCRATCH else GCFG["model"]["path"]

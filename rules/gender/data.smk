@@ -1,0 +1,52 @@
+# The gender track's corpus (paper B's cut of sentences holding the attribute and stereotype words).
+
+
+rule gender_corpus:
+    input:
+        male=GWORDS["male"],
+        female=GWORDS["female"],
+        stereotype=GWORDS["stereotype"],
+    output:
+        GENDER_CORPUS,
+    params:
+        source=GCFG["corpus"]["source"].removeprefix("local:"),
+        heldout=GCFG["corpus"].get("heldout", 1000),
+        seed=GCFG["corpus"].get("seed", 0),
+        mixed=GCFG["corpus"].get("mixed", 0),
+    log:
+        f"{R}/logs/gender_corpus/corpus.log",
+    benchmark:
+        f"{R}/benchmarks/rules/gender_corpus/corpus.tsv"
+    threads: 1
+    resources:
+        mem_mb=COMPUTE["eval_mem_mb"],
+        runtime=COMPUTE["eval_runtime_min"],
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.gender_corpus --source {params.source:q} --male {input.male:q}"
+        " --female {input.female:q} --stereotype {input.stereotype:q} --heldout {params.heldout}"
+        " --seed {params.seed} --mixed {params.mixed} --out {output:q} > {log:q} 2>&1"
+
+
+rule gender_scratch_encoder:
+    input:
+        corpus=GENDER_CORPUS,
+        tests=SEAT_FILES,
+    output:
+        f"{GBASE}/encoder/train_summary.json",
+    params:
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
+        bert_config=as_json(GCFG["model"].get("bert_config", {})),
+        seed=GCFG["model"].get("seed", 0),
+    log:
+        f"{R}/logs/gender_scratch_encoder/{GMODEL}.log",
+    threads: 1
+    resources:
+        mem_mb=COMPUTE["eval_mem_mb"],
+        runtime=COMPUTE["eval_runtime_min"],
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.gender_encoder --corpus {input.corpus:q} --tests {input.tests:q}"
+        " --bert-config {params.bert_config} --seed {params.seed} --out-dir {params.out_dir:q} > {log:q} 2>&1"

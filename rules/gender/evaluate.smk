@@ -1,0 +1,56 @@
+# SEAT of every run and of the pre-trained model itself (paper B's "original" row).
+
+
+rule gender_seat:
+    input:
+        run=seat_run_input,
+        tests=SEAT_FILES,
+        encoder=GENCODER_INPUT,
+    output:
+        f"{GBASE}/{{grun}}/seed~{{seed}}.seat.json",
+    wildcard_constraints:
+        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+",
+    params:
+        model=encoder_of_input,
+        run=lambda wildcards, input: input.run if input.run.endswith(".mask") else os.path.dirname(input.run),
+        n_samples=GCFG["seat"].get("n_samples", 100000),
+        seed=GCFG["seat"].get("seed", 0),
+    log:
+        f"{R}/logs/gender_seat/{GMODEL}/{{grun}}/seed~{{seed}}.log",
+    benchmark:
+        f"{R}/benchmarks/rules/gender_seat/{GMODEL}/{{grun}}/seed~{{seed}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=COMPUTE["eval_mem_mb"],
+        runtime=COMPUTE["eval_runtime_min"],
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.gender_seat --model {params.model:q} --run {params.run:q}"
+        " --tests {input.tests:q} --n-samples {params.n_samples} --seed {params.seed} --threads {threads}"
+        " --out {output:q} > {log:q} 2>&1"
+
+
+rule gender_seat_original:
+    input:
+        tests=SEAT_FILES,
+        encoder=GENCODER_INPUT,
+    output:
+        GENDER_ORIGINAL_SEAT,
+    params:
+        model=encoder_of_input,
+        n_samples=GCFG["seat"].get("n_samples", 100000),
+        seed=GCFG["seat"].get("seed", 0),
+    log:
+        f"{R}/logs/gender_seat/{GMODEL}/original.log",
+    benchmark:
+        f"{R}/benchmarks/rules/gender_seat/{GMODEL}/original.tsv"
+    threads: 1
+    resources:
+        mem_mb=COMPUTE["eval_mem_mb"],
+        runtime=COMPUTE["eval_runtime_min"],
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.gender_seat --model {params.model:q} --tests {input.tests:q}"
+        " --n-samples {params.n_samples} --seed {params.seed} --threads {threads} --out {output:q} > {log:q} 2>&1"

@@ -1,0 +1,30 @@
+# Paper B's tables and figures, rebuilt from the runs' summaries and SEAT files; no model runs here.
+
+
+rule gender_report:
+    input:
+        summaries=[run["summary"] for run in GENDER_RUNS],
+        seats=[run["seat"] for run in GENDER_RUNS],
+        original=GENDER_ORIGINAL_SEAT,
+    output:
+        runs=report(f"{R}/tables/{GENDER}/runs.csv", caption="captions/gender_tables.rst", category="Paper B"),
+        seat=f"{R}/tables/{GENDER}/seat_long.csv",
+        tables=report(f"{R}/tables/{GENDER}/tables.md", caption="captions/gender_tables.rst", category="Paper B"),
+        density=report(f"{R}/figures/{GENDER}/layer_density.png", caption="captions/gender_density.rst",
+                       category="Paper B"),
+        heads=report(f"{R}/figures/{GENDER}/heads.png", caption="captions/gender_heads.rst", category="Paper B"),
+    params:
+        runs=as_json([{k: run[k] for k in ("kind", "granularity", "layers", "mode", "seed", "summary", "seat")}
+                      for run in GENDER_RUNS]),
+        tests=" ".join(GCFG["seat"]["tests"]),
+        tables_dir=folder_of_output("runs"),
+        figures_dir=folder_of_output("density"),
+    log:
+        f"{R}/logs/gender_report/report.log",
+    localrule: True
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.gender_report --runs {params.runs} --original-seat {input.original:q}"
+        " --tests {params.tests} --tables-dir {params.tables_dir:q} --figures-dir {params.figures_dir:q}"
+        " > {log:q} 2>&1"

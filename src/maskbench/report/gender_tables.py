@@ -1,0 +1,119 @@
+"""Paper B's tables from the gender track's outputs: the long-form runs and SEAT tables, and Tables 1 (pruning with
+frozen weights), 2 (pruning with the weights training) and 4 (debias only) with paper B's numbers beside ours.
+
+A run's row carries its kind, granularity (``block32`` ... or ``head``), layers and mode; a table row is a
+(granularity, layers, mode) of one kind, each SEAT effect size as mean ± std over seeds (signed, as paper B prints
+them; closer to 0 is less bias), the density the mask keeps, and the whole heads it prunes. Paper B's own row (its
+``block`` spelling: ``32x32``, ``64x768_head`` for BERT-base's heads) stands beside it; its Table 2 numbers are not
+in the project's references, so Table 2 has ours only.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+PAPER_SEAT = {"sent-weat6": "seat6", "sent-weat7": "seat7", "sent-weat8": "seat8"}
+KIND_TABLE = {"frozen": "table1", "unfrozen": "table2", "debias_only": "table4"}
+KEYS = ["kind", "granularity", "layers", "mode"]
+
+
+def paper_block(granularity: str | None) -> str | None:
+    """Paper B's spelling of a granularity in its Table 1."""
+    if granularity is None:
+        return None
+    if granularity == "head":
+        return "64x768_head"
+    size = int(granularity.removeprefix("block"))
+    return f"{size}x{size}"
+
+
+def paper_table(name: str) -> pd.DataFrame:
+    with resources.files("maskbench.report").joinpath(f"paper_b_{name}.csv").open("r", encoding="utf-8") as fh:
+        return pd.read_csv(fh, keep_default_na=False, na_values=[""])
+
+
+def runs_frame(runs: list[dict], summaries: list[dict], seats: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(runs, seat_long): one row per run, one row per (run, SEAT test); ``runs`` are the workflow's run records
+    (kind, granularity, layers, mode, seed), the others the JSONs of each run in the same order."""
+    rows, seat_rows = [], []
+    for run, summary, seat in zip(runs, summaries, seats, strict=True):
+        key = {k: run[k] for k in (*KEYS, "seed")}
+        curve = [p for p in summary["curve"] if "loss_debias" in p]
+        heads = np.asarray(summary.get("heads_pruned", []), dtype=int)
+        rows.append({**key, "density": summary.get("density", 1.0),
+                     "heads_pruned": int(heads.sum()) if heads.size else 0, "steps": summary["steps"],
+                     "loss_debias_first": curve[0]["loss_debias"] if curve else np.nan,
+                     "loss_debias_last": curve[-1]["loss_debias"] if curve else np.nan,
+                     "loss_regularize_last": curve[-1]["loss_regularize"] if curve else np.nan})
+        for test in seat["seat"]:
+            seat_rows.append({**key, "test": test["test"], "effect_size": test["effect_size"],
+                              "p_value": test["p_value"], "p_exact": test["p_exact"]})
+    return pd.DataFrame(rows), pd.DataFrame(seat_rows)
+
+
+def original_frame(seat: dict) -> pd.DataFrame:
+    return pd.DataFrame([{"test": t["test"], "effect_size": t["effect_size"], "p_value": t["p_value"]}
+                         for t in seat["seat"]])
+
+
+def mean_std(values: pd.Series) -> str:
+    values = values.dropna()
+    if values.empty:
+        return ""
+    if len(values) == 1:
+        return f"{values.iloc[0]:.2f}"
+    return f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"
+
+
+def kind_table(kind: str, runs: pd.DataFrame, seat: pd.DataFrame, original: pd.DataFrame,
+               tests: list[str]) -> pd.DataFrame:
+    """One of paper B's tables: our rows (mean ± std over seeds) and paper B's beside, the original model first."""
+    paper = paper_table(KIND_TABLE[kind]) if kind in ("frozen", "debias_only") else None
+    base = {"granularity": "original", "layers": "", "mode": "", "seeds": ""}
+    base.update({f"{t} (ours)": f"{original.set_index('test').loc[t, 'effect_size']:.2f}" for t in tests})
+    if kind != "debias_only":
+        base.update({"density % (ours)": "100.00", "heads pruned (ours)": "0"})
+    out = [base]
+    ours = runs[runs["kind"] == kind]
+    for (granularity, layers, mode), group in ours.groupby(["granularity", "layers", "mode"], sort=False,
+                                                           dropna=False):
+        row = {"granularity": granularity if kind != "debias_only" else "none", "layers": layers, "mode": mode,
+               "seeds": len(group)}
+        effects = seat[(seat["kind"] == kind) & (seat["layers"] == layers) & (seat["mode"] == mode)
+                       & ((seat["granularity"] == granularity) if kind != "debias_only" else True)]
+        for test in tests:
+            row[f"{test} (ours)"] = mean_std(effects[effects["test"] == test]["effect_size"])
+        if kind != "debias_only":
+            row["density % (ours)"] = mean_std(100 * group["density"])
+            row["heads pruned (ours)"] = mean_std(group["heads_pruned"].astype(float))
+        out.append(row)
+    table = pd.DataFrame(out)
+    if paper is not None:
+        table = attach_paper(table, paper, kind)
+    return table
+
+
+def attach_paper(table: pd.DataFrame, paper: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """Paper B's SEAT 6/7/8, SS, GLUE (and heads pruned) of the matching row, prefixed "paper"."""
+    columns = [c for c in ("seat6", "seat7", "seat8", "ss", "glue", "heads_pruned") if c in paper.columns]
+    values = []
+    for _, row in table.iterrows():
+        if row["granularity"] == "original":
+            match = paper[paper["layer"] == "original"] if kind == "debias_only" else \
+                paper[paper["block"] == "original"]
+        elif kind == "debias_only":
+            match = paper[(paper["layer"] == row["layers"]) & (paper["mode"] == row["mode"])]
+        else:
+            match = paper[(paper["block"] == paper_block(row["granularity"])) & (paper["layer"] == row["layers"])
+                          & (paper["mode"] == row["mode"])]
+        values.append({f"paper {c}": (match.iloc[0][c] if len(match) else np.nan) for c in columns})
+    return pd.concat([table.reset_index(drop=True), pd.DataFrame(values)], axis=1)
+
+
+def read_json(path) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -1,0 +1,247 @@
+"""The gender track's corpus cut, keyword masks, the Kaneko-Bollegala objective (both forms) against hand-computed
+values, paper B's pruning granularities on a tiny BERT, and a short debiasing run of each kind."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import BertConfig, BertModel
+
+from maskbench.masking.deciders import MovementSigmoid
+from maskbench.masking.engine import attach
+from maskbench.masking.selectors import ENCODER_KINDS
+from maskbench.tracks.gender.corpus import CorpusError, categorize, cut_corpus, generate_sentences
+from maskbench.tracks.gender.encoding import encode_keyed, hidden_states
+from maskbench.tracks.gender.objective import (
+    AttributeVectors,
+    KanekoBollegala,
+    debias_kaneko,
+    debias_paper_b,
+    keyword_embeddings,
+    layer_indices,
+    regulariser_kaneko,
+    regulariser_paper_b,
+)
+from maskbench.tracks.gender.pruning import granularity_plan, heads_pruned, layer_density
+from maskbench.tracks.gender.training import DebiasSpec, run_debias
+from maskbench.tracks.gender.wordlists import read_word_list
+from maskbench.tracks.nlu.models import data_vocab_tokenizer
+from maskbench.train import TrainHParams
+
+DATA = Path(__file__).resolve().parents[1] / "data/gender"
+MALE, FEMALE, STEREO = {"he", "man", "king"}, {"she", "woman", "queen"}, {"doctor", "nurse"}
+
+
+# ------------------------------------------------------------------------------------------------ corpus
+def test_categorize_follows_paper_b_code():
+    assert categorize("The man saw a doctor.", MALE, FEMALE, STEREO).category == "male"
+    assert categorize("The man saw a doctor.", MALE, FEMALE, STEREO).keywords == ("man",)
+    assert categorize("She's a queen!", MALE, FEMALE, STEREO).keywords == ("queen", "she")
+    assert categorize("A nurse and a doctor.", MALE, FEMALE, STEREO).keywords == ("doctor", "nurse")
+    assert categorize("The man and the woman.", MALE, FEMALE, STEREO) is None   # both genders: dropped
+    assert categorize("Nothing here.", MALE, FEMALE, STEREO) is None
+    assert categorize("The doctors met.", MALE, FEMALE, STEREO) is None         # whole words only
+
+
+def test_cut_corpus_holds_out_a_seeded_part_and_refuses_a_small_corpus():
+    lines = [f"man number {i}" for i in range(5)] + [f"woman number {i}" for i in range(4)] + \
+            [f"doctor number {i}" for i in range(3)] + ["man and woman", "man number 0"]
+    cut = cut_corpus(lines, MALE, FEMALE, STEREO, heldout=2, seed=0)
+    assert {c: (len(p["train"]), len(p["heldout"])) for c, p in cut.items()} == \
+        {"male": (3, 2), "female": (2, 2), "stereotype": (1, 2)}
+    again = cut_corpus(lines, MALE, FEMALE, STEREO, heldout=2, seed=0)
+    assert [r.text for r in again["male"]["heldout"]] == [r.text for r in cut["male"]["heldout"]]
+    with pytest.raises(CorpusError, match="only 3 stereotype sentences"):
+        cut_corpus(lines, MALE, FEMALE, STEREO, heldout=3, seed=0)
+
+
+def test_generated_corpus_over_the_real_lists_lands_in_its_categories():
+    male, female, stereo = (read_word_list(DATA / f) for f in ("male.txt", "female.txt", "stereotype.txt"))
+    lines = generate_sentences(male, female, stereo, 200, seed=0, mixed=30)
+    assert len(lines) == 630
+    cut = cut_corpus(lines, male, female, stereo, heldout=20, seed=0)
+    # every generated line of a category is kept in it (distinct lines), the mixed ones are dropped
+    assert {c: len(p["train"]) + len(p["heldout"]) for c, p in cut.items()} == \
+        {"male": 200, "female": 200, "stereotype": 200}
+
+
+# ------------------------------------------------------------------------------------------------ keyword masks
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    texts = ["the man saw a doctor", "the woman saw a nurse", "a king and a queen", "doctors and nurses"]
+    return data_vocab_tokenizer(texts, tmp_path_factory.mktemp("vocab"))
+
+
+def test_keyword_mask_marks_the_keyword_tokens(tokenizer):
+    rows = [categorize("the man saw a doctor", MALE, FEMALE, STEREO),
+            categorize("a nurse and a doctor", MALE, FEMALE, STEREO)]
+    enc = encode_keyed(tokenizer, rows, max_length=8)
+    # [CLS] the man saw a doctor [SEP] [PAD]: only "man" (position 2)
+    assert enc.keyword_mask[0].tolist() == [0, 0, 1, 0, 0, 0, 0, 0]
+    assert enc.keyword_mask[1].tolist() == [0, 0, 1, 0, 0, 1, 0, 0]
+    cut_off = encode_keyed(tokenizer, rows, max_length=4)   # "doctor" at position 5 is cut: row 1 keeps "nurse"
+    assert len(cut_off) == 2 and cut_off.dropped == 0
+    gone = encode_keyed(tokenizer, [categorize("the woman saw a nurse", MALE, FEMALE, STEREO)] * 2
+                        + rows[:1], max_length=2)
+    assert len(gone) == 0 and gone.dropped == 3
+
+
+# ------------------------------------------------------------------------------------------------ the objective
+def test_layer_modes():
+    assert layer_indices("first", 7) == [0] and layer_indices("last", 7) == [6]
+    assert layer_indices("all", 3) == [0, 1, 2] and layer_indices("intermediate", 13) == [1, 2, 3, 4]
+    with pytest.raises(ValueError, match="intermediate"):
+        layer_indices("intermediate", 3)
+
+
+def test_keyword_embeddings_average_the_sub_tokens():
+    states = torch.arange(12.0).reshape(1, 2, 3, 2)   # one layer, 2 sentences, 3 positions, hidden 2
+    mask = torch.tensor([[1, 1, 0], [0, 0, 1]])
+    assert keyword_embeddings(states, mask).tolist() == [[[1.0, 2.0], [10.0, 11.0]]]
+    with pytest.raises(ValueError, match="no keyword"):
+        keyword_embeddings(states, torch.tensor([[1, 0, 0], [0, 0, 0]]))
+
+
+def test_debias_terms_by_hand():
+    rows = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    # paper B: r1 . (v_m + v_f) = 1 + 2 = 3, r2: 2 + 0 = 2 -> mean(9, 4) = 6.5
+    assert debias_paper_b(rows, torch.tensor([[1.0, 1.0], [2.0, 0.0]])).item() == pytest.approx(6.5)
+    # kaneko, one layer: male (1, 2) -> mean 1.5 -> 2.25; female (2, 0) -> mean 1 -> 1; sum 3.25
+    vectors = torch.tensor([[[1.0, 1.0]], [[2.0, 0.0]]])
+    assert debias_kaneko(rows.unsqueeze(0), vectors).item() == pytest.approx(3.25)
+
+
+def test_regularisers_by_hand():
+    e = torch.tensor([[[1.0, 2.0]], [[0.0, 1.0]]])   # 2 layers, 1 sentence
+    assert regulariser_paper_b(e, torch.zeros_like(e)).item() == pytest.approx((5.0 + 1.0) / 2)
+    states = torch.tensor([[[[1.0, 1.0], [2.0, 0.0]]]])    # 1 layer, 1 sentence, 2 tokens
+    # token 1 is padding: only token 0 counts, mean over hidden of (1, 1) = 1
+    assert regulariser_kaneko(states, torch.zeros_like(states), torch.tensor([[1, 0]])).item() == pytest.approx(1.0)
+    assert regulariser_kaneko(states, torch.zeros_like(states), torch.tensor([[1, 1]])).item() == pytest.approx(1.5)
+
+
+# ------------------------------------------------------------------------------------------------ a tiny model
+def tiny_bert(vocab_size: int, seed: int = 0) -> BertModel:
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=vocab_size, hidden_size=16, num_hidden_layers=5, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32)
+    return BertModel(config).eval()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    male, female, stereo = (read_word_list(DATA / f) for f in ("male.txt", "female.txt", "stereotype.txt"))
+    lines = generate_sentences(male, female, stereo, 60, seed=0)
+    cut = cut_corpus(lines, male, female, stereo, heldout=10, seed=0)
+    tok = data_vocab_tokenizer(lines, tmp_path_factory.mktemp("corpus_vocab"))
+    return tok, {c: encode_keyed(tok, cut[c]["train"], 16) for c in cut}
+
+
+def test_attribute_vectors_are_the_mean_keyword_embeddings(corpus):
+    tok, sets = corpus
+    model = tiny_bert(len(tok))
+    vectors = AttributeVectors(sets["male"], sets["female"], "last", "paper_b", "cpu", batch_size=7)
+    value = vectors.refresh(model)
+    with torch.no_grad():
+        male = keyword_embeddings(hidden_states(model, sets["male"].rows(slice(None)), "cpu")[[-1]],
+                                  sets["male"].keyword_mask)
+    assert value.shape == (2, 16)
+    torch.testing.assert_close(value[0], male[0].mean(dim=0), rtol=1e-5, atol=1e-6)
+    per_layer = AttributeVectors(sets["male"], sets["female"], "all", "kaneko", "cpu").refresh(model)
+    assert per_layer.shape == (2, 6, 16)
+
+
+def test_regulariser_through_the_bypass_is_zero_while_nothing_is_pruned(corpus):
+    """Scores start at 0 (sigmoid 0.5 > tau 0): the masked model is the original, so in eval mode the
+    regulariser to the bypassed network is exactly 0 and the loss is alpha * L_debias."""
+    tok, sets = corpus
+    model = tiny_bert(len(tok))
+    decider = MovementSigmoid(10, 0.0, 0.1, schedule="linear")
+    masked = attach(model, decider, ENCODER_KINDS, granularity_plan("block", 8), zero_bias_of_empty_rows=True)
+    model.eval()
+    vectors = AttributeVectors(sets["male"], sets["female"], "all", "paper_b", "cpu")
+    vectors.refresh(model)
+
+    def original(batch):
+        with masked.bypass():
+            return hidden_states(model, batch, "cpu")
+
+    objective = KanekoBollegala(vectors, original, "all", "token", "paper_b", "cpu")
+    batch = {"targets": sets["stereotype"].rows(slice(0, 8)), "attributes": sets["male"].rows(slice(0, 8))}
+    loss, logs = objective(model, batch)
+    assert logs["loss_regularize"] == 0.0
+    assert loss.item() == pytest.approx(0.2 * logs["loss_debias"], rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------ granularities
+def test_each_granularity_expands_to_whole_blocks():
+    model = tiny_bert(30)
+    for plan, shape in ((granularity_plan("block", 8), (2, 2)), (granularity_plan("head", head_size=8), (2, 1))):
+        masked = attach(model, MovementSigmoid(10, 0.0, 0.1), ENCODER_KINDS, plan)
+        query = masked.masks["encoder.layer.0.attention.self.query"]
+        assert tuple(query.scores.shape) == shape
+        with torch.no_grad():
+            query.scores.copy_(torch.tensor([[-5.0, 0.0], [0.0, 0.0]]) if shape == (2, 2)
+                               else torch.tensor([[-5.0], [0.0]]))
+        hard = query.hard_mask()
+        assert not hard[:8, :8].any() and hard[8:].all()                     # the whole first block or head
+        assert hard[:8, 8:].all() == (shape == (2, 2))
+        ffn = masked.masks["encoder.layer.0.intermediate.dense"]
+        assert tuple(ffn.scores.shape) == (32,)                                # one score per FFN neuron
+        masked.detach()
+
+
+def test_pruning_a_heads_value_block_removes_that_head():
+    """Head 0's rows of V masked (bias zeroed with them): the attention's context for head 0 is exactly zero,
+    head 1's is untouched, and heads_pruned reads the head off V."""
+    model = tiny_bert(30)
+    attention = model.encoder.layer[0].attention.self
+    x = torch.randn(1, 5, 16)
+    with torch.no_grad():
+        before = attention(x)[0]
+    masked = attach(model, MovementSigmoid(10, 0.0, 0.1), ENCODER_KINDS, granularity_plan("head", head_size=8),
+                    zero_bias_of_empty_rows=True)
+    value = masked.masks["encoder.layer.0.attention.self.value"]
+    with torch.no_grad():
+        value.scores.copy_(torch.tensor([[-5.0], [0.0]]))
+        after = attention(x)[0]
+    assert torch.equal(after[..., :8], torch.zeros_like(after[..., :8]))
+    torch.testing.assert_close(after[..., 8:], before[..., 8:])
+    grid = heads_pruned(masked.hard_masks(), head_size=8)
+    assert grid.shape == (5, 2) and grid.tolist()[0] == [True, False] and grid.sum() == 1
+    rows = layer_density(masked.hard_masks())
+    first = next(r for r in rows if r["layer"] == 0 and r["part"] == "attention")
+    # V lost half its rows: (3 * 256 + 128) / (4 * 256)
+    assert first["density"] == pytest.approx((3 * 256 + 128) / 1024)
+
+
+# ------------------------------------------------------------------------------------------------ whole runs
+@pytest.mark.parametrize("granularity,freeze", [("block", True), ("head", False), ("none", False)])
+def test_a_short_run_of_each_kind(corpus, granularity, freeze):
+    tok, sets = corpus
+    model = tiny_bert(len(tok))
+    frozen_before = {k: v.clone() for k, v in model.state_dict().items()}
+    spec = DebiasSpec(variant="paper_b", layers="last", mode="token", granularity=granularity, block=8,
+                      freeze_weights=freeze, score_lr=0.5)
+    result = run_debias(model, sets, spec, TrainHParams(epochs=2, batch_size=16, learning_rate=1e-3, warmup=0,
+                                                        log_every=1), seed=1, device="cpu")
+    curve = result["curve"]
+    assert len(result["vectors"]) == 2                      # refreshed at the start of both epochs
+    assert {"loss_debias", "loss_regularize"} <= set(curve[0])
+    assert curve[-1]["loss_debias"] < curve[0]["loss_debias"]
+    if freeze:
+        masked = result["masked"]
+        masked.detach()
+        for key, value in model.state_dict().items():
+            assert torch.equal(value, frozen_before[key]), key   # only the scores trained
+    else:
+        changed = [k for k, v in model.state_dict().items() if k in frozen_before
+                   and not torch.equal(v, frozen_before[k])]
+        assert changed
+
+
+def test_debias_only_must_train_the_weights():
+    with pytest.raises(ValueError, match="freeze_weights false"):
+        DebiasSpec(granularity="none", freeze_weights=True).check()
+    with pytest.raises(ValueError, match="layers 'middle'"):
+        DebiasSpec(layers="middle").check()
