@@ -309,8 +309,9 @@ def _check_vision(config: Mapping) -> None:
 
 
 def _check_gender(config: Mapping) -> None:
-    """The gender track (paper B): a pruning grid needs its pruning settings, the debias-only runs theirs, and the
-    intermediate layers (1-4) need no check here (the model's depth is known only when it loads)."""
+    """The gender track (paper B): where the encoder comes from, a plan with at least one run, the debias-only runs'
+    settings, positive block sizes. Whether the model has the layers 1-4 that ``intermediate`` reads is known only
+    once it loads (the run then stops before its first step)."""
     if "gender" not in config:
         raise ConfigError("config: gender is required when track names gender (schemas/gender.schema.yaml)")
     gender = config["gender"]
