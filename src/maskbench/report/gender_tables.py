@@ -79,13 +79,11 @@ def kind_table(kind: str, runs: pd.DataFrame, seat: pd.DataFrame, original: pd.D
     if kind != "debias_only":
         base.update({"density % (ours)": "100.00", "heads pruned (ours)": "0"})
     out = [base]
-    ours = runs[runs["kind"] == kind]
-    for (granularity, layers, mode), group in ours.groupby(["granularity", "layers", "mode"], sort=False,
-                                                           dropna=False):
-        row = {"granularity": granularity if kind != "debias_only" else "none", "layers": layers, "mode": mode,
-               "seeds": len(group)}
-        effects = seat[(seat["kind"] == kind) & (seat["layers"] == layers) & (seat["mode"] == mode)
-                       & ((seat["granularity"] == granularity) if kind != "debias_only" else True)]
+    ours = runs[runs["kind"] == kind].fillna({"granularity": "none"})  # debias-only runs prune nothing
+    named = seat.fillna({"granularity": "none"})
+    for (granularity, layers, mode), group in ours.groupby(["granularity", "layers", "mode"], sort=False):
+        row = {"granularity": granularity, "layers": layers, "mode": mode, "seeds": len(group)}
+        effects = named[(named[KEYS] == [kind, granularity, layers, mode]).all(axis=1)]
         for test in tests:
             row[f"{test} (ours)"] = mean_std(effects[effects["test"] == test]["effect_size"])
         if kind != "debias_only":

@@ -103,13 +103,12 @@ def main(argv=None) -> int:
                                   "zero_bias_of_empty_rows": True, "provenance": summary["provenance"]})
     if writes_mask:
         summary["file"] = mask_set.save(args.out)
-        runtime.atomic_write_json(args.summary, summary)
     else:
         if masked is not None:
             masked.detach(keep_values=True)  # the pruned entries are zeros of a model that saves like any other
         write_checkpoint(args.out, model, tokenizer, {k: v for k, v in summary.items() if k != "curve"},
                          mask_set=mask_set, curve=result["curve"])
-        runtime.atomic_write_json(args.summary, summary)
+    runtime.atomic_write_json(args.summary, summary)
     if result["resume"] is not None:
         result["resume"].done()
     log.info("wrote %s (%s), %.1fs", args.out, f"density {summary['density']:.3f}" if "density" in summary

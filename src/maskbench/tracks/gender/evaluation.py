@@ -32,10 +32,17 @@ def load_run(model: str, run: str | Path | None = None):
 def seat_scores(model, tokenizer, tests: list[SeatTest], device, n_samples: int = 100_000, seed: int = 0,
                 max_length: int = 128) -> list[dict]:
     """Effect size and one-sided permutation p-value of every test on the last layer's [CLS] (paper B)."""
-    rows = []
+    rows, encoded = [], {}
+
+    def vectors(examples: tuple[str, ...]):
+        # tests share attribute sets (6 / 6b, 7 / 8, 7b / 8b): each set is encoded once, in the same batches
+        if examples not in encoded:
+            encoded[examples] = cls_vectors(model, tokenizer, list(examples), device,
+                                            max_length=max_length).double().numpy()
+        return encoded[examples]
+
     for test in tests:
-        X, Y, A, B = (cls_vectors(model, tokenizer, list(part.examples), device, max_length=max_length).double()
-                      .numpy() for part in (test.targ1, test.targ2, test.attr1, test.attr2))
+        X, Y, A, B = (vectors(part.examples) for part in (test.targ1, test.targ2, test.attr1, test.attr2))
         p, exact = p_value(X, Y, A, B, n_samples=n_samples, seed=seed)
         rows.append({"test": test.name, "effect_size": effect_size(X, Y, A, B), "p_value": p, "p_exact": exact,
                      "n_targets": len(X) + len(Y), "n_attributes": len(A) + len(B),
