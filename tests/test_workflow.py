@@ -83,8 +83,9 @@ def test_lint_is_clean():
     ("configs/vision.yaml", {"fetch_mnist_wheel": 1, "prepare_vision": 9, "train_vision": 18,
                              "ffw": 9 * 2 * 2 + 2 * (5 + 3), "magnitude_vision": 2, "evaluate_vision": 18,
                              "shrink_vision": 1, "vision_report": 1}),
-    ("configs/minilm.yaml", {"finetune_baseline": 9, "finetune_debiased": 18, "search_mask": 36, "table1": 1,
-                             "search_mask_sweep": 36, "finetune_sweep": 9, "tradeoff_report": 1}),
+    # 3 tasks x 2 seeds: 2 SD rows, 4 mask rows; sweeps: 2 mask rows x 2 learning rates, 1 SD strength
+    ("configs/minilm.yaml", {"finetune_baseline": 6, "finetune_debiased": 12, "search_mask": 24, "table1": 1,
+                             "search_mask_sweep": 24, "finetune_sweep": 6, "tradeoff_report": 1}),
 ])
 def test_dry_run_plans_every_job(configfile, expected, tmp_path):
     args = ["-n", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
