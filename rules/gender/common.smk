@@ -28,6 +28,8 @@ wildcard_constraints:
     glayers=r"first|last|all|intermediate",
     gmode=r"token|sentence",
     gkind=r"frozen|unfrozen",
+    gtask=r"[A-Za-z0-9_]+",
+    gsplit=r"train|dev",
 
 
 def gender_spec(kind, granularity, layers, mode):
@@ -56,6 +58,20 @@ def trained_dir(kind, granularity, layers, mode, seed):
     return f"{GBASE}/{kind}/{granularity}/layers~{layers}/mode~{mode}/seed~{seed}"
 
 
+# paper B's GLUE column: every run's encoder fine-tuned on each task (the config's gender.performance)
+GPERF = GCFG.get("performance") or {}
+GTASKS = list(GPERF.get("tasks", {}))
+
+
+def gender_task_data(task, split):
+    return f"{R}/{GENDER}/data/tasks/{task}/{split}.parquet"
+
+
+def gender_task_original(task, seed):
+    """The pre-trained encoder fine-tuned on a task: one per seed (the head's initialisation and data order)."""
+    return f"{GBASE}/original/seed~{seed}.task~{task}.json"
+
+
 def gender_runs():
     """Every planned run: kind, granularity (None for debias only), layers, mode, seed, its output and summary."""
     runs = []
@@ -82,18 +98,28 @@ def gender_runs():
         stem = run["out"].removesuffix(".mask")
         run["summary"] = f"{stem}.json"
         run["seat"] = f"{stem}.seat.json"
+        run["tasks"] = {task: f"{stem}.task~{task}.json" for task in GTASKS}
         run["marker"] = run["out"] if run["kind"] == "frozen" else f"{run['out']}/train_summary.json"
     return runs
 
 
 GENDER_RUNS = gender_runs()
 GENDER_ORIGINAL_SEAT = f"{GBASE}/original.seat.json"
+GENDER_ORIGINAL_TASKS = {task: [gender_task_original(task, seed) for seed in SEEDS] for task in GTASKS}
 GENDER_TABLES = [f"{R}/tables/{GENDER}/{name}" for name in ("runs.csv", "seat_long.csv", "tables.md")]
 GENDER_FIGURES = [f"{R}/figures/{GENDER}/{name}.png" for name in ("layer_density", "heads")]
+# paper B's figure 3 (task accuracy against bias) when the config measures task performance
+GENDER_PERFORMANCE_FIGURE = (
+    [report(f"{R}/figures/{GENDER}/performance_bias.png", caption="captions/gender_performance.rst",
+            category="Paper B")] if GTASKS else [])
+GENDER_FIGURES += [f"{R}/figures/{GENDER}/performance_bias.png"] if GTASKS else []
 
 TARGETS["prepare"] += [GENDER_CORPUS]
 TARGETS["masks"] += [run["marker"] for run in GENDER_RUNS]
+TARGETS["prepare"] += [gender_task_data(task, split) for task in GTASKS for split in ("train", "dev")]
 TARGETS["evaluate"] += [run["seat"] for run in GENDER_RUNS] + [GENDER_ORIGINAL_SEAT]
+TARGETS["evaluate"] += [path for run in GENDER_RUNS for path in run["tasks"].values()]
+TARGETS["evaluate"] += [path for paths in GENDER_ORIGINAL_TASKS.values() for path in paths]
 TARGETS["all"] += GENDER_TABLES + GENDER_FIGURES
 
 
@@ -104,6 +130,10 @@ def gender_dir_parts(gdir):
     values = {p.split("~", 1)[0]: p.split("~", 1)[1] for p in parts if "~" in p}
     granularity = parts[1] if parts[0] == "unfrozen" else None
     return parts[0], granularity, values["layers"], values["mode"]
+
+
+def task_data_input(wildcards):
+    return {"train": gender_task_data(wildcards.gtask, "train"), "dev": gender_task_data(wildcards.gtask, "dev")}
 
 
 def seat_run_input(wildcards):

@@ -50,3 +50,24 @@ rule gender_scratch_encoder:
     shell:
         "python -m maskbench.steps.gender_encoder --corpus {input.corpus:q} --tests {input.tests:q}"
         " --bert-config {params.bert_config} --seed {params.seed} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+
+
+rule gender_task_data:
+    output:
+        data=f"{R}/{GENDER}/data/tasks/{{gtask}}/{{gsplit}}.parquet",
+        summary=f"{R}/{GENDER}/data/tasks/{{gtask}}/{{gsplit}}.summary.json",
+    params:
+        spec=lambda wildcards: as_json(GPERF["tasks"][wildcards.gtask][wildcards.gsplit]),
+    log:
+        f"{R}/logs/gender_task_data/{{gtask}}/{{gsplit}}.log",
+    benchmark:
+        f"{R}/benchmarks/rules/gender_task_data/{{gtask}}/{{gsplit}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.prepare --name {wildcards.gtask}_{wildcards.gsplit} --spec {params.spec}"
+        " --out {output.data:q} --summary {output.summary:q} > {log:q} 2>&1"

@@ -54,3 +54,63 @@ rule gender_seat_original:
     shell:
         "python -m maskbench.steps.gender_seat --model {params.model:q} --tests {input.tests:q}"
         " --n-samples {params.n_samples} --seed {params.seed} --threads {threads} --out {output:q} > {log:q} 2>&1"
+
+
+# Paper B's GLUE column: a run's encoder under a new head, fine-tuned on a task with its pruned weights held at
+# zero (gender.performance); the pre-trained encoder likewise, once per seed.
+
+
+rule gender_task:
+    input:
+        unpack(task_data_input),
+        run=seat_run_input,
+        encoder=GENCODER_INPUT,
+    output:
+        f"{GBASE}/{{grun}}/seed~{{seed}}.task~{{gtask}}.json",
+    wildcard_constraints:
+        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+",
+    params:
+        model=encoder_of_input,
+        run=lambda wildcards, input: input.run if input.run.endswith(".mask") else os.path.dirname(input.run),
+        hparams=as_json(GPERF.get("hparams", {})),
+    log:
+        f"{R}/logs/gender_task/{GMODEL}/{{grun}}/seed~{{seed}}.task~{{gtask}}.log",
+    benchmark:
+        f"{R}/benchmarks/rules/gender_task/{GMODEL}/{{grun}}/seed~{{seed}}.task~{{gtask}}.tsv"
+    threads: COMPUTE["train_threads"]
+    resources:
+        mem_mb=COMPUTE["train_mem_mb"],
+        runtime=COMPUTE["train_runtime_min"],
+        gpu=training_gpus(),
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.gender_task --model {params.model:q} --run {params.run:q} --task {wildcards.gtask}"
+        " --train {input.train:q} --dev {input.dev:q} --hparams {params.hparams} --seed {wildcards.seed}"
+        " --threads {threads} --out {output:q} > {log:q} 2>&1"
+
+
+rule gender_task_original:
+    input:
+        unpack(task_data_input),
+        encoder=GENCODER_INPUT,
+    output:
+        f"{GBASE}/original/seed~{{seed}}.task~{{gtask}}.json",
+    params:
+        model=encoder_of_input,
+        hparams=as_json(GPERF.get("hparams", {})),
+    log:
+        f"{R}/logs/gender_task/{GMODEL}/original/seed~{{seed}}.task~{{gtask}}.log",
+    benchmark:
+        f"{R}/benchmarks/rules/gender_task/{GMODEL}/original/seed~{{seed}}.task~{{gtask}}.tsv"
+    threads: COMPUTE["train_threads"]
+    resources:
+        mem_mb=COMPUTE["train_mem_mb"],
+        runtime=COMPUTE["train_runtime_min"],
+        gpu=training_gpus(),
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.gender_task --model {params.model:q} --task {wildcards.gtask}"
+        " --train {input.train:q} --dev {input.dev:q} --hparams {params.hparams} --seed {wildcards.seed}"
+        " --threads {threads} --out {output:q} > {log:q} 2>&1"

@@ -6,6 +6,8 @@ rule gender_report:
         summaries=[run["summary"] for run in GENDER_RUNS],
         seats=[run["seat"] for run in GENDER_RUNS],
         original=GENDER_ORIGINAL_SEAT,
+        tasks=[path for run in GENDER_RUNS for path in run["tasks"].values()],
+        original_tasks=[path for paths in GENDER_ORIGINAL_TASKS.values() for path in paths],
     output:
         runs=report(f"{R}/tables/{GENDER}/runs.csv", caption="captions/gender_tables.rst", category="Paper B"),
         seat=f"{R}/tables/{GENDER}/seat_long.csv",
@@ -13,8 +15,9 @@ rule gender_report:
         density=report(f"{R}/figures/{GENDER}/layer_density.png", caption="captions/gender_density.rst",
                        category="Paper B"),
         heads=report(f"{R}/figures/{GENDER}/heads.png", caption="captions/gender_heads.rst", category="Paper B"),
+        performance=GENDER_PERFORMANCE_FIGURE,
     params:
-        runs=as_json([{k: run[k] for k in ("kind", "granularity", "layers", "mode", "seed", "summary", "seat")}
+        runs=as_json([{k: run[k] for k in ("kind", "granularity", "layers", "mode", "seed", "summary", "seat", "tasks")}
                       for run in GENDER_RUNS]),
         tests=" ".join(GCFG["seat"]["tests"]),
         tables_dir=folder_of_output("runs"),
@@ -27,4 +30,5 @@ rule gender_report:
     shell:
         "python -m maskbench.steps.gender_report --runs {params.runs} --original-seat {input.original:q}"
         " --tests {params.tests} --tables-dir {params.tables_dir:q} --figures-dir {params.figures_dir:q}"
+        " --original-tasks {input.original_tasks:q}"
         " > {log:q} 2>&1"

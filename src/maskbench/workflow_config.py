@@ -330,6 +330,14 @@ def _check_gender(config: Mapping) -> None:
         for name in runs.get(kind, {}).get("granularities", []):
             if name.startswith("block") and int(name[5:]) < 1:
                 raise ConfigError(f"config: gender.runs.{kind}.granularities has {name!r}; a block is at least 1")
+    from maskbench.data.registry import DataError, check_spec  # pandas: only when a gender config is checked
+
+    for task, splits in gender.get("performance", {}).get("tasks", {}).items():
+        for split in ("train", "dev"):
+            try:
+                check_spec(f"gender.performance.tasks.{task}.{split}", splits[split])
+            except DataError as err:
+                raise ConfigError(f"config: {err}") from err
 
 
 TRACK_CHECKS: dict[str, Callable[[Mapping], None]] = {"nlu": _check_nlu, "vision": _check_vision,

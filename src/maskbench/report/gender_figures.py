@@ -72,3 +72,53 @@ def build_heads_figure(heads: pd.DataFrame, granularity: str = "head", kind: str
         axes[0].text(0.5, 0.5, f"no {kind} {granularity} runs", ha="center", va="center")
     fig.suptitle(f"Paper B figure 2 analogue: surviving heads ({granularity}, {kind} weights)")
     return fig
+
+
+# bias measures figure 3 can put on its x axis: runs.csv column -> label (0 or 50 = no measured bias)
+BIAS_AXES = {"seat_mean_abs": ("mean |SEAT effect size|", 0.0), "crows_pairs": ("CrowS-Pairs bias score (%)", 50.0),
+             "stereoset_ss": ("StereoSet SS (%)", 50.0)}
+
+
+def performance_bias_frame(runs: pd.DataFrame, original: dict) -> pd.DataFrame:
+    """One row per (kind, granularity, layers, mode) and the original: mean and std over seeds of the task
+    accuracy (``performance``) and of every bias measure the runs have. ``original`` holds the original model's
+    values (``performance`` as the list of its per-seed accuracies)."""
+    measures = ["performance", *[c for c in BIAS_AXES if c in runs.columns]]
+    keys = ["kind", "granularity", "layers", "mode"]
+    named = runs.fillna({"granularity": "none"})
+    rows = []
+    for key, group in named.groupby(keys, sort=False):
+        row = dict(zip(keys, key, strict=True))
+        for m in measures:
+            row[m], row[f"{m}_std"] = group[m].mean(), group[m].std(ddof=1) if len(group) > 1 else 0.0
+        rows.append(row)
+    base = {"kind": "original", "granularity": "", "layers": "", "mode": ""}
+    for m in measures:
+        values = np.atleast_1d(np.asarray(original.get(m, np.nan), dtype=float))
+        base[m], base[f"{m}_std"] = float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else 0.0
+    return pd.DataFrame([base, *rows])
+
+
+def build_performance_bias_figure(points: pd.DataFrame) -> Figure:
+    """Paper B figure 3 analogue: task accuracy against each bias measure, a point per table row (mean ± std over
+    seeds; marker per kind), the original model as a star, the no-bias value as a dotted line."""
+    axes_of = [c for c in BIAS_AXES if c in points.columns]
+    fig = Figure(figsize=(4.4 * len(axes_of), 3.8), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(axes_of), sharey=True))
+    markers = {"frozen": "o", "unfrozen": "s", "debias_only": "^"}
+    for ax, column in zip(axes, axes_of, strict=True):
+        label, unbiased = BIAS_AXES[column]
+        for kind, group in points[points["kind"] != "original"].groupby("kind", sort=False):
+            ax.errorbar(group[column], group["performance"], xerr=group[f"{column}_std"],
+                        yerr=group["performance_std"], fmt=markers.get(kind, "o"), alpha=0.75, capsize=2,
+                        markersize=5, label=kind.replace("_", " "))
+        base = points[points["kind"] == "original"]
+        ax.errorbar(base[column], base["performance"], yerr=base["performance_std"], fmt="*", color="black",
+                    markersize=12, label="original")
+        ax.axvline(unbiased, color="grey", linestyle=":", linewidth=1)
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("task accuracy (%)")
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Paper B figure 3 analogue: performance against bias (mean ± std over seeds)")
+    return fig

@@ -37,11 +37,24 @@ def paper_table(name: str) -> pd.DataFrame:
         return pd.read_csv(fh, keep_default_na=False, na_values=[""])
 
 
-def runs_frame(runs: list[dict], summaries: list[dict], seats: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def task_columns(tasks: dict[str, dict] | None) -> dict:
+    """``task_<name>`` dev accuracy per task and ``performance``, their mean (paper B's GLUE column); empty
+    without tasks."""
+    if not tasks:
+        return {}
+    scores = {f"task_{name}": report["dev_accuracy"] for name, report in tasks.items()}
+    return {**scores, "performance": float(np.mean(list(scores.values())))}
+
+
+def runs_frame(runs: list[dict], summaries: list[dict], seats: list[dict],
+               tasks: list[dict] | None = None, lm: list[dict] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(runs, seat_long): one row per run, one row per (run, SEAT test); ``runs`` are the workflow's run records
-    (kind, granularity, layers, mode, seed), the others the JSONs of each run in the same order."""
+    (kind, granularity, layers, mode, seed), the others the JSONs of each run in the same order: its summary, its
+    SEAT file, and optionally its task files (task -> JSON) and its masked-LM bias file."""
     rows, seat_rows = [], []
-    for run, summary, seat in zip(runs, summaries, seats, strict=True):
+    tasks = tasks if tasks is not None else [None] * len(runs)
+    lm = lm if lm is not None else [None] * len(runs)
+    for run, summary, seat, run_tasks, run_lm in zip(runs, summaries, seats, tasks, lm, strict=True):
         key = {k: run[k] for k in (*KEYS, "seed")}
         curve = [p for p in summary["curve"] if "loss_debias" in p]
         heads = np.asarray(summary.get("heads_pruned", []), dtype=int)
@@ -49,11 +62,45 @@ def runs_frame(runs: list[dict], summaries: list[dict], seats: list[dict]) -> tu
                      "heads_pruned": int(heads.sum()) if heads.size else 0, "steps": summary["steps"],
                      "loss_debias_first": curve[0]["loss_debias"] if curve else np.nan,
                      "loss_debias_last": curve[-1]["loss_debias"] if curve else np.nan,
-                     "loss_regularize_last": curve[-1]["loss_regularize"] if curve else np.nan})
+                     "loss_regularize_last": curve[-1]["loss_regularize"] if curve else np.nan,
+                     "seat_mean_abs": float(np.mean([abs(t["effect_size"]) for t in seat["seat"]])),
+                     **task_columns(run_tasks), **lm_columns(run_lm)})
         for test in seat["seat"]:
             seat_rows.append({**key, "test": test["test"], "effect_size": test["effect_size"],
                               "p_value": test["p_value"], "p_exact": test["p_exact"]})
     return pd.DataFrame(rows), pd.DataFrame(seat_rows)
+
+
+# the masked-LM bias measures (maskbench.tracks.gender.lm_bias), as runs.csv columns -> table headings
+LM_COLUMNS = {"crows_pairs": "CrowS-Pairs", "stereoset_ss": "SS", "stereoset_lms": "LMS", "stereoset_icat": "ICAT"}
+EXTRA_COLUMNS = {"performance": "task acc", **LM_COLUMNS}
+
+
+def lm_columns(report: dict | None) -> dict:
+    """CrowS-Pairs' bias score and StereoSet's SS, LMS and ICAT (overall) of a masked-LM bias file; what it
+    lacks is left out."""
+    if not report:
+        return {}
+    out = {}
+    crows = report.get("crows_pairs")
+    if crows:
+        out["crows_pairs"] = crows["score"]
+    stereoset = (report.get("stereoset") or {}).get("overall")
+    if stereoset:
+        out.update({"stereoset_ss": stereoset["ss"], "stereoset_lms": stereoset["lms"],
+                    "stereoset_icat": stereoset["icat"]})
+    return out
+
+
+def original_extras(tasks: list[dict] | None, lm: dict | None) -> dict:
+    """The original row's task accuracy (mean ± std over its per-seed fine-tunings) and masked-LM measures, as
+    formatted table cells."""
+    cells = {}
+    if tasks:
+        cells["task acc (ours)"] = mean_std(pd.Series([task_columns(t)["performance"] for t in tasks]))
+    for key, value in lm_columns(lm).items():
+        cells[f"{LM_COLUMNS[key]} (ours)"] = f"{value:.2f}"
+    return cells
 
 
 def original_frame(seat: dict) -> pd.DataFrame:
@@ -71,13 +118,18 @@ def mean_std(values: pd.Series) -> str:
 
 
 def kind_table(kind: str, runs: pd.DataFrame, seat: pd.DataFrame, original: pd.DataFrame,
-               tests: list[str]) -> pd.DataFrame:
-    """One of paper B's tables: our rows (mean ± std over seeds) and paper B's beside, the original model first."""
+               tests: list[str], original_cells: dict | None = None) -> pd.DataFrame:
+    """One of paper B's tables: our rows (mean ± std over seeds) and paper B's beside, the original model first
+    (``original_cells``: its task accuracy and masked-LM measures, ``original_extras``). The task accuracy and
+    masked-LM columns appear when the runs have them."""
     paper = paper_table(KIND_TABLE[kind]) if kind in ("frozen", "debias_only") else None
     base = {"granularity": "original", "layers": "", "mode": "", "seeds": ""}
     base.update({f"{t} (ours)": f"{original.set_index('test').loc[t, 'effect_size']:.2f}" for t in tests})
     if kind != "debias_only":
         base.update({"density % (ours)": "100.00", "heads pruned (ours)": "0"})
+    extras = [c for c in EXTRA_COLUMNS if c in runs.columns]
+    base.update({f"{EXTRA_COLUMNS[c]} (ours)": (original_cells or {}).get(f"{EXTRA_COLUMNS[c]} (ours)", "")
+                 for c in extras})
     out = [base]
     ours = runs[runs["kind"] == kind].fillna({"granularity": "none"})  # debias-only runs prune nothing
     named = seat.fillna({"granularity": "none"})
@@ -89,6 +141,8 @@ def kind_table(kind: str, runs: pd.DataFrame, seat: pd.DataFrame, original: pd.D
         if kind != "debias_only":
             row["density % (ours)"] = mean_std(100 * group["density"])
             row["heads pruned (ours)"] = mean_std(group["heads_pruned"].astype(float))
+        for column in extras:
+            row[f"{EXTRA_COLUMNS[column]} (ours)"] = mean_std(group[column].astype(float))
         out.append(row)
     table = pd.DataFrame(out)
     if paper is not None:

@@ -105,7 +105,10 @@ def main(argv=None) -> int:
         summary["file"] = mask_set.save(args.out)
     else:
         if masked is not None:
-            masked.detach(keep_values=True)  # the pruned entries are zeros of a model that saves like any other
+            # the pruned entries are zeros of a model that saves like any other; in eval mode the masks use the
+            # final threshold, as the hard masks saved beside do (training mode would use the last step's)
+            model.eval()
+            masked.detach(keep_values=True)
         write_checkpoint(args.out, model, tokenizer, {k: v for k, v in summary.items() if k != "curve"},
                          mask_set=mask_set, curve=result["curve"])
     runtime.atomic_write_json(args.summary, summary)
