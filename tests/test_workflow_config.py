@@ -168,6 +168,11 @@ def test_the_gender_config_passes_and_gets_its_defaults():
     (lambda g: g.pop("debias_only"), "gender.runs.debias_only needs gender.debias_only.hparams"),
     (lambda g: g.update(runs={}), "gender.runs plans no run"),
     (lambda g: g["runs"]["frozen"].update(granularities=["block0"]), "gender.runs.frozen.granularities has 'block0'; a block is at least 1"),
+    (lambda g: g["lm_bias"].pop("crows_pairs"), "gender.lm_bias measures nothing; name crows_pairs, stereoset or both"),
+    (lambda g: g["performance"]["tasks"]["nli"]["dev"].update(source="synthetic"),
+     "dataset 'gender.performance.tasks.nli.dev': field 'source' has value 'synthetic'"),
+    (lambda g: g["performance"]["tasks"]["nli"]["train"].update(source="ftp:x"),
+     "dataset 'gender.performance.tasks.nli.train': field 'source' has unknown prefix 'ftp:'"),
 ])
 def test_gender_settings_are_checked_with_their_key(edit, message):
     config = copy.deepcopy(GENDER)
@@ -181,6 +186,9 @@ def test_gender_settings_are_checked_with_their_key(edit, message):
     (lambda g: g["runs"]["frozen"].update(layers=["middle"]), "'middle' is not one of"),
     (lambda g: g["corpus"].update(source="ftp://x"), "'ftp://x' does not match"),
     (lambda g: g["objective"].update(variant="kb"), "'kb' is not one of"),
+    (lambda g: g["lm_bias"].update(head="trained"), "'trained' is not one of"),
+    (lambda g: g["lm_bias"]["crows_pairs"].update(max_pairs=-1), "-1 is less than the minimum of 0"),
+    (lambda g: g["performance"]["tasks"]["nli"].pop("dev"), "'dev' is a required property"),
 ])
 def test_the_gender_schema_refuses_bad_values(edit, message):
     from snakemake.exceptions import WorkflowError

@@ -63,6 +63,28 @@ GPERF = GCFG.get("performance") or {}
 GTASKS = list(GPERF.get("tasks", {}))
 
 
+# the masked-LM bias measures (gender.lm_bias): a head fitted once on the pre-trained encoder (or the model's own),
+# CrowS-Pairs and, when named, StereoSet, for every run and the original
+GLM = GCFG.get("lm_bias") or {}
+GLM_HEAD = f"{GBASE}/mlm_head.safetensors"
+GLM_CROWS = os.path.join(workflow.basedir, GLM["crows_pairs"]["file"]) if GLM.get("crows_pairs") else None
+GENDER_ORIGINAL_LM = f"{GBASE}/original.lm.json" if GLM else None
+
+
+def lm_bias_options():
+    """The gender_lm_bias arguments the config sets (the CrowS-Pairs file is an input)."""
+    opts = [f"--batch-size {GLM.get('batch_size', 64)}", f"--max-length {GLM.get('max_length', 128)}"]
+    crows = GLM.get("crows_pairs")
+    if crows:
+        opts += [f"--crows-max-pairs {crows.get('max_pairs', 0)}", f"--seed {crows.get('seed', 0)}"]
+    stereoset = GLM.get("stereoset")
+    if stereoset:
+        opts += [f"--stereoset-intra {shlex.quote(stereoset['intrasentence'])}",
+                 f"--stereoset-inter {shlex.quote(stereoset['intersentence'])}",
+                 f"--stereoset-split {shlex.quote(stereoset.get('split', 'validation'))}"]
+    return " ".join(opts)
+
+
 def gender_task_data(task, split):
     return f"{R}/{GENDER}/data/tasks/{task}/{split}.parquet"
 
@@ -99,6 +121,7 @@ def gender_runs():
         run["summary"] = f"{stem}.json"
         run["seat"] = f"{stem}.seat.json"
         run["tasks"] = {task: f"{stem}.task~{task}.json" for task in GTASKS}
+        run["lm"] = f"{stem}.lm.json" if GLM else None
         run["marker"] = run["out"] if run["kind"] == "frozen" else f"{run['out']}/train_summary.json"
     return runs
 
@@ -120,6 +143,7 @@ TARGETS["prepare"] += [gender_task_data(task, split) for task in GTASKS for spli
 TARGETS["evaluate"] += [run["seat"] for run in GENDER_RUNS] + [GENDER_ORIGINAL_SEAT]
 TARGETS["evaluate"] += [path for run in GENDER_RUNS for path in run["tasks"].values()]
 TARGETS["evaluate"] += [path for paths in GENDER_ORIGINAL_TASKS.values() for path in paths]
+TARGETS["evaluate"] += [run["lm"] for run in GENDER_RUNS if run["lm"]] + ([GENDER_ORIGINAL_LM] if GLM else [])
 TARGETS["all"] += GENDER_TABLES + GENDER_FIGURES
 
 

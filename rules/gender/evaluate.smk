@@ -114,3 +114,91 @@ rule gender_task_original:
         "python -m maskbench.steps.gender_task --model {params.model:q} --task {wildcards.gtask}"
         " --train {input.train:q} --dev {input.dev:q} --hparams {params.hparams} --seed {wildcards.seed}"
         " --threads {threads} --out {output:q} > {log:q} 2>&1"
+
+
+# The masked-LM bias measures (gender.lm_bias): CrowS-Pairs' gender score and, when named, StereoSet's SS / LMS /
+# ICAT, under one masked-LM head — fitted once on the pre-trained encoder with the encoder frozen, or the model's own.
+
+
+rule gender_mlm_head:
+    input:
+        corpus=GENDER_CORPUS,
+        encoder=GENCODER_INPUT,
+    output:
+        head=GLM_HEAD,
+        summary=f"{GBASE}/mlm_head.json",
+    params:
+        model=encoder_of_input,
+        source=GLM.get("head", "fit"),
+        hparams=" ".join(f"--{key.replace('_', '-')} {value}" for key, value in GLM.get("head_hparams", {}).items()),
+    log:
+        f"{R}/logs/gender_mlm_head/{GMODEL}.log",
+    benchmark:
+        f"{R}/benchmarks/rules/gender_mlm_head/{GMODEL}.tsv"
+    threads: COMPUTE["train_threads"]
+    resources:
+        mem_mb=COMPUTE["train_mem_mb"],
+        runtime=COMPUTE["train_runtime_min"],
+        gpu=training_gpus(),
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.gender_mlm_head --model {params.model:q} --corpus {input.corpus:q}"
+        " --source {params.source} {params.hparams} --threads {threads} --out {output.head:q}"
+        " --summary {output.summary:q} > {log:q} 2>&1"
+
+
+rule gender_lm_bias:
+    input:
+        run=seat_run_input,
+        head=GLM_HEAD,
+        crows=[GLM_CROWS] if GLM_CROWS else [],
+        encoder=GENCODER_INPUT,
+    output:
+        f"{GBASE}/{{grun}}/seed~{{seed}}.lm.json",
+    wildcard_constraints:
+        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+",
+    params:
+        model=encoder_of_input,
+        run=lambda wildcards, input: input.run if input.run.endswith(".mask") else os.path.dirname(input.run),
+        crows=lambda wildcards, input: f"--crows {shlex.quote(input.crows[0])}" if input.crows else "",
+        options=lm_bias_options(),
+    log:
+        f"{R}/logs/gender_lm_bias/{GMODEL}/{{grun}}/seed~{{seed}}.log",
+    benchmark:
+        f"{R}/benchmarks/rules/gender_lm_bias/{GMODEL}/{{grun}}/seed~{{seed}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=COMPUTE["eval_mem_mb"],
+        runtime=COMPUTE["eval_runtime_min"],
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.gender_lm_bias --model {params.model:q} --run {params.run:q} --head {input.head:q}"
+        " {params.crows} {params.options} --threads {threads} --out {output:q} > {log:q} 2>&1"
+
+
+rule gender_lm_bias_original:
+    input:
+        head=GLM_HEAD,
+        crows=[GLM_CROWS] if GLM_CROWS else [],
+        encoder=GENCODER_INPUT,
+    output:
+        f"{GBASE}/original.lm.json",
+    params:
+        model=encoder_of_input,
+        crows=lambda wildcards, input: f"--crows {shlex.quote(input.crows[0])}" if input.crows else "",
+        options=lm_bias_options(),
+    log:
+        f"{R}/logs/gender_lm_bias/{GMODEL}/original.log",
+    benchmark:
+        f"{R}/benchmarks/rules/gender_lm_bias/{GMODEL}/original.tsv"
+    threads: 1
+    resources:
+        mem_mb=COMPUTE["eval_mem_mb"],
+        runtime=COMPUTE["eval_runtime_min"],
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.gender_lm_bias --model {params.model:q} --head {input.head:q}"
+        " {params.crows} {params.options} --threads {threads} --out {output:q} > {log:q} 2>&1"

@@ -8,6 +8,8 @@ rule gender_report:
         original=GENDER_ORIGINAL_SEAT,
         tasks=[path for run in GENDER_RUNS for path in run["tasks"].values()],
         original_tasks=[path for paths in GENDER_ORIGINAL_TASKS.values() for path in paths],
+        lm=[run["lm"] for run in GENDER_RUNS if run["lm"]],
+        original_lm=[GENDER_ORIGINAL_LM] if GLM else [],
     output:
         runs=report(f"{R}/tables/{GENDER}/runs.csv", caption="captions/gender_tables.rst", category="Paper B"),
         seat=f"{R}/tables/{GENDER}/seat_long.csv",
@@ -17,9 +19,12 @@ rule gender_report:
         heads=report(f"{R}/figures/{GENDER}/heads.png", caption="captions/gender_heads.rst", category="Paper B"),
         performance=GENDER_PERFORMANCE_FIGURE,
     params:
-        runs=as_json([{k: run[k] for k in ("kind", "granularity", "layers", "mode", "seed", "summary", "seat", "tasks")}
+        runs=as_json([{k: run[k] for k in ("kind", "granularity", "layers", "mode", "seed", "summary", "seat", "tasks", "lm")}
                       for run in GENDER_RUNS]),
         tests=" ".join(GCFG["seat"]["tests"]),
+        original_tasks=lambda wildcards, input: "--original-tasks " + " ".join(map(shlex.quote, input.original_tasks))
+        if input.original_tasks else "",
+        original_lm=lambda wildcards, input: f"--original-lm {shlex.quote(input.original_lm[0])}" if input.original_lm else "",
         tables_dir=folder_of_output("runs"),
         figures_dir=folder_of_output("density"),
     log:
@@ -30,5 +35,5 @@ rule gender_report:
     shell:
         "python -m maskbench.steps.gender_report --runs {params.runs} --original-seat {input.original:q}"
         " --tests {params.tests} --tables-dir {params.tables_dir:q} --figures-dir {params.figures_dir:q}"
-        " --original-tasks {input.original_tasks:q}"
+        " {params.original_tasks} {params.original_lm}"
         " > {log:q} 2>&1"

@@ -330,6 +330,9 @@ def _check_gender(config: Mapping) -> None:
         for name in runs.get(kind, {}).get("granularities", []):
             if name.startswith("block") and int(name[5:]) < 1:
                 raise ConfigError(f"config: gender.runs.{kind}.granularities has {name!r}; a block is at least 1")
+    lm_bias = gender.get("lm_bias")
+    if lm_bias is not None and not lm_bias.get("crows_pairs") and not lm_bias.get("stereoset"):
+        raise ConfigError("config: gender.lm_bias measures nothing; name crows_pairs, stereoset or both")
     from maskbench.data.registry import DataError, check_spec  # pandas: only when a gender config is checked
 
     for task, splits in gender.get("performance", {}).get("tasks", {}).items():
