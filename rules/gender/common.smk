@@ -137,7 +137,15 @@ GENDER_PERFORMANCE_FIGURE = (
             category="Paper B")] if GTASKS else [])
 GENDER_FIGURES += [f"{R}/figures/{GENDER}/performance_bias.png"] if GTASKS else []
 
+# structured masks shrunk into smaller dense encoders (gender.shrink): the first seed's frozen masks of the named
+# granularities, their parameter counts and CPU latency beside the dense encoder's
+GSHRINK = GCFG.get("shrink") or {}
+GENDER_STRUCTURED = f"{R}/benchmarks/structured.json"
+GSHRINK_MASKS = [run["out"] for run in GENDER_RUNS if run["kind"] == "frozen" and run["seed"] == SEEDS[0]
+                 and run["granularity"] in GSHRINK.get("granularities", [])]
+
 TARGETS["prepare"] += [GENDER_CORPUS]
+TARGETS["all"] += [GENDER_STRUCTURED] if GSHRINK_MASKS else []
 TARGETS["masks"] += [run["marker"] for run in GENDER_RUNS]
 TARGETS["prepare"] += [gender_task_data(task, split) for task in GTASKS for split in ("train", "dev")]
 TARGETS["evaluate"] += [run["seat"] for run in GENDER_RUNS] + [GENDER_ORIGINAL_SEAT]
