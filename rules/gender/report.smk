@@ -1,4 +1,4 @@
-# Paper B's tables and figures, rebuilt from the runs' summaries and SEAT files; no model runs here.
+# Paper B's tables and figures, rebuilt from the runs' summaries, SEAT, task and masked-LM files; no model runs here.
 
 
 rule gender_report:

@@ -71,7 +71,7 @@ def runs_frame(runs: list[dict], summaries: list[dict], seats: list[dict],
     return pd.DataFrame(rows), pd.DataFrame(seat_rows)
 
 
-# the masked-LM bias measures (maskbench.tracks.gender.lm_bias), as runs.csv columns -> table headings
+# the masked-LM bias measures (maskbench.steps.gender_lm_bias's JSON), as runs.csv columns -> table headings
 LM_COLUMNS = {"crows_pairs": "CrowS-Pairs", "stereoset_ss": "SS", "stereoset_lms": "LMS", "stereoset_icat": "ICAT"}
 EXTRA_COLUMNS = {"performance": "task acc", **LM_COLUMNS}
 

@@ -43,7 +43,9 @@ log = logging.getLogger("maskbench.steps.gender_report")
 CAPTIONS = {
     "table1": "Paper B Table 1 analogue: block / head movement pruning with frozen weights. SEAT effect sizes on "
               "the last layer's [CLS] (mean ± std over seeds; 0 = no measured bias), the density the mask keeps, "
-              "the whole heads it removes; paper B's BERT-base numbers beside (its SS and GLUE are not measured here).",
+              "the whole heads it removes, the task accuracy of the encoder fine-tuned with its pruned weights held "
+              "at zero (paper B: GLUE) and the masked-LM bias scores when measured (CrowS-Pairs, StereoSet SS: 50 = no "
+              "preference); paper B's BERT-base numbers beside.",
     "table2": "Paper B Table 2 analogue: the same pruning with the weights training too (paper B's numbers are not "
               "among the project's references).",
     "table4": "Paper B Table 4 analogue: the debiasing objective alone, every weight training, no pruning.",

@@ -1,0 +1,54 @@
+"""Paper B's tables and figure 3 from hand-made run files: the task-accuracy and CrowS-Pairs cells are mean ± std
+over seeds of the per-run values, the original row reads its own files, and figure 3's points are the same means."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from maskbench.report.gender_figures import performance_bias_frame
+from maskbench.report.gender_tables import kind_table, original_extras, original_frame, runs_frame
+
+
+def run(seed):
+    return {"kind": "frozen", "granularity": "head", "layers": "all", "mode": "token", "seed": seed}
+
+
+def summary():
+    return {"curve": [{"loss_debias": 2.0, "loss_regularize": 0.5}], "steps": 4, "density": 0.5,
+            "heads_pruned": [[1, 0], [0, 0]]}
+
+
+def seat(effect):
+    return {"seat": [{"test": "t6", "effect_size": effect, "p_value": 0.1, "p_exact": True},
+                     {"test": "t8", "effect_size": -effect, "p_value": 0.2, "p_exact": True}]}
+
+
+def test_task_and_crows_cells_are_mean_and_std_over_seeds():
+    runs = [run(1), run(2)]
+    tasks = [{"nli": {"dev_accuracy": 80.0}}, {"nli": {"dev_accuracy": 90.0}}]
+    lm = [{"crows_pairs": {"score": 40.0}}, {"crows_pairs": {"score": 60.0}}]
+    frame, long = runs_frame(runs, [summary(), summary()], [seat(0.2), seat(0.4)], tasks, lm)
+    assert list(frame["performance"]) == [80.0, 90.0] and list(frame["crows_pairs"]) == [40.0, 60.0]
+    assert list(frame["seat_mean_abs"]) == pytest.approx([0.2, 0.4])   # mean |effect| over the two tests
+    original_tasks = [{"nli": {"dev_accuracy": 70.0}}, {"nli": {"dev_accuracy": 72.0}}]
+    cells = original_extras(original_tasks, {"crows_pairs": {"score": 55.0}})
+    assert cells == {"task acc (ours)": f"71.00 ± {math.sqrt(2):.2f}", "CrowS-Pairs (ours)": "55.00"}
+    table = kind_table("frozen", frame, long, original_frame(seat(1.0)), ["t6", "t8"], cells).set_index("granularity")
+    assert table.loc["head", "task acc (ours)"] == f"85.00 ± {math.sqrt(50):.2f}"
+    assert table.loc["head", "CrowS-Pairs (ours)"] == f"50.00 ± {math.sqrt(200):.2f}"
+    assert table.loc["original", "task acc (ours)"] == cells["task acc (ours)"]
+    assert table.loc["head", "heads pruned (ours)"] == "1.00 ± 0.00"
+    points = performance_bias_frame(frame, {"performance": [70.0, 72.0], "seat_mean_abs": 1.0, "crows_pairs": 55.0})
+    assert points.iloc[0].to_dict()["performance"] == 71.0 and points.iloc[0]["performance_std"] == pytest.approx(
+        math.sqrt(2))
+    row = points.iloc[1]
+    assert (row["kind"], row["performance"], row["crows_pairs"]) == ("frozen", 85.0, 50.0)
+    assert row["crows_pairs_std"] == pytest.approx(math.sqrt(200)) and isinstance(points, pd.DataFrame)
+
+
+def test_without_task_or_lm_files_the_tables_keep_their_columns():
+    frame, long = runs_frame([run(1)], [summary()], [seat(0.3)])
+    assert "performance" not in frame.columns and "crows_pairs" not in frame.columns
+    table = kind_table("frozen", frame, long, original_frame(seat(1.0)), ["t6", "t8"])
+    assert not any("task acc" in c or "CrowS" in c for c in table.columns)
