@@ -1,5 +1,6 @@
 """The README's generated sections: replaced between their markers only, effects by hand, stamped with HEAD."""
 
+import json
 import math
 import subprocess
 
@@ -133,12 +134,20 @@ def test_the_gender_kind_writes_the_reports_tables_one_level_down(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     readme = repo / "README.md"
-    readme.write_text("## Paper B\n<!-- generated:g_tables -->\nold\n<!-- /generated:g_tables -->\nafter\n")
+    readme.write_text("## Paper B\n<!-- generated:g_tables -->\nold\n<!-- /generated:g_tables -->\nafter\n"
+                      "<!-- generated:g_shrunk -->\nold\n<!-- /generated:g_shrunk -->\n")
     git(repo, "init", "-q")
     git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
     git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "start")
-    tables = tmp_path / "gender"
-    tables.mkdir()
+    tables = tmp_path / "results/tables/gender"
+    tables.mkdir(parents=True)
+    (tmp_path / "results/benchmarks").mkdir()
+    (tmp_path / "results/benchmarks/structured.json").write_text(json.dumps({
+        "batch": 32, "length": 32, "threads": 1, "rounds": 3, "repeats": 10, "records": [{
+            "mask": "results/gender/minilm-l6/frozen/head/layers~all/mode~token/seed~1.mask", "heads_removed": 28,
+            "heads_total": 72, "ffn_removed": 5088, "ffn_total": 9216, "params_dense": 22713216,
+            "params_shrunk": 17420000, "params_ratio": 0.767, "latency_dense_s": 0.271, "latency_shrunk_s": 0.146,
+            "latency_ratio": 0.539, "max_abs_diff": 1.9e-5, "max_abs_diff_float64": 3.6e-15}]}))
     (tables / "tables.md").write_text("### table1\n\ncaption\n\n| granularity | sent-weat6 (ours) |\n|:--|:--|\n"
                                       "| head | 0.40 ± 0.10 |\n")
     assert readme_tables.main(["--readme", str(readme), "--tables", str(tables), "--name", "g", "--kind", "gender",
@@ -147,3 +156,6 @@ def test_the_gender_kind_writes_the_reports_tables_one_level_down(tmp_path):
     text = readme.read_text()
     assert "#### table1" in text and "| head | 0.40 ± 0.10 |" in text and "old" not in text
     assert "`snakemake --configfile configs/gender.yaml --cores 2`, 20 min wall clock" in text and "after" in text
+    assert ("| `frozen/head/layers~all/mode~token/seed~1.mask` | 28 / 72 | 5,088 / 9,216 | 22,713,216 → 17,420,000 "
+            "(0.767) | 271 → 146 ms (0.539) | 1.9e-05 / 3.6e-15 |") in text
+    assert "Batch 32 × 32 tokens, 1 torch thread(s)" in text and "old" not in text

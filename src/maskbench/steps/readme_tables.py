@@ -11,7 +11,7 @@ summary and the selection rule's picks, when the run has `tradeoff:`); `--kind s
 (paper C's sparsity curves as ID / OOD tables with the full model's line) and `<NAME>_table5` (table5.md);
 `--kind vision`: `<NAME>_tables` (the vision report's tables.md, its headings one level down) and `<NAME>_shrunk` (the structured subnetworks
 shrunk to dense models, results/benchmarks/vision_structured.json); `--kind gender`: `<NAME>_tables` (the gender
-report's tables.md). The commit is the repository's HEAD; the step
+report's tables.md) and `<NAME>_shrunk` (its masks shrunk to dense encoders, results/benchmarks/structured.json). The commit is the repository's HEAD; the step
 refuses when the code, rules, schemas or configs differ from HEAD (then the outputs are not that commit's).
 """
 
@@ -32,6 +32,7 @@ from maskbench.report.readme import (
     mask_benchmark_markdown,
     replace_section,
     selection_markdown,
+    shrunk_encoders_markdown,
     shrunk_models_markdown,
     sparsity_curves_markdown,
     tradeoff_curves_markdown,
@@ -126,9 +127,17 @@ def vision_sections(text: str, args: Args, stamp: str) -> str:
 
 
 def gender_sections(text: str, args: Args, stamp: str) -> str:
-    return replace_section(text, f"{args.name}_tables",
+    text = replace_section(text, f"{args.name}_tables",
                            f"{stamp}\n\n" + demote_headings((args.tables / "tables.md").read_text(encoding="utf-8")),
                            str(args.readme))
+    shrunk = args.tables.parent.parent / "benchmarks" / "structured.json"  # results/tables/gender -> results
+    if shrunk.is_file():
+        text = replace_section(text, f"{args.name}_shrunk",
+                               f"{stamp}\nFrozen masks shrunk into smaller dense encoders "
+                               f"(`results/benchmarks/structured.json`):\n\n"
+                               + shrunk_encoders_markdown(json.loads(shrunk.read_text(encoding="utf-8"))),
+                               str(args.readme))
+    return text
 
 
 def table1_sections(text: str, args: Args, stamp: str) -> str:
