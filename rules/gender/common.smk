@@ -169,7 +169,8 @@ def task_data_input(wildcards):
 
 
 def seat_run_input(wildcards):
-    """The finished output of the run whose SEAT file is asked for (the mask, or the checkpoint's marker)."""
+    """The finished output of the run a per-run evaluation (SEAT, task, masked-LM bias) reads: the mask, or the
+    checkpoint's marker."""
     stem = f"{GBASE}/{wildcards.grun}/seed~{wildcards.seed}"
     return f"{stem}.mask" if wildcards.grun.startswith("frozen/") else f"{stem}/train_summary.json"
 

@@ -19,7 +19,7 @@ import torch
 
 @dataclass
 class PrunedEntries:
-    """Where an encoder was pruned: parameter name -> bool tensor of the entries that are exactly zero."""
+    """Where an encoder was pruned: the entries its run's mask drops, per parameter."""
 
     zeros: dict[str, torch.Tensor]  # name of a ``model.bert`` parameter -> True where pruned
     total: int  # entries of the transformer layers' matrices and biases
