@@ -40,6 +40,19 @@ class CrowsPair:
     direction: str      # stereo / antistereo
 
 
+def rows_of_bias_type(frame, dataset: str, columns: tuple[str, ...], bias_type: str, where: str):
+    """The rows of ``frame`` whose ``bias_type`` is ``bias_type``; a missing column or no such row stops with
+    ``where`` and the field named (CrowS-Pairs and StereoSet tables alike)."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise BiasDataError(f"{where}: field(s) {missing} missing ({dataset} has columns {list(columns)})")
+    part = frame[frame["bias_type"] == bias_type]
+    if part.empty:
+        raise BiasDataError(f"{where}: field 'bias_type' has no row with value {bias_type!r} (values "
+                            f"{sorted(map(str, frame['bias_type'].dropna().unique()))[:10]})")
+    return part
+
+
 def read_crows_pairs(path, bias_type: str = "gender") -> list[CrowsPair]:
     """The pairs of one bias type; a missing file or column, an empty subset, an unknown direction or an empty
     sentence stops with the file and the field named."""
@@ -48,14 +61,7 @@ def read_crows_pairs(path, bias_type: str = "gender") -> list[CrowsPair]:
     path = Path(path)
     if not path.is_file():
         raise BiasDataError(f"{path}: the CrowS-Pairs file does not exist")
-    frame = pd.read_csv(path, index_col=0)
-    missing = [c for c in COLUMNS if c not in frame.columns]
-    if missing:
-        raise BiasDataError(f"{path}: field(s) {missing} missing (CrowS-Pairs has columns {list(COLUMNS)})")
-    part = frame[frame["bias_type"] == bias_type]
-    if part.empty:
-        raise BiasDataError(f"{path}: field 'bias_type' has no row with value {bias_type!r} (values "
-                            f"{sorted(map(str, frame['bias_type'].dropna().unique()))[:10]})")
+    part = rows_of_bias_type(pd.read_csv(path, index_col=0), "CrowS-Pairs", COLUMNS, bias_type, str(path))
     pairs = []
     for row, more, less, direction in zip(part.index, part["sent_more"], part["sent_less"],
                                           part["stereo_antistereo"], strict=True):

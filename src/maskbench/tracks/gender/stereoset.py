@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from maskbench.tracks.gender.crows_pairs import BiasDataError
+from maskbench.tracks.gender.crows_pairs import BiasDataError, rows_of_bias_type
 from maskbench.tracks.gender.lm_scoring import fill_probabilities, masked_log_probs
 
 HUB_ID = "McGill-NLP/stereoset"
@@ -94,13 +94,7 @@ def _candidates(sentences, where: str) -> dict[str, str]:
 
 def parse_stereoset(frame, where: str, bias_type: str = "gender") -> list[StereoItem]:
     """The examples of one bias type of a StereoSet table with the Hub's columns."""
-    missing = [c for c in COLUMNS if c not in frame.columns]
-    if missing:
-        raise BiasDataError(f"{where}: field(s) {missing} missing (StereoSet has columns {list(COLUMNS)})")
-    part = frame[frame["bias_type"] == bias_type]
-    if part.empty:
-        raise BiasDataError(f"{where}: field 'bias_type' has no row with value {bias_type!r} (values "
-                            f"{sorted(map(str, frame['bias_type'].dropna().unique()))[:10]})")
+    part = rows_of_bias_type(frame, "StereoSet", COLUMNS, bias_type, where)
     items = []
     for ident, target, context, sentences in zip(part["id"], part["target"], part["context"], part["sentences"],
                                                  strict=True):
