@@ -291,7 +291,9 @@ def test_head_fit_lowers_the_loss_and_leaves_the_encoder_untouched(tmp_path):
     full = lm(ids["input_ids"], ids["attention_mask"])
     assert full.shape == (3, ids["input_ids"].shape[1], len(tokenizer))
     where = torch.tensor([[1, 2]] * 3)
-    assert torch.equal(lm2(ids["input_ids"], ids["attention_mask"], where), full[:, 1:3])
+    # the same logits up to float rounding: the head's matmul over 2 gathered positions and over the whole sequence
+    # block differently with more than one thread
+    torch.testing.assert_close(lm2(ids["input_ids"], ids["attention_mask"], where), full[:, 1:3])
 
 
 def test_a_shipped_head_gives_bert_for_masked_lm_logits(tmp_path):
