@@ -209,3 +209,59 @@ def vision_config(**changes):
 def test_vision_config_references_are_checked(changes, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         check_references(vision_config(**changes))
+
+
+class PredictsZero(torch.nn.Module):
+    """Predicts class 0 for every input."""
+
+    def forward(self, x):
+        return torch.stack([torch.ones(len(x)), torch.zeros(len(x))], dim=1)
+
+    def parameters(self, recurse=True):
+        return iter([torch.nn.Parameter(torch.zeros(1))])
+
+
+# four background groups of unequal size (left, right alignment with the label; the model always says 0):
+# aligned/aligned 4 samples, all right (100); aligned/conflicting 2, one right (50); conflicting/aligned 1, wrong (0);
+# conflicting/conflicting 3, one right (33.33). Pooled: 6 of 10 = 60; paper D's "Unbiased": the mean of the four
+# group accuracies = (100 + 50 + 0 + 100/3) / 4 = 45.8333.
+MC_BATCH = {"image": torch.zeros(10, 1),
+            "label": torch.tensor([0, 0, 0, 0, 0, 1, 1, 0, 1, 1]),
+            "bias": torch.tensor([[0, 0], [0, 0], [0, 0], [0, 0], [0, 1], [1, 0], [0, 1], [1, 1], [0, 0], [0, 0]])}
+MC_GROUPS = {"left_colour=aligned,right_colour=aligned": 100.0, "left_colour=aligned,right_colour=conflicting": 50.0,
+             "left_colour=conflicting,right_colour=aligned": 0.0,
+             "left_colour=conflicting,right_colour=conflicting": 100.0 / 3}
+
+
+def test_multi_color_unbiased_accuracy_is_the_mean_of_the_four_groups_not_the_pooled_accuracy():
+    from maskbench.tracks.vision.evaluation import group_mean_accuracy
+
+    pooled, groups = task_accuracy(PredictsZero(), [MC_BATCH], ["left_colour", "right_colour"])
+    assert pooled == pytest.approx(60.0)
+    assert groups == pytest.approx(MC_GROUPS)
+    assert group_mean_accuracy(groups) == pytest.approx(45.833333, abs=1e-4)
+    # paper D's vanilla row: mean(100, 97.7, 30.37, 7.68) = 58.94 (its "Unbiased" 58.9)
+    assert group_mean_accuracy({"a": 100.0, "b": 97.7, "c": 30.37, "d": 7.68}) == pytest.approx(58.9375)
+    assert group_mean_accuracy({}) is None
+
+
+def test_table5_reports_the_group_mean_as_unbiased_the_pooled_apart_and_left_right_bias():
+    from maskbench.report.vision_tables import group_table
+
+    def record(seed, left, right):
+        run = {"run": "vanilla", "params": {"method": "vanilla", "start": "final"}, "task_accuracy": 60.0,
+               "bias_accuracy": (left + right) / 2, "bias_accuracy_per_attribute": {"left_colour": left,
+                                                                                    "right_colour": right},
+               "sparsity": 0.0, "biased_test_accuracy": 90.0, "task_groups": MC_GROUPS}
+        return {"dataset": "multi_color_mnist", "level": "0.99-0.95", "seed": seed, "runs": [run]}
+
+    datasets = {"multi_color_mnist": {"generator": "multi_color_mnist", "table": 5,
+                                      "levels": {"0.99-0.95": {"rho_left": 0.99, "rho_right": 0.95}}}}
+    summary = summary_frame(runs_frame([record(1, 96.0, 64.0), record(2, 98.0, 66.0)], datasets))
+    row = group_table(summary, gamma=10.0).iloc[0]
+    assert row["unbiased"] == "45.83 ± 0.00" and row["pooled"] == "60.00 ± 0.00"
+    groups = [c for c in row.index if c.startswith("left_colour=")]
+    assert groups == sorted(MC_GROUPS)  # paper D's order: A/A, A/C, C/A, C/C
+    assert row["bias left_colour"] == f"97.00 ± {math.sqrt(2):.2f}"
+    assert row["bias right_colour"] == f"65.00 ± {math.sqrt(2):.2f}"
+    assert row["sparsity"] == "0.00 ± 0.00"
