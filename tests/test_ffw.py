@@ -265,3 +265,77 @@ def test_table5_reports_the_group_mean_as_unbiased_the_pooled_apart_and_left_rig
     assert row["bias left_colour"] == f"97.00 ± {math.sqrt(2):.2f}"
     assert row["bias right_colour"] == f"65.00 ± {math.sqrt(2):.2f}"
     assert row["sparsity"] == "0.00 ± 0.00"
+
+
+def one_layer_mlp() -> MLP:
+    """extracter.fc1 = Linear(2, 2) with W = [[1, 2], [3, 4]], b = [3, -5]; x = [1, 1] gives pre-activations
+    [1 + 2 + 3, 3 + 4 - 5] = [6, 2]."""
+    model = MLP(2, 2, 2, 1).eval()
+    with torch.no_grad():
+        model.extracter.fc1.weight.copy_(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        model.extracter.fc1.bias.copy_(torch.tensor([3.0, -5.0]))
+    return model
+
+
+def test_a_structured_gate_at_zero_silences_the_unit_bias_included():
+    """Paper D eq. (9): the gate multiplies the unit's output. A pruned unit outputs exactly 0, not its bias."""
+    model = one_layer_mlp()
+    masked = attach_gates(model, FFWSettings(structured=True))
+    with torch.no_grad():
+        masked.masks["extracter.fc1"].scores.copy_(torch.tensor([1.0, -1.0]))  # unit 1 pruned
+    x = torch.tensor([[1.0, 1.0]])
+    with ffw_module.HardGates(masked), torch.no_grad():
+        out = model.extracter.fc1(x)
+    assert out.tolist() == [[6.0, 0.0]]  # weight rows alone would leave unit 1 at its bias, -5
+    masked.detach()
+
+
+def test_the_gradient_of_a_structured_gate_is_the_unit_output_times_the_two_sigmoid_slope():
+    """Gates at 0, T = 1: g = min(2 sigmoid(0), 1) = 1 and dg/dm = 2 sigmoid(0)(1 - sigmoid(0)) = 0.5, so for
+    L = sum of fc1's outputs, dL/dm_c = 0.5 * (w_c . x + b_c) = 0.5 * [6, 2] = [3, 1] (the bias is gated too;
+    weight rows alone would give 0.5 * [3, 7])."""
+    model = one_layer_mlp()
+    masked = attach_gates(model, FFWSettings(structured=True))
+    model.extracter.fc1(torch.tensor([[1.0, 1.0]])).sum().backward()
+    assert masked.masks["extracter.fc1"].scores.grad.tolist() == [3.0, 1.0]
+    masked.detach()
+
+
+@pytest.mark.parametrize("arch", ["conv", "mlp", "resnet"])
+def test_the_shrunk_structured_model_computes_what_the_hard_gated_model_computes(arch):
+    """Prune a random half of the units with structured gates; the shrunk model (pruned units removed, their
+    constant downstream contribution f(0) folded) gives the hard-gated model's outputs."""
+    from maskbench.masking.apply import MaskSet, MaskSwitch
+    from maskbench.tracks.vision.models import resnet18
+    from maskbench.tracks.vision.shrink import shrink
+
+    torch.manual_seed(5)
+    if arch == "conv":
+        model, x = SimpleConvNet(10, 3, (4, 8, 8, 8)), torch.randn(3, 3, 12, 12)
+    elif arch == "mlp":
+        model, x = MLP(10, 3 * 28 * 28, 16, 3), torch.randn(3, 3, 28, 28)
+    else:
+        model, x = resnet18(10, small_input=True), torch.randn(2, 3, 8, 8)
+    for module in model.modules():  # non-trivial BatchNorm statistics: f(0) != 0
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.uniform_(-1, 1)
+            module.running_var.uniform_(0.5, 2)
+            module.bias.data.uniform_(-1, 1)
+    model.eval()
+    masked = attach_gates(model, FFWSettings(structured=True))
+    with torch.no_grad():
+        for mask in masked.masks.values():
+            mask.scores.copy_(torch.randn(mask.scores.shape))
+    with ffw_module.HardGates(masked), torch.no_grad():
+        gated = model(x)
+    keep = masked.hard_masks()
+    masked.detach()
+    small, _ = shrink(model, keep, zero_bias=True)
+    with torch.no_grad():
+        torch.testing.assert_close(small(x), gated, rtol=1e-4, atol=1e-5)
+    # the saved mask, applied as the evaluation applies it (FFW's structured masks zero the pruned units' bias)
+    switch = MaskSwitch(model)
+    switch.apply(MaskSet(keep, {"model_fingerprint": switch.fingerprint, "zero_bias_of_empty_rows": True}))
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), gated, rtol=1e-5, atol=1e-6)
+    switch.revert()

@@ -6,7 +6,12 @@ On the engine: the ``temperature_gate`` decider with paper D's forward min(2 sig
 initialised at 0 (the gated model's outputs equal the vanilla model's bit for bit), at ``weight`` granularity
 (unstructured: every conv and linear weight, the classifier included, as paper D's ``gating_weights.py``) or
 ``channel`` granularity (structured: one gate per output channel / neuron of every layer but the task classifier,
-whose output neurons are the classes). BatchNorm statistics stay frozen (``freeze_norm_stats``). One ``fit`` run
+whose output neurons are the classes). A structured gate multiplies the unit's whole output, bias included, as paper
+D's eq. (9) and its code's ``StructuredGate`` (``input * TwoSigmoid(m / T)`` on a layer's output): the engine's
+``gate_unit_output`` gates the bias with the weight row's gate, so a conv / linear unit computes g (W x + b), the
+gate sitting after the layer and before its BatchNorm. (The code defines ``StructuredGate`` but never attaches it;
+after the conv / linear is our reading of eq. (9), "the neuron's output".) A pruned unit thus outputs 0, and what
+follows turns that into f(0) (BatchNorm's shift through the ReLU), which ``shrink.py`` folds downstream. BatchNorm statistics stay frozen (``freeze_norm_stats``). One ``fit`` run
 trains the gates with Adam (paper D: lr 1e-3, weight decay 1e-4) on
 
     loss = alpha * CE(task) + gamma * mean_b MI_b,
@@ -85,7 +90,7 @@ def attach_gates(model: nn.Module, settings: FFWSettings) -> MaskedModules:
     decider = TemperatureGate(init=0.0, temperature=settings.temperature, forward="two_sigmoid")
     grain = "channel" if settings.structured else "weight"
     return attach(model, decider, gate_targets(model, settings.structured), grain, family="vision",
-                  where="ffw gates")
+                  gate_unit_output=settings.structured, where="ffw gates")
 
 
 class HardGates:
