@@ -339,3 +339,77 @@ def test_the_shrunk_structured_model_computes_what_the_hard_gated_model_computes
     with torch.no_grad():
         torch.testing.assert_close(model(x), gated, rtol=1e-5, atol=1e-6)
     switch.revert()
+
+
+def test_head_update_and_validation_mi_choices_are_checked():
+    with pytest.raises(ValueError, match=r"vision\.ffw\.head_update: 'sometimes' is unknown"):
+        FFWSettings(head_update="sometimes")
+    with pytest.raises(ValueError, match=r"vision\.ffw\.validation_mi: 'later' is unknown"):
+        FFWSettings.from_dict({"validation_mi": "later"})
+
+
+def test_online_heads_take_one_sgd_step_per_gate_batch_and_the_mi_uses_the_heads_before_it():
+    """Paper D's code: the MI of a batch is read from the head as it was, then the head takes one SGD step
+    (lr 0.5, no momentum or decay here: w <- w - 0.5 dCE/dw) on its CE over the batch's detached features."""
+    torch.manual_seed(4)
+    model = MLP(3, 4, 5, 1).eval()
+    head = torch.nn.Linear(5, 2)
+    head.requires_grad_(False)
+    before = torch.nn.Linear(5, 2)
+    before.load_state_dict(head.state_dict())
+    batch = {"image": torch.randn(6, 4), "label": torch.tensor([0, 1, 2, 0, 1, 2]),
+             "bias": torch.tensor([[0], [1], [0], [1], [0], [1]])}
+    settings = FFWSettings(head_update="online")
+    settings.head.lr, settings.head.momentum, settings.head.weight_decay = 0.5, 0.0, 0.0
+    online = ffw_module.OnlineHeads([head], settings.head)
+    loss, logs = gate_objective([head], [2], settings, online)(model, batch)
+    feats = model.features(batch["image"]).detach()
+    mi_before = empirical_mi(batch["bias"][:, 0], torch.softmax(before(feats), 1), 2)
+    assert logs["mi"] == pytest.approx(float(mi_before))
+    ce = torch.nn.functional.cross_entropy(before(feats), batch["bias"][:, 0])
+    grad_w, grad_b = torch.autograd.grad(ce, [before.weight, before.bias])
+    torch.testing.assert_close(head.weight, before.weight.detach() - 0.5 * grad_w)
+    torch.testing.assert_close(head.bias, before.bias.detach() - 0.5 * grad_b)
+    loss.backward()  # the head's step left the gates' graph intact
+
+
+def test_refined_validation_mi_refreshes_the_heads_before_measuring_and_again_after_a_drop(monkeypatch):
+    """validation_mi 'refined': at each epoch end the heads are refreshed, then the MI read; before the next epoch
+    they are refreshed again only after a temperature drop. 'pre_epoch': the MI is read first, the heads refreshed
+    before every next epoch."""
+    calls = []
+    monkeypatch.setattr(ffw_module, "fit_heads", lambda *a: calls.append("fit") or [])
+    values = iter([1.0, 1.0, 1.0, 1.0])
+    monkeypatch.setattr(ffw_module, "validation_mi", lambda *a: calls.append("mi") or next(values))
+    monkeypatch.setattr(ffw_module, "mean_bias_accuracy", lambda *a: 50.0)
+    model = MLP(2, 4, 3, 1).eval()
+    masked = attach_gates(model, FFWSettings())
+    schedule = FFWSchedule(masked, [], 2, FFWSettings(gate_patience=1, validation_mi="refined"), None, None, [2], 0)
+    schedule.model = model
+    for step in (2, 4, 6):  # epochs 1-3: MI 1.0 then bad, bad (> patience 1): a drop at epoch 3
+        schedule.before_step(step - 2, 100)
+        schedule.after_step(step, 100, model)
+    schedule.before_step(6, 100)
+    assert calls == ["fit", "mi", "fit", "mi", "fit", "mi", "fit"]
+    calls.clear()
+    schedule = FFWSchedule(masked, [], 2, FFWSettings(gate_patience=1), None, None, [2], 0)
+    schedule.model = model
+    values = iter([1.0, 1.0])
+    for step in (2, 4):
+        schedule.before_step(step - 2, 100)
+        schedule.after_step(step, 100, model)
+    assert calls == ["mi", "fit", "mi"]
+    masked.detach()
+
+
+def test_run_ffw_with_paper_d_codes_online_heads_runs_and_leaves_the_model_unchanged():
+    torch.manual_seed(3)
+    model = MLP(2, 36, 8, 2).eval()
+    fingerprint = model_fingerprint(model)
+    train, val = ImageDataset(tiny_set(60, 0, 0.5)), ImageDataset(tiny_set(40, 1, 0.5))
+    settings = FFWSettings(max_gate_epochs=3, gate_patience=0, batch_size=20, head_update="online",
+                           validation_mi="refined", structured=True)
+    settings.head.max_epochs = 3
+    keep, summary = run_ffw(model, train, val, [2], settings, seed=1, device="cpu")
+    assert model_fingerprint(model) == fingerprint and len(summary["history"]) == 3
+    assert summary["settings"]["head_update"] == "online" and summary["settings"]["validation_mi"] == "refined"
