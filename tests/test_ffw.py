@@ -209,3 +209,207 @@ def vision_config(**changes):
 def test_vision_config_references_are_checked(changes, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         check_references(vision_config(**changes))
+
+
+class PredictsZero(torch.nn.Module):
+    """Predicts class 0 for every input."""
+
+    def forward(self, x):
+        return torch.stack([torch.ones(len(x)), torch.zeros(len(x))], dim=1)
+
+    def parameters(self, recurse=True):
+        return iter([torch.nn.Parameter(torch.zeros(1))])
+
+
+# four background groups of unequal size (left, right alignment with the label; the model always says 0):
+# aligned/aligned 4 samples, all right (100); aligned/conflicting 2, one right (50); conflicting/aligned 1, wrong (0);
+# conflicting/conflicting 3, one right (33.33). Pooled: 6 of 10 = 60; paper D's "Unbiased": the mean of the four
+# group accuracies = (100 + 50 + 0 + 100/3) / 4 = 45.8333.
+MC_BATCH = {"image": torch.zeros(10, 1),
+            "label": torch.tensor([0, 0, 0, 0, 0, 1, 1, 0, 1, 1]),
+            "bias": torch.tensor([[0, 0], [0, 0], [0, 0], [0, 0], [0, 1], [1, 0], [0, 1], [1, 1], [0, 0], [0, 0]])}
+MC_GROUPS = {"left_colour=aligned,right_colour=aligned": 100.0, "left_colour=aligned,right_colour=conflicting": 50.0,
+             "left_colour=conflicting,right_colour=aligned": 0.0,
+             "left_colour=conflicting,right_colour=conflicting": 100.0 / 3}
+
+
+def test_multi_color_unbiased_accuracy_is_the_mean_of_the_four_groups_not_the_pooled_accuracy():
+    from maskbench.tracks.vision.evaluation import group_mean_accuracy
+
+    pooled, groups = task_accuracy(PredictsZero(), [MC_BATCH], ["left_colour", "right_colour"])
+    assert pooled == pytest.approx(60.0)
+    assert groups == pytest.approx(MC_GROUPS)
+    assert group_mean_accuracy(groups) == pytest.approx(45.833333, abs=1e-4)
+    # paper D's vanilla row: mean(100, 97.7, 30.37, 7.68) = 58.94 (its "Unbiased" 58.9)
+    assert group_mean_accuracy({"a": 100.0, "b": 97.7, "c": 30.37, "d": 7.68}) == pytest.approx(58.9375)
+    assert group_mean_accuracy({}) is None
+
+
+def test_table5_reports_the_group_mean_as_unbiased_the_pooled_apart_and_left_right_bias():
+    from maskbench.report.vision_tables import group_table
+
+    def record(seed, left, right):
+        run = {"run": "vanilla", "params": {"method": "vanilla", "start": "final"}, "task_accuracy": 60.0,
+               "bias_accuracy": (left + right) / 2, "bias_accuracy_per_attribute": {"left_colour": left,
+                                                                                    "right_colour": right},
+               "sparsity": 0.0, "biased_test_accuracy": 90.0, "task_groups": MC_GROUPS}
+        return {"dataset": "multi_color_mnist", "level": "0.99-0.95", "seed": seed, "runs": [run]}
+
+    datasets = {"multi_color_mnist": {"generator": "multi_color_mnist", "table": 5,
+                                      "levels": {"0.99-0.95": {"rho_left": 0.99, "rho_right": 0.95}}}}
+    summary = summary_frame(runs_frame([record(1, 96.0, 64.0), record(2, 98.0, 66.0)], datasets))
+    row = group_table(summary, gamma=10.0).iloc[0]
+    assert row["unbiased"] == "45.83 ± 0.00" and row["pooled"] == "60.00 ± 0.00"
+    groups = [c for c in row.index if c.startswith("left_colour=")]
+    assert groups == sorted(MC_GROUPS)  # paper D's order: A/A, A/C, C/A, C/C
+    assert row["bias left_colour"] == f"97.00 ± {math.sqrt(2):.2f}"
+    assert row["bias right_colour"] == f"65.00 ± {math.sqrt(2):.2f}"
+    assert row["sparsity"] == "0.00 ± 0.00"
+
+
+def one_layer_mlp() -> MLP:
+    """extracter.fc1 = Linear(2, 2) with W = [[1, 2], [3, 4]], b = [3, -5]; x = [1, 1] gives pre-activations
+    [1 + 2 + 3, 3 + 4 - 5] = [6, 2]."""
+    model = MLP(2, 2, 2, 1).eval()
+    with torch.no_grad():
+        model.extracter.fc1.weight.copy_(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        model.extracter.fc1.bias.copy_(torch.tensor([3.0, -5.0]))
+    return model
+
+
+def test_a_structured_gate_at_zero_silences_the_unit_bias_included():
+    """Paper D eq. (9): the gate multiplies the unit's output. A pruned unit outputs exactly 0, not its bias."""
+    model = one_layer_mlp()
+    masked = attach_gates(model, FFWSettings(structured=True))
+    with torch.no_grad():
+        masked.masks["extracter.fc1"].scores.copy_(torch.tensor([1.0, -1.0]))  # unit 1 pruned
+    x = torch.tensor([[1.0, 1.0]])
+    with ffw_module.HardGates(masked), torch.no_grad():
+        out = model.extracter.fc1(x)
+    assert out.tolist() == [[6.0, 0.0]]  # weight rows alone would leave unit 1 at its bias, -5
+    masked.detach()
+
+
+def test_the_gradient_of_a_structured_gate_is_the_unit_output_times_the_two_sigmoid_slope():
+    """Gates at 0, T = 1: g = min(2 sigmoid(0), 1) = 1 and dg/dm = 2 sigmoid(0)(1 - sigmoid(0)) = 0.5, so for
+    L = sum of fc1's outputs, dL/dm_c = 0.5 * (w_c . x + b_c) = 0.5 * [6, 2] = [3, 1] (the bias is gated too;
+    weight rows alone would give 0.5 * [3, 7])."""
+    model = one_layer_mlp()
+    masked = attach_gates(model, FFWSettings(structured=True))
+    model.extracter.fc1(torch.tensor([[1.0, 1.0]])).sum().backward()
+    assert masked.masks["extracter.fc1"].scores.grad.tolist() == [3.0, 1.0]
+    masked.detach()
+
+
+@pytest.mark.parametrize("arch", ["conv", "mlp", "resnet"])
+def test_the_shrunk_structured_model_computes_what_the_hard_gated_model_computes(arch):
+    """Prune a random half of the units with structured gates; the shrunk model (pruned units removed, their
+    constant downstream contribution f(0) folded) gives the hard-gated model's outputs."""
+    from maskbench.masking.apply import MaskSet, MaskSwitch
+    from maskbench.tracks.vision.models import resnet18
+    from maskbench.tracks.vision.shrink import shrink
+
+    torch.manual_seed(5)
+    if arch == "conv":
+        model, x = SimpleConvNet(10, 3, (4, 8, 8, 8)), torch.randn(3, 3, 12, 12)
+    elif arch == "mlp":
+        model, x = MLP(10, 3 * 28 * 28, 16, 3), torch.randn(3, 3, 28, 28)
+    else:
+        model, x = resnet18(10, small_input=True), torch.randn(2, 3, 8, 8)
+    for module in model.modules():  # non-trivial BatchNorm statistics: f(0) != 0
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.uniform_(-1, 1)
+            module.running_var.uniform_(0.5, 2)
+            module.bias.data.uniform_(-1, 1)
+    model.eval()
+    masked = attach_gates(model, FFWSettings(structured=True))
+    with torch.no_grad():
+        for mask in masked.masks.values():
+            mask.scores.copy_(torch.randn(mask.scores.shape))
+    with ffw_module.HardGates(masked), torch.no_grad():
+        gated = model(x)
+    keep = masked.hard_masks()
+    masked.detach()
+    small, _ = shrink(model, keep, zero_bias=True)
+    with torch.no_grad():
+        torch.testing.assert_close(small(x), gated, rtol=1e-4, atol=1e-5)
+    # the saved mask, applied as the evaluation applies it (FFW's structured masks zero the pruned units' bias)
+    switch = MaskSwitch(model)
+    switch.apply(MaskSet(keep, {"model_fingerprint": switch.fingerprint, "zero_bias_of_empty_rows": True}))
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), gated, rtol=1e-5, atol=1e-6)
+    switch.revert()
+
+
+def test_head_update_and_validation_mi_choices_are_checked():
+    with pytest.raises(ValueError, match=r"vision\.ffw\.head_update: 'sometimes' is unknown"):
+        FFWSettings(head_update="sometimes")
+    with pytest.raises(ValueError, match=r"vision\.ffw\.validation_mi: 'later' is unknown"):
+        FFWSettings.from_dict({"validation_mi": "later"})
+
+
+def test_online_heads_take_one_sgd_step_per_gate_batch_and_the_mi_uses_the_heads_before_it():
+    """Paper D's code: the MI of a batch is read from the head as it was, then the head takes one SGD step
+    (lr 0.5, no momentum or decay here: w <- w - 0.5 dCE/dw) on its CE over the batch's detached features."""
+    torch.manual_seed(4)
+    model = MLP(3, 4, 5, 1).eval()
+    head = torch.nn.Linear(5, 2)
+    head.requires_grad_(False)
+    before = torch.nn.Linear(5, 2)
+    before.load_state_dict(head.state_dict())
+    batch = {"image": torch.randn(6, 4), "label": torch.tensor([0, 1, 2, 0, 1, 2]),
+             "bias": torch.tensor([[0], [1], [0], [1], [0], [1]])}
+    settings = FFWSettings(head_update="online")
+    settings.head.lr, settings.head.momentum, settings.head.weight_decay = 0.5, 0.0, 0.0
+    online = ffw_module.OnlineHeads([head], settings.head)
+    loss, logs = gate_objective([head], [2], settings, online)(model, batch)
+    feats = model.features(batch["image"]).detach()
+    mi_before = empirical_mi(batch["bias"][:, 0], torch.softmax(before(feats), 1), 2)
+    assert logs["mi"] == pytest.approx(float(mi_before))
+    ce = torch.nn.functional.cross_entropy(before(feats), batch["bias"][:, 0])
+    grad_w, grad_b = torch.autograd.grad(ce, [before.weight, before.bias])
+    torch.testing.assert_close(head.weight, before.weight.detach() - 0.5 * grad_w)
+    torch.testing.assert_close(head.bias, before.bias.detach() - 0.5 * grad_b)
+    loss.backward()  # the head's step left the gates' graph intact
+
+
+def test_refined_validation_mi_refreshes_the_heads_before_measuring_and_again_after_a_drop(monkeypatch):
+    """validation_mi 'refined': at each epoch end the heads are refreshed, then the MI read; before the next epoch
+    they are refreshed again only after a temperature drop. 'pre_epoch': the MI is read first, the heads refreshed
+    before every next epoch."""
+    calls = []
+    monkeypatch.setattr(ffw_module, "fit_heads", lambda *a: calls.append("fit") or [])
+    values = iter([1.0, 1.0, 1.0, 1.0])
+    monkeypatch.setattr(ffw_module, "validation_mi", lambda *a: calls.append("mi") or next(values))
+    monkeypatch.setattr(ffw_module, "mean_bias_accuracy", lambda *a: 50.0)
+    model = MLP(2, 4, 3, 1).eval()
+    masked = attach_gates(model, FFWSettings())
+    schedule = FFWSchedule(masked, [], 2, FFWSettings(gate_patience=1, validation_mi="refined"), None, None, [2], 0)
+    schedule.model = model
+    for step in (2, 4, 6):  # epochs 1-3: MI 1.0 then bad, bad (> patience 1): a drop at epoch 3
+        schedule.before_step(step - 2, 100)
+        schedule.after_step(step, 100, model)
+    schedule.before_step(6, 100)
+    assert calls == ["fit", "mi", "fit", "mi", "fit", "mi", "fit"]
+    calls.clear()
+    schedule = FFWSchedule(masked, [], 2, FFWSettings(gate_patience=1), None, None, [2], 0)
+    schedule.model = model
+    values = iter([1.0, 1.0])
+    for step in (2, 4):
+        schedule.before_step(step - 2, 100)
+        schedule.after_step(step, 100, model)
+    assert calls == ["mi", "fit", "mi"]
+    masked.detach()
+
+
+def test_run_ffw_with_paper_d_codes_online_heads_runs_and_leaves_the_model_unchanged():
+    torch.manual_seed(3)
+    model = MLP(2, 36, 8, 2).eval()
+    fingerprint = model_fingerprint(model)
+    train, val = ImageDataset(tiny_set(60, 0, 0.5)), ImageDataset(tiny_set(40, 1, 0.5))
+    settings = FFWSettings(max_gate_epochs=3, gate_patience=0, batch_size=20, head_update="online",
+                           validation_mi="refined", structured=True)
+    settings.head.max_epochs = 3
+    keep, summary = run_ffw(model, train, val, [2], settings, seed=1, device="cpu")
+    assert model_fingerprint(model) == fingerprint and len(summary["history"]) == 3
+    assert summary["settings"]["head_update"] == "online" and summary["settings"]["validation_mi"] == "refined"

@@ -377,6 +377,24 @@ def test_paper_d_biased_train_is_biased_and_test_is_not():
     assert splits["test"].provenance["conflicting"] == {"background_colour": 900}
 
 
+def test_paper_d_codes_unbiased_splits_cut_the_test_set_60_20_20():
+    """unbiased_from test_split (paper D's code for Multi-Color MNIST): 205 test digits -> int(0.6 * 205) = 123
+    unbiased training, int(0.2 * 205) = 41 validation, the other 41 the test split, disjoint, all from MNIST-test;
+    the biased training split is the same as with the default."""
+    mnist = {"train": fake_digits(60, seed=1), "test": fake_digits(30, seed=2)}
+    sizes = SplitSizes(train=400, unbiased_train=100, unbiased_val=100, test=205)
+    splits = paper_d_splits(mnist, "multi_color_mnist", seed=0, sizes=sizes, unbiased_from="test_split")
+    assert {k: len(v) for k, v in splits.items()} == {"train": 400, "unbiased_train": 123, "unbiased_val": 41,
+                                                      "test": 41}
+    parts = [set(splits[name].ids) for name in ("unbiased_train", "unbiased_val", "test")]
+    assert all(min(part) >= 60_000 for part in parts) and len(set().union(*parts)) == 205
+    assert [s.split for s in splits.values()] == ["train", "unbiased_train", "unbiased_val", "test"]
+    default = paper_d_splits(mnist, "multi_color_mnist", seed=0, sizes=sizes)
+    assert np.array_equal(default["train"].images, splits["train"].images)
+    with pytest.raises(ValueError, match="unbiased_from must be one of train_copy, test_split, got 'val'"):
+        paper_d_splits(mnist, "multi_color_mnist", sizes=sizes, unbiased_from="val")
+
+
 # ----------------------------------------------------------------------------------------------- the image file
 
 

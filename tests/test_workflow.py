@@ -177,6 +177,27 @@ def test_paper_config_plans_the_whole_of_paper_d(paper_dry_run):
             in celeba_train and '"augment": {"hflip": true}' in celeba_train)
     ffw = next(b for b in blocks if "rule ffw:" in b and "ffw_method=ffw_structured" in b)
     assert '"structured": true' in ffw and '"max_gate_epochs": 200' in ffw and '"gate_patience": 5' in ffw
+    # paper D's departures where its text is silent: the paper config takes its code's values (departures_vision.yaml)
+    assert '"head_update": "online"' in ffw and '"validation_mi": "refined"' in ffw and '"max_epochs": 200' in ffw
+    assert '"small_input": false' in cifar  # torchvision's 7x7 stem and max-pool, as paper D's code on CIFAR-10-C
+    mc_prepare = next(b for b in blocks if "rule prepare_vision:" in b and "vdataset=multi_color_mnist" in b)
+    assert '"unbiased_from": "test_split"' in mc_prepare
+    mc_train = next(b for b in blocks if "rule train_vision:" in b and "vdataset=multi_color_mnist" in b)
+    assert '"normalize": {"mean": 0.0, "std": 255.0}' in mc_train  # the MLP's x / 255 / 255
+
+
+@pytest.mark.parametrize("configfile", ["configs/vision.yaml", "configs/smoke.yaml", "config.yaml"])
+def test_offline_configs_keep_our_defaults_for_paper_d_departures(configfile, tmp_path):
+    """The departures the paper config switches to paper D's code stay at ours everywhere else."""
+    result = snakemake("-n", "-p", "--configfile", str(REPO / configfile), workdir=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    blocks = result.stdout.split("\n\n")
+    ffw = [b for b in blocks if "rule ffw:" in b]
+    prepare = [b for b in blocks if "rule prepare_vision:" in b]
+    if not ffw:
+        pytest.skip(f"{configfile} plans no vision track")
+    assert not any("head_update" in b or "validation_mi" in b for b in ffw)  # FFWSettings' defaults: refit, pre_epoch
+    assert prepare and not any("unbiased_from" in b for b in prepare)  # train_copy
 
 
 def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):

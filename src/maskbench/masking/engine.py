@@ -26,7 +26,7 @@ from torch.nn.utils import parametrize
 from maskbench.masking.binarizers import masked_weight
 from maskbench.masking.deciders import Decider
 from maskbench.masking.density import density
-from maskbench.masking.granularity import Granularity, Weight, granularity_for
+from maskbench.masking.granularity import Granularity, GranularityError, Units, Weight, granularity_for
 from maskbench.masking.selectors import module_kind, select_modules
 
 
@@ -105,6 +105,23 @@ class EmptyRowBias(nn.Module):
         if self._owner[0].bypassed:
             return bias
         return bias * self._owner[0].alive_units().to(bias.dtype)
+
+
+class GatedBias(nn.Module):
+    """Parametrization of a bias: multiply each output unit's bias by its unit's gate, the very tile the weight
+    row gets (``Units(0)`` granularity). With ``W_c * g_c`` and ``b_c * g_c`` the unit computes
+    ``g_c (W_c x + b_c)``: its whole output is gated (paper D eq. (9), ``StructuredGate``), and the gradient of a
+    gate sees the bias as well as the weights."""
+
+    def __init__(self, owner: Masked):
+        super().__init__()
+        self._owner = (owner,)
+
+    def forward(self, bias: torch.Tensor) -> torch.Tensor:
+        owner = self._owner[0]
+        if owner.bypassed:
+            return bias
+        return bias * owner.decider.tiles(owner, owner.training).reshape(bias.shape).to(bias.dtype)
 
 
 class FixedMask(nn.Module):
@@ -237,11 +254,14 @@ def is_no_decay(plain_name: str) -> bool:
 
 def attach(model: nn.Module, decider: Decider, targets: Iterable[str], granularity=None, *,
            family: str = "bert", train_weights: bool = False, zero_bias_of_empty_rows: bool = False,
-           where: str = "modules") -> MaskedModules:
+           gate_unit_output: bool = False, where: str = "modules") -> MaskedModules:
     """Give every selected module a ``Masked`` weight; freeze the whole model unless ``train_weights``.
 
     ``granularity``: one granularity (or its config spelling) for every module, or a per-kind plan
     ``{kind: spelling, "default": spelling}`` (paper B: square blocks on Q/K/V/O, rows on the FFN).
+
+    ``gate_unit_output``: the whole output of a unit is gated, its bias with the same tile as its weight row
+    (``GatedBias``; paper D's structured FFW); only with the output-unit granularity (``row`` / ``channel``).
     """
     per_kind = isinstance(granularity, dict) and "head" not in granularity
     plan = granularity if per_kind else {"default": granularity or "weight"}
@@ -252,6 +272,12 @@ def attach(model: nn.Module, decider: Decider, targets: Iterable[str], granulari
             raise ValueError(f"{where}: {name!r} already carries a mask; detach it first")
         grains[name] = granularity_for(module_kind(name, family), plan, f"{where} granularity")
         grains[name].score_shape(tuple(module.weight.shape), name)
+        if gate_unit_output and grains[name] != Units(0):
+            raise GranularityError(f"{where}: gate_unit_output gates whole output units, but {name!r} has "
+                                   f"granularity {grains[name].describe()!r}; use 'row' or 'channel'")
+        if gate_unit_output and zero_bias_of_empty_rows:
+            raise ValueError(f"{where}: gate_unit_output already gates the bias; zero_bias_of_empty_rows is "
+                             "redundant")
     if not train_weights:
         freeze(model)
     masks: dict[str, Masked] = {}
@@ -261,5 +287,7 @@ def attach(model: nn.Module, decider: Decider, targets: Iterable[str], granulari
         parametrize.register_parametrization(module, "weight", mask, unsafe=not decider.trains_scores)
         if zero_bias_of_empty_rows and getattr(module, "bias", None) is not None:
             parametrize.register_parametrization(module, "bias", EmptyRowBias(mask))
+        if gate_unit_output and getattr(module, "bias", None) is not None:
+            parametrize.register_parametrization(module, "bias", GatedBias(mask))
         masks[name] = mask
     return MaskedModules(decider, masks, dict(chosen))

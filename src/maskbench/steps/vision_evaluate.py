@@ -6,7 +6,8 @@
 
 ``--runs`` is a JSON list of {name, model_dir, mask (or null), params}. Writes ``--out``: {"runs": [a record per
 run]}, each with
-task accuracy on the unbiased test split (overall, bias-aligned, bias-conflicting), on the biased test split,
+task accuracy on the unbiased test split (pooled over the split, per bias-alignment group, and the unweighted mean of
+the groups — paper D's "Unbiased" of Table 5), on the biased test split,
 bias accuracy (a fresh head per bias attribute trained on the model's features of the unbiased training split,
 scored on the unbiased test split; the mean over attributes) and sparsity over the gated layers (per layer too).
 """
@@ -23,7 +24,12 @@ from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, MaskSwitch
 from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, load_run_model, loader, read_split
-from maskbench.tracks.vision.evaluation import bias_accuracy, sparsity_report, task_accuracy
+from maskbench.tracks.vision.evaluation import (
+    bias_accuracy,
+    group_mean_accuracy,
+    sparsity_report,
+    task_accuracy,
+)
 from maskbench.tracks.vision.ffw import gate_targets
 from maskbench.tracks.vision.heads import HeadSettings
 
@@ -92,6 +98,7 @@ def main(argv=None) -> int:
         result = {"run": run["name"], "params": run.get("params", {}), "model_dir": folder,
                   "mask": run.get("mask"), "seed": args.seed, "dataset": test.dataset,
                   "task_accuracy": accuracy, "task_groups": groups,
+                  "unbiased_accuracy": group_mean_accuracy(groups),
                   "biased_test_accuracy": task_accuracy(model, loaders["biased_test"])[0]
                   if "biased_test" in loaders else None}
         per_attr = bias_accuracy(model, loaders["head_train"], loaders["test"], test.bias_classes, head_settings,

@@ -66,7 +66,7 @@ def main(argv=None) -> int:
                             settings, args.seed, device)
     mask_meta = {"method": args.method, "decider": "temperature_gate", "structured": settings.structured,
                  "gamma": settings.gamma, "model_dir": str(args.model_dir), "model_fingerprint": fingerprint,
-                 "zero_bias_of_empty_rows": False, "seed": args.seed, "settings": asdict(settings)}
+                 "zero_bias_of_empty_rows": settings.structured, "seed": args.seed, "settings": asdict(settings)}
     runtime.atomic_write_json(summary_path(args), {**summary, "mask": str(args.out), "seed": args.seed,
                                                        "provenance": runtime.provenance(args, args.seed)})
     MaskSet(keep, mask_meta).save(args.out)  # last: the mask file marks the run complete

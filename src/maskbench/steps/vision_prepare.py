@@ -126,7 +126,8 @@ def main(argv=None) -> int:
     if generator in GENERATORS:
         mnist = read_digits(args.source, args.mirror)
         source = {"source": args.source, "dataset": args.dataset, "level": args.level}
-        splits = paper_d_splits(mnist, generator, seed=seed, sizes=sizes, source=source, **options)
+        splits = paper_d_splits(mnist, generator, seed=seed, sizes=sizes, source=source,
+                                unbiased_from=spec.get("unbiased_from", "train_copy"), **options)
         splits["biased_test"] = biased_test(mnist, generator, splits["test"].ids, options, seed, args.dataset)
     else:
         splits = external_splits(generator, args.source, args.mirror, options, seed)

@@ -89,6 +89,11 @@ def caption(table: int, vision: dict) -> str:
     if table == 6:
         ablation = vision["epochs_ablation"]
         text += f" — {ablation['dataset']} at {ablation['level']}"
+    if table == 5:
+        return text + (". Mean ± std over seeds; per group the task accuracy on the unbiased test split (left / right "
+                       "background aligned A or conflicting C), unbiased = the mean of the group accuracies (paper D's "
+                       "\"Unbiased\"), pooled = the accuracy over the whole split, bias = a fresh head's accuracy "
+                       "per bias attribute.")
     return text + ". Mean ± std over seeds; task = unbiased test accuracy, bias = a fresh head's bias accuracy."
 
 

@@ -479,9 +479,13 @@ def balanced_subset(labels: np.ndarray, n: int, rng: np.random.Generator) -> np.
     return np.sort(np.concatenate([pools[c][: take[c]] for c in pools]))
 
 
+UNBIASED_FROM = ("train_copy", "test_split")
+TEST_SPLIT_SHARES = (0.6, 0.2)  # paper D's code: unbiased train / val shares of the test set, the rest is test
+
+
 def paper_d_splits(mnist: dict[str, tuple[np.ndarray, np.ndarray]], generator: str = "biased_mnist", seed: int = 0,
                    sizes: SplitSizes | None = None, source: dict[str, Any] | None = None,
-                   **options: Any) -> dict[str, ImageSet]:
+                   unbiased_from: str = "train_copy", **options: Any) -> dict[str, ImageSet]:
     """Paper D's four splits from MNIST ({"train": (digits, labels), "test": ...}, as ``read_mnist`` returns):
 
     - ``train``: the biased training set, ``sizes.train`` training digits at the biased strength;
@@ -495,9 +499,16 @@ def paper_d_splits(mnist: dict[str, tuple[np.ndarray, np.ndarray]], generator: s
     ``rho_right``) for the biased set, other keys (``target``, ``severity``, ``n_confusing``) go to every split.
     For the other datasets this is the analogous structure, not the papers' (DebiAN's and the CIFAR test sets are
     split 60/20/20 in paper D). Smaller ``sizes`` take class-balanced random subsets (the fast offline config).
+
+    ``unbiased_from="test_split"`` builds the unbiased splits as paper D's code does for Multi-Color MNIST and
+    Corrupted CIFAR-10 (``dataloaders.py::get_dataloaders``): the ``sizes.test`` unbiased test digits, permuted
+    (seeded) and cut into int(0.6 n) unbiased training, int(0.2 n) unbiased validation and the rest as the test
+    split (``sizes.unbiased_train`` / ``unbiased_val`` are then unused); the biased training split is unchanged.
     ids: training digits keep their MNIST-train index, test digits 60,000 + their MNIST-test index."""
     if generator not in GENERATORS:
         raise ValueError(f"generator must be one of {sorted(GENERATORS)}, got {generator!r}")
+    if unbiased_from not in UNBIASED_FROM:
+        raise ValueError(f"unbiased_from must be one of {', '.join(UNBIASED_FROM)}, got {unbiased_from!r}")
     spec = GENERATORS[generator]
     sizes = sizes or SplitSizes()
     strength_keys = set(spec.biased)
@@ -505,7 +516,8 @@ def paper_d_splits(mnist: dict[str, tuple[np.ndarray, np.ndarray]], generator: s
     shared = {k: v for k, v in options.items() if k not in strength_keys}
     train_digits, train_labels = mnist["train"]
     test_digits, test_labels = mnist["test"]
-    if sizes.unbiased_train + sizes.unbiased_val > min(sizes.train, len(train_labels)):
+    if unbiased_from == "train_copy" and sizes.unbiased_train + sizes.unbiased_val > min(sizes.train,
+                                                                                         len(train_labels)):
         raise ValueError(f"unbiased_train + unbiased_val ({sizes.unbiased_train} + {sizes.unbiased_val}) must not "
                          f"exceed the training digits used ({min(sizes.train, len(train_labels))})")
     train_rows = balanced_subset(train_labels, sizes.train, np.random.default_rng(derived_seed(seed, 0)))
@@ -519,14 +531,22 @@ def paper_d_splits(mnist: dict[str, tuple[np.ndarray, np.ndarray]], generator: s
         return out
 
     splits = {"train": build("train", digits, labels, train_rows, biased, 2)}
-    unbiased = build("unbiased_copy", digits, labels, train_rows, spec.unbiased, 3)
-    order = np.random.default_rng(derived_seed(seed, 4)).permutation(len(unbiased))
-    cut = sizes.unbiased_train
-    first, second = order[:cut], order[cut: cut + sizes.unbiased_val]
-    splits["unbiased_train"] = unbiased.subset(np.sort(first), "unbiased_train")
-    splits["unbiased_val"] = unbiased.subset(np.sort(second), "unbiased_val")
-    splits["test"] = build("test", test_digits[test_rows], test_labels[test_rows], 60_000 + test_rows,
-                           spec.unbiased, 5)
+    if unbiased_from == "train_copy":
+        unbiased = build("unbiased_copy", digits, labels, train_rows, spec.unbiased, 3)
+        order = np.random.default_rng(derived_seed(seed, 4)).permutation(len(unbiased))
+        cut = sizes.unbiased_train
+        first, second = order[:cut], order[cut: cut + sizes.unbiased_val]
+        splits["unbiased_train"] = unbiased.subset(np.sort(first), "unbiased_train")
+        splits["unbiased_val"] = unbiased.subset(np.sort(second), "unbiased_val")
+        splits["test"] = build("test", test_digits[test_rows], test_labels[test_rows], 60_000 + test_rows,
+                               spec.unbiased, 5)
+    else:
+        pool = build("test", test_digits[test_rows], test_labels[test_rows], 60_000 + test_rows, spec.unbiased, 5)
+        order = np.random.default_rng(derived_seed(seed, 4)).permutation(len(pool))
+        n_train, n_val = (int(share * len(pool)) for share in TEST_SPLIT_SHARES)
+        splits["unbiased_train"] = pool.subset(np.sort(order[:n_train]), "unbiased_train")
+        splits["unbiased_val"] = pool.subset(np.sort(order[n_train:n_train + n_val]), "unbiased_val")
+        splits["test"] = pool.subset(np.sort(order[n_train + n_val:]), "test")
     for name in ("unbiased_train", "unbiased_val"):
         part = splits[name]
         part.provenance = {**part.provenance, "n": len(part), "permutation_seed": derived_seed(seed, 4)}

@@ -57,6 +57,15 @@ def task_accuracy(model: nn.Module, data, bias_names: list[str] | None = None) -
     return 100.0 * float(correct.float().mean()), groups
 
 
+def group_mean_accuracy(groups: dict[str, float]) -> float | None:
+    """Paper D's "Unbiased" accuracy on Multi-Color MNIST (Table 5): the unweighted mean of the per-group
+    accuracies (its vanilla 58.9 = mean(100, 97.7, 30.37, 7.68)), not the accuracy pooled over the test set, which
+    weights each group by its size. None without groups."""
+    if not groups:
+        return None
+    return sum(groups.values()) / len(groups)
+
+
 def bias_accuracy(model: nn.Module, train_data, test_data, bias_classes: list[int], settings: HeadSettings,
                   seed: int) -> dict[str, float]:
     """Per bias attribute: a fresh linear head on the model's bottleneck, trained on ``train_data`` (detached

@@ -6,7 +6,12 @@ On the engine: the ``temperature_gate`` decider with paper D's forward min(2 sig
 initialised at 0 (the gated model's outputs equal the vanilla model's bit for bit), at ``weight`` granularity
 (unstructured: every conv and linear weight, the classifier included, as paper D's ``gating_weights.py``) or
 ``channel`` granularity (structured: one gate per output channel / neuron of every layer but the task classifier,
-whose output neurons are the classes). BatchNorm statistics stay frozen (``freeze_norm_stats``). One ``fit`` run
+whose output neurons are the classes). A structured gate multiplies the unit's whole output, bias included, as paper
+D's eq. (9) and its code's ``StructuredGate`` (``input * TwoSigmoid(m / T)`` on a layer's output): the engine's
+``gate_unit_output`` gates the bias with the weight row's gate, so a conv / linear unit computes g (W x + b), the
+gate sitting after the layer and before its BatchNorm. (The code defines ``StructuredGate`` but never attaches it;
+after the conv / linear is our reading of eq. (9), "the neuron's output".) A pruned unit thus outputs 0, and what
+follows turns that into f(0) (BatchNorm's shift through the ReLU), which ``shrink.py`` folds downstream. BatchNorm statistics stay frozen (``freeze_norm_stats``). One ``fit`` run
 trains the gates with Adam (paper D: lr 1e-3, weight decay 1e-4) on
 
     loss = alpha * CE(task) + gamma * mean_b MI_b,
@@ -18,6 +23,10 @@ epochs: re-trains the heads on the current features (detached), lowers T by ``te
 ``gate_patience`` epochs without a relative ``mi_rel_tol`` improvement of the validation MI, snapshots the pruned
 gates at every drop (a fresh head's bias accuracy on the unbiased validation split decides the best snapshot), and
 stops when T falls below ``min_temperature`` or after ``max_gate_epochs``.
+
+How the heads follow the gated model is selectable (``head_update``, ``validation_mi``; paper D's code: online
+heads, refined after each epoch before the validation MI is measured; ours by default: a fresh head per epoch,
+the validation MI measured with it after the epoch).
 
 Departures from paper D's code (README "Where we depart from the papers"): the validation MI and bias accuracy are
 computed against the *bias* labels (paper D's ``run_model`` pairs the head with the task label); the snapshot at
@@ -38,12 +47,21 @@ from maskbench.masking.deciders import TemperatureGate
 from maskbench.masking.engine import MaskedModules, attach
 from maskbench.tracks.vision.data import loader
 from maskbench.tracks.vision.evaluation import bias_accuracy
-from maskbench.tracks.vision.heads import HeadSettings, extract_features, train_head
+from maskbench.tracks.vision.heads import (
+    HeadSettings,
+    extract_features,
+    head_optimizer,
+    online_head_step,
+    refine_head,
+    train_head,
+)
 from maskbench.tracks.vision.mutual_information import empirical_mi
 from maskbench.train import Hook, TrainHParams, fit
 
 log = logging.getLogger(__name__)
 CLASSIFIER = "fc"  # the task classifier of every model of tracks/vision/models.py
+HEAD_UPDATES = ("refit", "online")
+VALIDATION_MI = ("pre_epoch", "refined")
 
 
 @dataclass
@@ -60,7 +78,20 @@ class FFWSettings:
     mi_rel_tol: float = 0.05
     min_temperature: float = 1e-8
     max_gate_epochs: int = 200
+    # how the bias heads follow the gated model: "refit" (ours) a fresh head fitted before each gate epoch and
+    # fixed during it; "online" (paper D's code) the same heads throughout, an SGD step on their CE every gate batch
+    # and refined (warm, until a plateau) after each gate epoch and after each temperature drop
+    head_update: str = "refit"
+    # which heads measure the validation MI that drives the temperature: "pre_epoch" (ours) the heads the epoch
+    # trained against; "refined" (paper D's code) heads brought up to date on the gated model after the epoch
+    validation_mi: str = "pre_epoch"
     head: HeadSettings = field(default_factory=HeadSettings)
+
+    def __post_init__(self):
+        for key, value, choices in (("head_update", self.head_update, HEAD_UPDATES),
+                                    ("validation_mi", self.validation_mi, VALIDATION_MI)):
+            if value not in choices:
+                raise ValueError(f"vision.ffw.{key}: {value!r} is unknown; choose one of {', '.join(choices)}")
 
     @classmethod
     def from_dict(cls, values: dict) -> FFWSettings:
@@ -85,7 +116,7 @@ def attach_gates(model: nn.Module, settings: FFWSettings) -> MaskedModules:
     decider = TemperatureGate(init=0.0, temperature=settings.temperature, forward="two_sigmoid")
     grain = "channel" if settings.structured else "weight"
     return attach(model, decider, gate_targets(model, settings.structured), grain, family="vision",
-                  where="ffw gates")
+                  gate_unit_output=settings.structured, where="ffw gates")
 
 
 class HardGates:
@@ -105,6 +136,23 @@ class HardGates:
 def fit_heads(model, data, bias_classes: list[int], settings: HeadSettings, seed: int) -> list[nn.Linear]:
     feats, _, bias = extract_features(model, data)
     return [train_head(feats, bias[:, b], k, settings, seed + 101 * b)[0] for b, k in enumerate(bias_classes)]
+
+
+class OnlineHeads:
+    """Paper D's code's privacy heads (``head_update: online``): persistent heads, each with its own SGD whose
+    momentum lives on across per-batch steps and refinements."""
+
+    def __init__(self, heads: list[nn.Linear], settings: HeadSettings):
+        self.optimizers = [head_optimizer(head, settings) for head in heads]
+
+    def step(self, heads: list[nn.Linear], feats: torch.Tensor, bias: torch.Tensor) -> None:
+        for b, (head, optimizer) in enumerate(zip(heads, self.optimizers, strict=True)):
+            online_head_step(head, optimizer, feats, bias[:, b])
+
+    def refine(self, model, heads: list[nn.Linear], data, settings: HeadSettings, seed: int) -> None:
+        feats, _, bias = extract_features(model, data)
+        for b, (head, optimizer) in enumerate(zip(heads, self.optimizers, strict=True)):
+            refine_head(head, optimizer, feats, bias[:, b], settings, seed + 101 * b)
 
 
 def validation_mi(model, heads: list[nn.Linear], data, bias_classes: list[int]) -> float:
@@ -128,19 +176,28 @@ class FFWSchedule(Hook):
     on a plateau of the validation MI, a snapshot of the pruned gates at every drop, and the stop criterion."""
 
     def __init__(self, masked: MaskedModules, heads: list, steps_per_epoch: int, settings: FFWSettings,
-                 train_data, val_data, bias_classes: list[int], seed: int):
+                 train_data, val_data, bias_classes: list[int], seed: int, online: OnlineHeads | None = None):
         self.masked, self.heads, self.per_epoch, self.settings = masked, heads, steps_per_epoch, settings
+        self.online = online
         self.train_data, self.val_data, self.bias_classes, self.seed = train_data, val_data, bias_classes, seed
         self.best_mi, self.bad, self.epoch, self.stale = math.inf, 0, 0, False
         self.history: list[dict] = []
         self.snapshots: list[dict] = []
         self.model = None
 
+    def refresh_heads(self, model) -> None:
+        """Bring the heads up to date on the gated model: fresh ones (``refit``) or the same ones trained further
+        (``online``)."""
+        if self.online is not None:
+            self.online.refine(model, self.heads, self.train_data, self.settings.head, self.seed + 7919 * self.epoch)
+        else:
+            self.heads[:] = fit_heads(model, self.train_data, self.bias_classes, self.settings.head,
+                                      self.seed + 7919 * self.epoch)
+        self.stale = False
+
     def before_step(self, step, total):
         if step % self.per_epoch == 0 and self.stale and self.model is not None:
-            self.heads[:] = fit_heads(self.model, self.train_data, self.bias_classes, self.settings.head,
-                                      self.seed + 7919 * self.epoch)
-            self.stale = False
+            self.refresh_heads(self.model)
 
     def snapshot(self, model, reason: str) -> dict:
         with HardGates(self.masked):
@@ -160,6 +217,8 @@ class FFWSchedule(Hook):
         if step % self.per_epoch and step != total:
             return False
         self.epoch += 1
+        if self.settings.validation_mi == "refined":  # paper D's code: refine, then measure
+            self.refresh_heads(model)
         mi = validation_mi(model, self.heads, self.val_data, self.bias_classes)
         decider = self.masked.decider
         drop = False
@@ -176,12 +235,17 @@ class FFWSchedule(Hook):
                  " (dropped)" if drop else "")
         if drop:
             self.snapshot(model, "temperature drop")
-        self.stale = True
+        # the heads are brought up to date before the next epoch, unless they just were and T did not move (a new
+        # T changes the gated model: paper D's code refines its heads again after a drop)
+        self.stale = self.settings.validation_mi == "pre_epoch" or drop
         return decider.temperature < self.settings.min_temperature
 
 
-def gate_objective(heads: list[nn.Linear], bias_classes: list[int], settings: FFWSettings):
-    """alpha * CE(task) + gamma * mean_b MI_b(bias_b, softmax(head_b(features))) on one batch."""
+def gate_objective(heads: list[nn.Linear], bias_classes: list[int], settings: FFWSettings,
+                   online: OnlineHeads | None = None):
+    """alpha * CE(task) + gamma * mean_b MI_b(bias_b, softmax(head_b(features))) on one batch. With ``online``
+    (paper D's code) each head then takes an SGD step on its own CE over the batch's detached features; the MI
+    uses the heads as they were before that step (a copy of their weights, so the step does not touch the graph)."""
 
     def objective(model, batch):
         device = next(model.parameters()).device
@@ -189,8 +253,14 @@ def gate_objective(heads: list[nn.Linear], bias_classes: list[int], settings: FF
         logits = model.fc(feats)
         ce = nn.functional.cross_entropy(logits, batch["label"].to(device))
         bias = batch["bias"].to(device)
-        mis = [empirical_mi(bias[:, b], torch.softmax(head(feats), dim=1), k)
-               for b, (head, k) in enumerate(zip(heads, bias_classes, strict=True))]
+        if online is None:
+            outputs = [head(feats) for head in heads]
+        else:
+            outputs = [nn.functional.linear(feats, head.weight.detach().clone(), head.bias.detach().clone())
+                       for head in heads]
+            online.step(heads, feats, bias)
+        mis = [empirical_mi(bias[:, b], torch.softmax(out, dim=1), k)
+               for b, (out, k) in enumerate(zip(outputs, bias_classes, strict=True))]
         mi = torch.stack(mis).mean()
         return settings.alpha * ce + settings.gamma * mi, {"ce": ce.item(), "mi": mi.item()}
 
@@ -208,14 +278,16 @@ def run_ffw(model: nn.Module, train_data, val_data, bias_classes: list[int], set
         heads = fit_heads(model, loader(train_data, settings.batch_size), bias_classes, settings.head, seed)
         steps_per_epoch = math.ceil(len(train_data) / settings.batch_size)
         train_loader, val_loader = loader(train_data, settings.batch_size), loader(val_data, settings.batch_size)
-        schedule = FFWSchedule(masked, heads, steps_per_epoch, settings, train_loader, val_loader, bias_classes, seed)
+        online = OnlineHeads(heads, settings.head) if settings.head_update == "online" else None
+        schedule = FFWSchedule(masked, heads, steps_per_epoch, settings, train_loader, val_loader, bias_classes, seed,
+                               online)
         schedule.model = model
         hp = TrainHParams(epochs=settings.max_gate_epochs, batch_size=settings.batch_size,
                           learning_rate=settings.gate_lr, weight_decay=0.0, warmup=0, max_grad_norm=0.0,
                           lr_schedule="constant", optimizer="adam", log_every=max(1, steps_per_epoch))
         groups = [{"name": "gates", "params": masked.parameters(), "lr": settings.gate_lr,
                    "weight_decay": settings.gate_weight_decay}]
-        curve = fit(model, train_data, gate_objective(heads, bias_classes, settings), hp, seed, device,
+        curve = fit(model, train_data, gate_objective(heads, bias_classes, settings, online), hp, seed, device,
                     groups=groups, hooks=[schedule], freeze_norm_stats=True)
         final = schedule.snapshot(model, "end of run")
         best = min(schedule.snapshots, key=lambda s: (s["val_bias_accuracy"], -s["epoch"]))

@@ -43,6 +43,12 @@ def extract_features(model: nn.Module, loader) -> tuple[torch.Tensor, torch.Tens
     return torch.cat(feats), torch.cat(labels), torch.cat(biases)
 
 
+def head_optimizer(head: nn.Linear, settings: HeadSettings) -> torch.optim.SGD:
+    """The head's SGD (paper D: lr 0.1, momentum 0.9, weight decay 1e-4)."""
+    return torch.optim.SGD(head.parameters(), lr=settings.lr, momentum=settings.momentum,
+                           weight_decay=settings.weight_decay)
+
+
 def train_head(features: torch.Tensor, targets: torch.Tensor, num_classes: int, settings: HeadSettings,
                seed: int) -> tuple[nn.Linear, dict]:
     """A fresh linear head fitted on fixed features; returns it and {epochs, final_loss}."""
@@ -52,8 +58,36 @@ def train_head(features: torch.Tensor, targets: torch.Tensor, num_classes: int, 
         bound = 1.0 / np.sqrt(features.shape[1])
         head.weight.uniform_(-bound, bound, generator=generator)
         head.bias.uniform_(-bound, bound, generator=generator)
-    optimizer = torch.optim.SGD(head.parameters(), lr=settings.lr, momentum=settings.momentum,
-                                weight_decay=settings.weight_decay)
+    info = _fit(head, head_optimizer(head, settings), features, targets, settings, generator)
+    return head, info
+
+
+def refine_head(head: nn.Linear, optimizer: torch.optim.Optimizer, features: torch.Tensor, targets: torch.Tensor,
+                settings: HeadSettings, seed: int) -> dict:
+    """Train an existing head further (its weights and its optimiser's momentum carried on) on fixed features
+    until its loss plateaus or ``settings.max_epochs`` (paper D's ``train_PH_double`` on the persistent privacy
+    heads); returns {epochs, final_loss}."""
+    return _fit(head, optimizer, features, targets, settings, torch.Generator().manual_seed(seed))
+
+
+def online_head_step(head: nn.Linear, optimizer: torch.optim.Optimizer, features: torch.Tensor,
+                     targets: torch.Tensor) -> float:
+    """One SGD step of the head on its CE over one batch of (detached) features (paper D's per-batch privacy-head
+    update during a gate epoch); returns the batch loss."""
+    head.requires_grad_(True)
+    try:
+        loss = nn.functional.cross_entropy(head(features.detach()), targets)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    finally:
+        head.requires_grad_(False)
+    return float(loss)
+
+
+def _fit(head: nn.Linear, optimizer: torch.optim.Optimizer, features: torch.Tensor, targets: torch.Tensor,
+         settings: HeadSettings, generator: torch.Generator) -> dict:
+    head.requires_grad_(True)
     n = features.shape[0]
     best, bad, epochs_run, loss_value = float("inf"), 0, 0, float("nan")
     for epoch in range(1, settings.max_epochs + 1):
@@ -76,7 +110,7 @@ def train_head(features: torch.Tensor, targets: torch.Tensor, num_classes: int, 
             if bad > settings.patience:
                 break
     head.requires_grad_(False)
-    return head, {"epochs": epochs_run, "final_loss": loss_value}
+    return {"epochs": epochs_run, "final_loss": loss_value}
 
 
 @torch.no_grad()

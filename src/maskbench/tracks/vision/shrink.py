@@ -5,7 +5,9 @@ what the pruning saves.
 What a pruned unit computes. A mask zeroes the unit's *weights* (paper D gates weights only; biases and BatchNorm
 stay), so the unit still outputs its bias: a pruned conv channel outputs the map b everywhere, BatchNorm (eval) turns
 it into k = gamma (b - mean) / sqrt(var + eps) + beta, and ReLU into a = max(k, 0) — a constant, not zero. With
-``zero_bias=True`` (the engine's ``zero_bias_of_empty_rows``) b is taken as 0.
+``zero_bias=True`` (the engine's ``zero_bias_of_empty_rows``) b is taken as 0: the unit's whole output is 0, as
+under FFW's structured gates (paper D eq. (9): the gate multiplies the unit's output, bias included; their masks
+say ``zero_bias_of_empty_rows: true``), and only f(0) = max(beta - gamma mean / sqrt(var + eps), 0) remains.
 
 What ``shrink`` does with it, exactly:
 
