@@ -245,3 +245,20 @@ def test_debias_only_must_train_the_weights():
         DebiasSpec(granularity="none", freeze_weights=True).check()
     with pytest.raises(ValueError, match="layers 'middle'"):
         DebiasSpec(layers="middle").check()
+
+
+# ------------------------------------------------------------------------------------------------ threshold schedule
+def test_cubic_threshold_is_nn_prunings_schedule_without_warm_up():
+    """Paper B's code calls nn_pruning's ``schedule_threshold(step, total_step, training)`` with warmup_steps -1, so
+    with initial_warmup 1 and final_warmup 10: tau = tau_f + (tau_i - tau_f) m^3, m = 1 - (t + 1) / (T + 11).
+    T = 89, tau 0 -> 0.1: t = 0: m = 0.99, tau = 0.1 - 0.1 * 0.970299 = 0.0029701; t = 49: m = 0.5, tau = 0.0875;
+    t = 88 (the last step): m = 0.11, tau = 0.1 - 0.1 * 0.001331 = 0.0998669. The gender runs' decider
+    (``DebiasSpec.threshold_schedule`` cubic) follows it; evaluation uses tau_f, as nn_pruning does."""
+    decider = MovementSigmoid(89, 0.0, 0.1, schedule="cubic")
+    for step, tau in ((0, 0.0029701), (49, 0.0875), (88, 0.0998669)):
+        decider.set_step(step, 89)
+        assert decider.tau(training=True) == pytest.approx(tau, abs=1e-12)
+        assert decider.tau(training=False) == 0.1
+    linear = MovementSigmoid(89, 0.0, 0.1, schedule="linear")
+    linear.set_step(49, 89)
+    assert linear.tau(training=True) == pytest.approx(0.1 * 49 / 89)

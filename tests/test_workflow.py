@@ -214,6 +214,16 @@ def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):
     assert "news-commentary-v15.en.gz" in corpus and "--heldout 1000" in corpus
 
 
+
+def test_paper_config_gives_paper_b_jobs_the_authors_settings(paper_dry_run):
+    """The departures from paper B that configs/paper.yaml sets to the authors' choice (departures_gender.yaml):
+    the cubic threshold of its code."""
+    blocks = paper_dry_run.stdout.split("\n\n")
+    frozen = next(b for b in blocks if "rule gender_prune_frozen:" in b and "block32/layers~all/mode~token" in b)
+    assert '"threshold_schedule": "cubic"' in frozen
+    unfrozen = next(b for b in blocks if "rule gender_train_weights:" in b and "unfrozen/head/layers~last" in b)
+    assert '"threshold_schedule": "cubic"' in unfrozen
+
 def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
     result = paper_dry_run
     jobs = planned_jobs(result.stdout)
