@@ -22,7 +22,13 @@ from maskbench.tracks.gender.objective import (
     regulariser_kaneko,
     regulariser_paper_b,
 )
-from maskbench.tracks.gender.pruning import granularity_plan, heads_pruned, layer_density
+from maskbench.tracks.gender.pruning import (
+    HEAD_MATRICES,
+    frozen_kinds,
+    granularity_plan,
+    heads_pruned,
+    layer_density,
+)
 from maskbench.tracks.gender.training import DebiasSpec, run_debias
 from maskbench.tracks.gender.wordlists import read_word_list
 from maskbench.tracks.nlu.models import data_vocab_tokenizer
@@ -262,3 +268,25 @@ def test_cubic_threshold_is_nn_prunings_schedule_without_warm_up():
     linear = MovementSigmoid(89, 0.0, 0.1, schedule="linear")
     linear.set_step(49, 89)
     assert linear.tau(training=True) == pytest.approx(0.1 * 49 / 89)
+
+
+def test_head_matrices_choose_which_scores_train(corpus):
+    """head_matrices [value] (paper B's text): every matrix is masked, but only V's head scores train; the others
+    stay exactly 0 (sigmoid 0.5 > tau: kept) and the optimiser never sees them."""
+    tok, sets = corpus
+    model = tiny_bert(len(tok))
+    spec = DebiasSpec(variant="paper_b", layers="last", mode="token", granularity="head", head_matrices=["value"],
+                      score_lr=0.5)
+    result = run_debias(model, sets, spec, TrainHParams(epochs=1, batch_size=16, learning_rate=1e-3, warmup=0,
+                                                        log_every=1), seed=1, device="cpu")
+    masked = result["masked"]
+    moved = {name for name, m in masked.masks.items() if bool((m.scores.detach() != 0).any())}
+    assert moved == {f"encoder.layer.{i}.attention.self.value" for i in range(5)}
+    assert all(m.hard_mask().all() for name, m in masked.masks.items() if name not in moved)
+    assert frozen_kinds(["value", "attention_output"]) == {"query", "key", "ffn_in", "ffn_out"}
+    assert frozen_kinds(HEAD_MATRICES) == set()
+    with pytest.raises(ValueError, match="head_matrices \\['values'\\]"):
+        DebiasSpec(granularity="head", head_matrices=["values"]).check()
+    with pytest.raises(ValueError, match="threshold of 0.5 or more"):
+        DebiasSpec(granularity="head", head_matrices=["value"], threshold_end=0.6).check()
+    masked.detach()

@@ -217,12 +217,14 @@ def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):
 
 def test_paper_config_gives_paper_b_jobs_the_authors_settings(paper_dry_run):
     """The departures from paper B that configs/paper.yaml sets to the authors' choice (departures_gender.yaml):
-    the cubic threshold of its code."""
+    the cubic threshold of its code, heads pruned through the value matrices only (its text)."""
     blocks = paper_dry_run.stdout.split("\n\n")
     frozen = next(b for b in blocks if "rule gender_prune_frozen:" in b and "block32/layers~all/mode~token" in b)
     assert '"threshold_schedule": "cubic"' in frozen
     unfrozen = next(b for b in blocks if "rule gender_train_weights:" in b and "unfrozen/head/layers~last" in b)
-    assert '"threshold_schedule": "cubic"' in unfrozen
+    assert '"threshold_schedule": "cubic"' in unfrozen and '"head_matrices": ["value"]' in unfrozen
+    head = next(b for b in blocks if "rule gender_prune_frozen:" in b and "frozen/head/layers~all/mode~token" in b)
+    assert '"granularity": "head"' in head and '"head_matrices": ["value"]' in head
 
 def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
     result = paper_dry_run

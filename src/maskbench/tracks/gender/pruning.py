@@ -7,6 +7,11 @@
 * ``head`` (size h = hidden / heads): one score per head of Q, K and V (an h x hidden block of rows) and of the
   attention output (a hidden x h block of columns), FFN neurons as above (paper B's 64 x 768 blocks on BERT-base).
 
+Which matrices a head run prunes (``head_matrices``): ours all of Q, K, V, the attention output and the FFN
+neurons; paper B's text (section 3.1, appendix "On Attention Head Pruning") the value matrices only; its code's
+head experiment (``debias_head_pruning_frozen_values_only``) the values and the attention output (Q and K scores
+frozen at +420, FFN scores frozen at 0). Every matrix is masked all the same; the scores of the others never train.
+
 A head counts as pruned when its rows of the value matrix are all masked: its attention output is then a
 weighted mean of zero vectors (plus V's bias, which ``EmptyRowBias`` zeroes with the rows), so whatever Q and K
 do, the head contributes nothing — paper B's appendix reads head pruning off V for this reason.
@@ -19,6 +24,10 @@ import re
 import numpy as np
 
 GRANULARITIES = ("block", "head")
+# the matrices a head run may prune, and the engine's module kinds of each
+HEAD_MATRICES = ("query", "key", "value", "attention_output", "ffn")
+_HEAD_MATRIX_KINDS = {"query": ("query",), "key": ("key",), "value": ("value",),
+                      "attention_output": ("attention_output",), "ffn": ("ffn_in", "ffn_out")}
 _LAYER = re.compile(r"layer\.(\d+)\.")
 
 
@@ -38,6 +47,15 @@ def granularity_plan(granularity: str, block: int | None = None, head_size: int 
     else:
         raise ValueError(f"granularity {granularity!r} is unknown; choose one of {GRANULARITIES}")
     return {**plan, "ffn_in": "row", "ffn_out": "column"}
+
+
+def frozen_kinds(head_matrices) -> set[str]:
+    """The engine's module kinds whose scores a head run leaves at 0: those of the matrices not in
+    ``head_matrices``."""
+    unknown = [m for m in head_matrices if m not in HEAD_MATRICES]
+    if unknown:
+        raise ValueError(f"head_matrices: {unknown[0]!r} is unknown; choose from {list(HEAD_MATRICES)}")
+    return {kind for matrix, kinds in _HEAD_MATRIX_KINDS.items() if matrix not in head_matrices for kind in kinds}
 
 
 def layer_of(name: str) -> int:

@@ -23,7 +23,7 @@ from maskbench.masking.selectors import ATTENTION_KINDS, ENCODER_KINDS
 from maskbench.resume import Resume
 from maskbench.tracks.gender.encoding import Encoded, hidden_states
 from maskbench.tracks.gender.objective import LAYER_MODES, MODES, VARIANTS, AttributeVectors, KanekoBollegala
-from maskbench.tracks.gender.pruning import GRANULARITIES, granularity_plan
+from maskbench.tracks.gender.pruning import GRANULARITIES, HEAD_MATRICES, frozen_kinds, granularity_plan
 from maskbench.train import Hook, TrainHParams, fit, total_steps
 
 
@@ -44,6 +44,8 @@ class DebiasSpec:
     threshold_schedule: str = "linear"
     score_lr: float = 0.01          # learning rate of the pruning scores (paper B 0.01)
     l1_lambda: float = 1.0          # nn_pruning's L1 on sigmoid(S), added unweighted by paper B's code
+    # granularity head: the matrices whose head scores train (the others keep score 0, sigmoid 0.5 > tau: kept)
+    head_matrices: tuple[str, ...] = HEAD_MATRICES
 
     def check(self) -> None:
         for key, value, allowed in (("variant", self.variant, VARIANTS), ("layers", self.layers, LAYER_MODES),
@@ -51,6 +53,14 @@ class DebiasSpec:
                                     ("granularity", self.granularity, (*GRANULARITIES, "none"))):
             if value not in allowed:
                 raise ValueError(f"debias spec: {key} {value!r} is unknown; choose one of {allowed}")
+        matrices = list(self.head_matrices)
+        if not matrices or len(set(matrices)) != len(matrices) or any(m not in HEAD_MATRICES for m in matrices):
+            raise ValueError(f"debias spec: head_matrices {matrices!r} must name some of {list(HEAD_MATRICES)}, "
+                             "each once")
+        if self.granularity == "head" and len(matrices) < len(HEAD_MATRICES) and \
+                max(self.threshold_start, self.threshold_end) >= 0.5:
+            raise ValueError(f"debias spec: head_matrices {matrices!r} leaves scores at 0 (sigmoid 0.5), which a "
+                             f"threshold of 0.5 or more would prune; threshold_end is {self.threshold_end}")
         if self.granularity == "none" and self.freeze_weights:
             raise ValueError("debias spec: granularity 'none' (debias only) trains the weights; set "
                              "freeze_weights false")
@@ -106,7 +116,7 @@ def head_size_of(model) -> int:
 def debias_groups(model, masked: MaskedModules | None, spec: DebiasSpec, hp: TrainHParams) -> list[dict]:
     """Scores at ``spec.score_lr`` (no decay); with trainable weights, every other parameter at the run's rate."""
     groups = []
-    scores = masked.parameters() if masked is not None else []
+    scores = [p for p in masked.parameters() if p.requires_grad] if masked is not None else []
     if scores:
         groups.append({"name": "scores", "params": scores, "lr": spec.score_lr, "weight_decay": 0.0})
     if not spec.freeze_weights:
@@ -138,6 +148,13 @@ def run_debias(model, sets: dict[str, Encoded], spec: DebiasSpec, hp: TrainHPara
         plan = granularity_plan(spec.granularity, spec.block, head_size_of(model))
         masked = attach(model, decider, ENCODER_KINDS, plan, train_weights=not spec.freeze_weights,
                         zero_bias_of_empty_rows=True)
+        if spec.granularity == "head":
+            # as paper B's code freezes the scores of what a variant leaves alone (nn_pruning patches every matrix):
+            # a frozen score stays 0, kept at every threshold below 0.5, and enters the L1 term as a constant
+            fixed = frozen_kinds(spec.head_matrices)
+            for mask in masked.masks.values():
+                if mask.kind in fixed:
+                    mask.scores.requires_grad_(False)
     model.to(device)
 
     def original(batch):
