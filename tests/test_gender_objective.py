@@ -3,6 +3,7 @@ values, paper B's pruning granularities on a tiny BERT, and a short debiasing ru
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from transformers import BertConfig, BertModel
@@ -27,6 +28,7 @@ from maskbench.tracks.gender.pruning import (
     frozen_kinds,
     granularity_plan,
     heads_pruned,
+    heads_pruned_nn_pruning,
     layer_density,
 )
 from maskbench.tracks.gender.training import DebiasSpec, run_debias
@@ -290,3 +292,27 @@ def test_head_matrices_choose_which_scores_train(corpus):
     with pytest.raises(ValueError, match="threshold of 0.5 or more"):
         DebiasSpec(granularity="head", head_matrices=["value"], threshold_end=0.6).check()
     masked.detach()
+
+
+def test_heads_pruned_counted_as_nn_pruning_does():
+    """Three layers of two heads of size 2 (hidden 4). Layer 0: Q's head-0 rows all masked, V whole -> nn_pruning
+    removes head 0 (any of Q, K, V all zero), ours keeps it (V alive). Layer 1: V's head-1 rows masked -> both
+    count head 1. Layer 2: Q's head 0 and K's head 1 masked -> every head would go, nn_pruning keeps head 0."""
+    keep = np.ones((4, 4), dtype=bool)
+
+    def without(*rows):
+        mask = keep.copy()
+        mask[list(rows)] = False
+        return mask
+
+    def layer(i, query, key, value):
+        prefix = f"encoder.layer.{i}.attention.self."
+        return {prefix + "query": query, prefix + "key": key, prefix + "value": value}
+
+    partial = keep.copy()
+    partial[0, :3] = False  # one weight of head 0's rows survives: the head stays
+    masks = {**layer(0, without(0, 1), partial, keep), **layer(1, keep, keep, without(2, 3)),
+             **layer(2, without(0, 1), without(2, 3), keep),
+             "encoder.layer.0.attention.output.dense": np.zeros((4, 4), dtype=bool)}   # not read
+    assert heads_pruned_nn_pruning(masks, head_size=2).astype(int).tolist() == [[1, 0], [0, 1], [0, 1]]
+    assert heads_pruned(masks, head_size=2).astype(int).tolist() == [[0, 0], [0, 1], [0, 0]]

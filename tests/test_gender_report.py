@@ -16,7 +16,7 @@ def run(seed):
 
 def summary():
     return {"curve": [{"loss_debias": 2.0, "loss_regularize": 0.5}], "steps": 4, "density": 0.5,
-            "heads_pruned": [[1, 0], [0, 0]]}
+            "heads_pruned": [[1, 0], [0, 0]], "heads_pruned_nn_pruning": [[1, 1], [0, 0]]}
 
 
 def seat(effect):
@@ -38,7 +38,9 @@ def test_task_and_crows_cells_are_mean_and_std_over_seeds():
     assert table.loc["head", "task acc (ours)"] == f"85.00 ± {math.sqrt(50):.2f}"
     assert table.loc["head", "CrowS-Pairs (ours)"] == f"50.00 ± {math.sqrt(200):.2f}"
     assert table.loc["original", "task acc (ours)"] == cells["task acc (ours)"]
-    assert table.loc["head", "heads pruned (ours)"] == "1.00 ± 0.00"
+    assert table.loc["head", "heads pruned, V all zero (ours)"] == "1.00 ± 0.00"
+    assert table.loc["head", "heads pruned, Q, K or V all zero (#P, ours)"] == "2.00 ± 0.00"
+    assert table.loc["original", "heads pruned, Q, K or V all zero (#P, ours)"] == "0"
     points = performance_bias_frame(frame, {"performance": [70.0, 72.0], "seat_mean_abs": 1.0, "crows_pairs": 55.0})
     assert points.iloc[0].to_dict()["performance"] == 71.0 and points.iloc[0]["performance_std"] == pytest.approx(
         math.sqrt(2))

@@ -20,6 +20,10 @@ import pandas as pd
 PAPER_SEAT = {"sent-weat6": "seat6", "sent-weat7": "seat7", "sent-weat8": "seat8"}
 KIND_TABLE = {"frozen": "table1", "unfrozen": "table2", "debias_only": "table4"}
 KEYS = ["kind", "granularity", "layers", "mode"]
+# the two counts of whole heads pruned: ours (V's rows all masked: the head outputs nothing) and paper B's #P as its
+# compile_model counts it (nn_pruning's BertHeadsPruner: any of Q, K, V all zero; one head kept per layer)
+HEADS_V = "heads pruned, V all zero (ours)"
+HEADS_NNP = "heads pruned, Q, K or V all zero (#P, ours)"
 
 
 def paper_block(granularity: str | None) -> str | None:
@@ -58,8 +62,14 @@ def runs_frame(runs: list[dict], summaries: list[dict], seats: list[dict],
         key = {k: run[k] for k in (*KEYS, "seed")}
         curve = [p for p in summary["curve"] if "loss_debias" in p]
         heads = np.asarray(summary.get("heads_pruned", []), dtype=int)
+        # nn_pruning's count (a head with Q, K or V all zero) exists in summaries written since it was added
+        nnp = summary.get("heads_pruned_nn_pruning")
+        nnp = np.asarray(nnp, dtype=int) if nnp is not None else None
         rows.append({**key, "density": summary.get("density", 1.0),
-                     "heads_pruned": int(heads.sum()) if heads.size else 0, "steps": summary["steps"],
+                     "heads_pruned": int(heads.sum()) if heads.size else 0,
+                     "heads_pruned_nn_pruning": (int(nnp.sum()) if nnp is not None else
+                                                 (0 if "density" not in summary else np.nan)),
+                     "steps": summary["steps"],
                      "loss_debias_first": curve[0]["loss_debias"] if curve else np.nan,
                      "loss_debias_last": curve[-1]["loss_debias"] if curve else np.nan,
                      "loss_regularize_last": curve[-1]["loss_regularize"] if curve else np.nan,
@@ -126,7 +136,7 @@ def kind_table(kind: str, runs: pd.DataFrame, seat: pd.DataFrame, original: pd.D
     base = {"granularity": "original", "layers": "", "mode": "", "seeds": ""}
     base.update({f"{t} (ours)": f"{original.set_index('test').loc[t, 'effect_size']:.2f}" for t in tests})
     if kind != "debias_only":
-        base.update({"density % (ours)": "100.00", "heads pruned (ours)": "0"})
+        base.update({"density % (ours)": "100.00", HEADS_V: "0", HEADS_NNP: "0"})
     extras = [c for c in EXTRA_COLUMNS if c in runs.columns]
     base.update({f"{EXTRA_COLUMNS[c]} (ours)": (original_cells or {}).get(f"{EXTRA_COLUMNS[c]} (ours)", "")
                  for c in extras})
@@ -140,7 +150,8 @@ def kind_table(kind: str, runs: pd.DataFrame, seat: pd.DataFrame, original: pd.D
             row[f"{test} (ours)"] = mean_std(effects[effects["test"] == test]["effect_size"])
         if kind != "debias_only":
             row["density % (ours)"] = mean_std(100 * group["density"])
-            row["heads pruned (ours)"] = mean_std(group["heads_pruned"].astype(float))
+            row[HEADS_V] = mean_std(group["heads_pruned"].astype(float))
+            row[HEADS_NNP] = mean_std(group["heads_pruned_nn_pruning"].astype(float))
         for column in extras:
             row[f"{EXTRA_COLUMNS[column]} (ours)"] = mean_std(group[column].astype(float))
         out.append(row)

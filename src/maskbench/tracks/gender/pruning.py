@@ -78,6 +78,29 @@ def heads_pruned(masks: dict[str, np.ndarray], head_size: int) -> np.ndarray:
     return grid
 
 
+def heads_pruned_nn_pruning(masks: dict[str, np.ndarray], head_size: int) -> np.ndarray:
+    """Bool (layers, heads): the heads paper B's ``compile_model`` removes — nn_pruning's ``BertHeadsPruner``
+    (``inference_model_patcher.py::get_pruned_heads``): a head goes when *any* of its Q, K or V row blocks is all
+    zero (a matrix without a mask counts as kept), except that a layer whose heads would all go keeps head 0
+    ("AT LEAST KEEP ONE HEAD")."""
+    parts: dict[int, list[np.ndarray]] = {}
+    for name, mask in masks.items():
+        if re.search(r"attention\.self\.(query|key|value)$", name):
+            parts.setdefault(layer_of(name), []).append(mask)
+    if not parts:
+        raise ValueError("heads_pruned_nn_pruning: the masks hold no query, key or value matrix")
+    layers = max(parts) + 1
+    heads = next(iter(parts.values()))[0].shape[0] // head_size
+    grid = np.zeros((layers, heads), dtype=bool)
+    for layer, matrices in parts.items():
+        alive = np.stack([m.reshape(heads, head_size, -1).any(axis=(1, 2)) for m in matrices]).all(axis=0)
+        gone = ~alive
+        if gone.all():
+            gone[0] = False
+        grid[layer] = gone
+    return grid
+
+
 def ffn_neurons_kept(masks: dict[str, np.ndarray]) -> dict[int, int]:
     """Per layer, the FFN neurons that both the input row and the output column keep."""
     rows = {layer_of(n): m.any(axis=1) for n, m in masks.items() if n.endswith("intermediate.dense")}
