@@ -54,3 +54,18 @@ def test_without_task_or_lm_files_the_tables_keep_their_columns():
     assert "performance" not in frame.columns and "crows_pairs" not in frame.columns
     table = kind_table("frozen", frame, long, original_frame(seat(1.0)), ["t6", "t8"])
     assert not any("task acc" in c or "CrowS" in c for c in table.columns)
+
+
+
+def test_glue_metrics_name_the_task_column_and_feed_it():
+    """Tasks scored by GLUE's metrics (CoLA Matthews, MRPC mean of F1 and accuracy): runs.csv holds each task's
+    score, the mean is the performance, and the column is headed "task score" (not "task acc")."""
+    tasks = [{"cola": {"metric": "matthews", "dev_accuracy": 80.0, "dev_score": 40.0},
+              "mrpc": {"metric": "f1_accuracy", "dev_accuracy": 70.0, "dev_score": 75.0}}]
+    frame, long = runs_frame([run(1)], [summary()], [seat(0.3)], tasks)
+    assert frame.loc[0, "task_cola"] == 40.0 and frame.loc[0, "performance"] == 57.5
+    assert frame.loc[0, "performance_metrics"] == "cola:matthews,mrpc:f1_accuracy"
+    cells = original_extras(tasks, None)
+    table = kind_table("frozen", frame, long, original_frame(seat(1.0)), ["t6", "t8"], cells).set_index("granularity")
+    assert table.loc["head", "task score (ours)"] == "57.50" and table.loc["original", "task score (ours)"] == "57.50"
+    assert not any("task acc" in c for c in table.columns)

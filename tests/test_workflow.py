@@ -217,7 +217,8 @@ def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):
 
 def test_paper_config_gives_paper_b_jobs_the_authors_settings(paper_dry_run):
     """The departures from paper B that configs/paper.yaml sets to the authors' choice (departures_gender.yaml):
-    the cubic threshold of its code, heads pruned through the value matrices only (its text)."""
+    the cubic threshold of its code, heads pruned through the value matrices only (its text), GLUE's
+    metric per task (run_glue.py's)."""
     blocks = paper_dry_run.stdout.split("\n\n")
     frozen = next(b for b in blocks if "rule gender_prune_frozen:" in b and "block32/layers~all/mode~token" in b)
     assert '"threshold_schedule": "cubic"' in frozen
@@ -225,6 +226,12 @@ def test_paper_config_gives_paper_b_jobs_the_authors_settings(paper_dry_run):
     assert '"threshold_schedule": "cubic"' in unfrozen and '"head_matrices": ["value"]' in unfrozen
     head = next(b for b in blocks if "rule gender_prune_frozen:" in b and "frozen/head/layers~all/mode~token" in b)
     assert '"granularity": "head"' in head and '"head_matrices": ["value"]' in head
+    metrics = {task: next(b for b in blocks if "rule gender_task:" in b and "frozen/block32/layers~all/mode~token" in b
+                          and f"task~{task}" in b) for task in ("cola", "mrpc", "qqp", "rte")}
+    assert "--metric matthews" in metrics["cola"] and "--metric accuracy" in metrics["rte"]
+    assert "--metric f1_accuracy" in metrics["mrpc"] and "--metric f1_accuracy" in metrics["qqp"]
+    original = next(b for b in blocks if "rule gender_task_original:" in b and "task~cola" in b)
+    assert "--metric matthews" in original
 
 def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
     result = paper_dry_run

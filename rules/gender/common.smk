@@ -85,6 +85,11 @@ def lm_bias_options():
     return " ".join(opts)
 
 
+def gender_task_metric(task):
+    """The task's dev metric (gender.performance.tasks.<task>.metric; accuracy when absent)."""
+    return GPERF["tasks"][task].get("metric", "accuracy")
+
+
 def gender_task_data(task, split):
     return f"{R}/{GENDER}/data/tasks/{task}/{split}.parquet"
 

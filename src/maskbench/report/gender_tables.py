@@ -42,12 +42,28 @@ def paper_table(name: str) -> pd.DataFrame:
 
 
 def task_columns(tasks: dict[str, dict] | None) -> dict:
-    """``task_<name>`` dev accuracy per task and ``performance``, their mean (paper B's GLUE column); empty
-    without tasks."""
+    """``task_<name>`` dev score per task (its metric: accuracy, or GLUE's Matthews / F1-accuracy mean) and
+    ``performance``, their mean (paper B's GLUE column), ``performance_metrics`` naming the metrics; empty without
+    tasks."""
     if not tasks:
         return {}
-    scores = {f"task_{name}": report["dev_accuracy"] for name, report in tasks.items()}
-    return {**scores, "performance": float(np.mean(list(scores.values())))}
+    scores = {f"task_{name}": report.get("dev_score", report["dev_accuracy"]) for name, report in tasks.items()}
+    return {**scores, "performance": float(np.mean(list(scores.values()))),
+            "performance_metrics": task_metrics(tasks)}
+
+
+def task_metrics(tasks: dict[str, dict]) -> str:
+    """"accuracy" when every task is scored by accuracy, else "<task>:<metric>" of each task, comma-separated."""
+    metrics = {name: report.get("metric", "accuracy") for name, report in tasks.items()}
+    if set(metrics.values()) == {"accuracy"}:
+        return "accuracy"
+    return ",".join(f"{name}:{metric}" for name, metric in metrics.items())
+
+
+def performance_heading(metrics) -> str:
+    """The task column's heading: "task acc" when every task is scored by accuracy, else "task score" (the mean of
+    each task's own metric, GLUE's convention)."""
+    return "task acc" if set(metrics) <= {"accuracy"} else "task score"
 
 
 def runs_frame(runs: list[dict], summaries: list[dict], seats: list[dict],
@@ -107,7 +123,8 @@ def original_extras(tasks: list[dict] | None, lm: dict | None) -> dict:
     formatted table cells."""
     cells = {}
     if tasks:
-        cells["task acc (ours)"] = mean_std(pd.Series([task_columns(t)["performance"] for t in tasks]))
+        heading = performance_heading({task_metrics(t) for t in tasks})
+        cells[f"{heading} (ours)"] = mean_std(pd.Series([task_columns(t)["performance"] for t in tasks]))
     for key, value in lm_columns(lm).items():
         cells[f"{LM_COLUMNS[key]} (ours)"] = f"{value:.2f}"
     return cells
@@ -138,7 +155,10 @@ def kind_table(kind: str, runs: pd.DataFrame, seat: pd.DataFrame, original: pd.D
     if kind != "debias_only":
         base.update({"density % (ours)": "100.00", HEADS_V: "0", HEADS_NNP: "0"})
     extras = [c for c in EXTRA_COLUMNS if c in runs.columns]
-    base.update({f"{EXTRA_COLUMNS[c]} (ours)": (original_cells or {}).get(f"{EXTRA_COLUMNS[c]} (ours)", "")
+    headings = dict(EXTRA_COLUMNS)
+    if "performance_metrics" in runs.columns:
+        headings["performance"] = performance_heading(set(runs["performance_metrics"].dropna()))
+    base.update({f"{headings[c]} (ours)": (original_cells or {}).get(f"{headings[c]} (ours)", "")
                  for c in extras})
     out = [base]
     ours = runs[runs["kind"] == kind].fillna({"granularity": "none"})  # debias-only runs prune nothing
@@ -153,7 +173,7 @@ def kind_table(kind: str, runs: pd.DataFrame, seat: pd.DataFrame, original: pd.D
             row[HEADS_V] = mean_std(group["heads_pruned"].astype(float))
             row[HEADS_NNP] = mean_std(group["heads_pruned_nn_pruning"].astype(float))
         for column in extras:
-            row[f"{EXTRA_COLUMNS[column]} (ours)"] = mean_std(group[column].astype(float))
+            row[f"{headings[column]} (ours)"] = mean_std(group[column].astype(float))
         out.append(row)
     table = pd.DataFrame(out)
     if paper is not None:
