@@ -12,7 +12,7 @@ from maskbench.masking.deciders import MovementSigmoid
 from maskbench.masking.engine import attach
 from maskbench.masking.selectors import ENCODER_KINDS
 from maskbench.tracks.gender.corpus import CorpusError, categorize, cut_corpus, generate_sentences
-from maskbench.tracks.gender.encoding import encode_keyed, hidden_states
+from maskbench.tracks.gender.encoding import Encoded, encode_keyed, hidden_states, trim_padding
 from maskbench.tracks.gender.objective import (
     AttributeVectors,
     KanekoBollegala,
@@ -31,7 +31,7 @@ from maskbench.tracks.gender.pruning import (
     heads_pruned_nn_pruning,
     layer_density,
 )
-from maskbench.tracks.gender.training import DebiasSpec, run_debias
+from maskbench.tracks.gender.training import DebiasSpec, batches_per_epoch, run_debias
 from maskbench.tracks.gender.wordlists import read_word_list
 from maskbench.tracks.nlu.models import data_vocab_tokenizer
 from maskbench.train import TrainHParams
@@ -316,3 +316,63 @@ def test_heads_pruned_counted_as_nn_pruning_does():
              "encoder.layer.0.attention.output.dense": np.zeros((4, 4), dtype=bool)}   # not read
     assert heads_pruned_nn_pruning(masks, head_size=2).astype(int).tolist() == [[1, 0], [0, 1], [0, 1]]
     assert heads_pruned(masks, head_size=2).astype(int).tolist() == [[0, 0], [0, 1], [0, 0]]
+
+
+# ------------------------------------------------------------------------------------------------ batching
+def test_batches_per_epoch_by_hand():
+    """context_debias counts as context-debias's create_dataloader: int(min(|male|, |female|) / batch), the
+    targets' number playing no part; paired: every target once."""
+    assert batches_per_epoch("context_debias", n_targets=30, n_male=10, n_female=7, batch_size=3) == 2   # 7 // 3
+    assert batches_per_epoch("context_debias", n_targets=1, n_male=7, n_female=10, batch_size=3) == 2
+    assert batches_per_epoch("context_debias", n_targets=30, n_male=10, n_female=12, batch_size=5) == 2  # 10 // 5
+    assert batches_per_epoch("paired", n_targets=30, n_male=10, n_female=7, batch_size=3) == 10
+    assert batches_per_epoch("paired", n_targets=10, n_male=10, n_female=7, batch_size=3) == 4          # 3 + 1 short
+    with pytest.raises(ValueError, match="no whole batch of 8"):
+        batches_per_epoch("context_debias", n_targets=30, n_male=10, n_female=7, batch_size=8)
+    with pytest.raises(ValueError, match="batching 'random'"):
+        DebiasSpec(batching="random").check()
+
+
+def test_trim_padding_cuts_to_the_longest_sentence():
+    batch = {"input_ids": torch.tensor([[5, 6, 0, 0, 0], [5, 6, 7, 0, 0]]),
+             "attention_mask": torch.tensor([[1, 1, 0, 0, 0], [1, 1, 1, 0, 0]]),
+             "keyword_mask": torch.tensor([[0, 1, 0, 0, 0], [0, 0, 1, 0, 0]])}
+    trimmed = trim_padding(batch)
+    assert trimmed["input_ids"].tolist() == [[5, 6, 0], [5, 6, 7]]
+    assert trimmed["keyword_mask"].tolist() == [[0, 1, 0], [0, 0, 1]]
+
+
+def first(encoded, n):
+    return Encoded(*(getattr(encoded, key)[:n] for key in ("input_ids", "attention_mask", "keyword_mask")))
+
+
+@pytest.mark.parametrize("batching", ["paired", "context_debias"])
+def test_context_debias_batching_feeds_no_attention_mask(corpus, batching):
+    """30 targets, 10 male and 7 female sentences, batch 3, one epoch: context_debias takes 7 // 3 = 2 steps and
+    every forward pass (targets, attributes, the original copy, the attribute vectors) gets the token ids alone,
+    each batch cut to its longest sentence; paired takes ceil(30 / 3) = 10 steps, every pass with the mask."""
+    tok, full = corpus
+    sets = {"male": first(full["male"], 10), "female": first(full["female"], 7),
+            "stereotype": first(full["stereotype"], 30)}
+    assert [len(sets[k]) for k in ("male", "female", "stereotype")] == [10, 7, 30]
+    model = tiny_bert(len(tok))
+    calls = []
+
+    def capture(module, args, kwargs):  # the deep copy made for the original model shares this hook
+        calls.append({"mask": kwargs.get("attention_mask"), "width": kwargs["input_ids"].shape[1]})
+
+    model.register_forward_pre_hook(capture, with_kwargs=True)
+    spec = DebiasSpec(variant="kaneko", layers="all", mode="sentence", granularity="none", freeze_weights=False,
+                      batching=batching)
+    result = run_debias(model, sets, spec, TrainHParams(epochs=1, batch_size=3, learning_rate=1e-3, warmup=0,
+                                                        log_every=1), seed=1, device="cpu")
+    steps = {"paired": 10, "context_debias": 2}[batching]
+    assert result["steps"] == steps and len(result["curve"]) == steps
+    # each step: targets, attributes, the original's attributes; before the first, the vectors of both genders
+    assert len(calls) >= 3 * steps + 2
+    if batching == "context_debias":
+        assert all(call["mask"] is None for call in calls)
+        assert max(call["width"] for call in calls) < 16                     # padded to the batch's longest
+    else:
+        assert all(call["mask"] is not None for call in calls)
+        assert {call["width"] for call in calls} == {16}

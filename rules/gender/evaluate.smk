@@ -9,7 +9,7 @@ rule gender_seat:
     output:
         f"{GBASE}/{{grun}}/seed~{{seed}}.seat.json",
     wildcard_constraints:
-        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+",
+        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+(/objective~[a-z0-9_]+)?",
     params:
         model=encoder_of_input,
         run=lambda wildcards, input: input.run if input.run.endswith(".mask") else os.path.dirname(input.run),
@@ -68,7 +68,7 @@ rule gender_task:
     output:
         f"{GBASE}/{{grun}}/seed~{{seed}}.task~{{gtask}}.json",
     wildcard_constraints:
-        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+",
+        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+(/objective~[a-z0-9_]+)?",
     params:
         model=encoder_of_input,
         run=lambda wildcards, input: input.run if input.run.endswith(".mask") else os.path.dirname(input.run),
@@ -161,7 +161,7 @@ rule gender_lm_bias:
     output:
         f"{GBASE}/{{grun}}/seed~{{seed}}.lm.json",
     wildcard_constraints:
-        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+",
+        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+(/objective~[a-z0-9_]+)?",
     params:
         model=encoder_of_input,
         run=lambda wildcards, input: input.run if input.run.endswith(".mask") else os.path.dirname(input.run),
