@@ -69,3 +69,20 @@ def test_glue_metrics_name_the_task_column_and_feed_it():
     table = kind_table("frozen", frame, long, original_frame(seat(1.0)), ["t6", "t8"], cells).set_index("granularity")
     assert table.loc["head", "task score (ours)"] == "57.50" and table.loc["original", "task score (ours)"] == "57.50"
     assert not any("task acc" in c for c in table.columns)
+
+
+def test_an_objective_row_is_a_table4_row_of_its_own_without_paper_b_numbers():
+    """A gender.runs.objectives row (the kaneko variant with context-debias's batching) sits in Table 4 beside the
+    grid's debias-only run at the same layers and mode, its SEAT cells its own seeds' mean, no paper B figure."""
+    grid = [{"kind": "debias_only", "granularity": None, "layers": "all", "mode": "token", "seed": s} for s in (1, 2)]
+    row = [{**r, "objective": "kaneko_cd"} for r in grid]
+    debias = {"curve": [{"loss_debias": 1.0, "loss_regularize": 0.1}], "steps": 3}
+    frame, long = runs_frame(grid + row, [debias] * 4, [seat(0.2), seat(0.4), seat(1.0), seat(3.0)])
+    table = kind_table("debias_only", frame, long, original_frame(seat(1.0)), ["t6", "t8"]).set_index("objective")
+    assert table.loc["the config's", "t6 (ours)"] == f"0.30 ± {math.sqrt(0.02):.2f}"
+    assert table.loc["kaneko_cd", "t6 (ours)"] == f"2.00 ± {math.sqrt(2):.2f}"
+    assert table.loc["kaneko_cd", "t8 (ours)"] == f"-2.00 ± {math.sqrt(2):.2f}"
+    assert not pd.isna(table.loc["the config's", "paper seat6"])
+    assert pd.isna(table.loc["kaneko_cd", "paper seat6"])
+    points = performance_bias_frame(frame.assign(performance=[1.0, 2.0, 3.0, 4.0]), {"performance": [0.0]})
+    assert list(points["objective"]) == ["", "", "kaneko_cd"] and list(points["performance"]) == [0.0, 1.5, 3.5]

@@ -129,7 +129,7 @@ def gender_runs():
 
 def gender_objective_runs():
     """The gender.runs.objectives rows (each of every seed), records as gender_runs' with the row's name under
-    "objective"; evaluated like the grids' runs, not in the report's tables."""
+    "objective"; evaluated like the grids' runs, rows of their own in the report's tables (an objective column)."""
     runs = [{"kind": row["kind"], "granularity": None, "layers": row["layers"], "mode": row["mode"], "seed": seed,
              "objective": name, "out": trained_dir(row["kind"], None, row["layers"], row["mode"], seed, name)}
             for name, row in GRUNS.get("objectives", {}).items() for seed in SEEDS]
@@ -177,9 +177,6 @@ TARGETS["evaluate"] += [path for paths in GENDER_ORIGINAL_TASKS.values() for pat
 TARGETS["evaluate"] += [run["lm"] for run in GENDER_RUNS + GENDER_OBJECTIVE_RUNS if run["lm"]]
 TARGETS["evaluate"] += [GENDER_ORIGINAL_LM] if GLM else []
 TARGETS["all"] += GENDER_TABLES + GENDER_FIGURES
-# the gender.runs.objectives rows are in no table: their evaluations are the default target's
-TARGETS["all"] += [path for run in GENDER_OBJECTIVE_RUNS for path in (run["seat"], *run["tasks"].values(), run["lm"])
-                   if path]
 
 
 def gender_dir_parts(gdir):

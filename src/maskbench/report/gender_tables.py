@@ -19,7 +19,8 @@ import pandas as pd
 
 PAPER_SEAT = {"sent-weat6": "seat6", "sent-weat7": "seat7", "sent-weat8": "seat8"}
 KIND_TABLE = {"frozen": "table1", "unfrozen": "table2", "debias_only": "table4"}
-KEYS = ["kind", "granularity", "layers", "mode"]
+# a run's row: its grid point, and the gender.runs.objectives row it belongs to ("" for the grids' runs)
+KEYS = ["kind", "granularity", "layers", "mode", "objective"]
 # the two counts of whole heads pruned: ours (V's rows all masked: the head outputs nothing) and paper B's #P as its
 # compile_model counts it (nn_pruning's BertHeadsPruner: any of Q, K, V all zero; one head kept per layer)
 HEADS_V = "heads pruned, V all zero (ours)"
@@ -75,7 +76,7 @@ def runs_frame(runs: list[dict], summaries: list[dict], seats: list[dict],
     tasks = tasks if tasks is not None else [None] * len(runs)
     lm = lm if lm is not None else [None] * len(runs)
     for run, summary, seat, run_tasks, run_lm in zip(runs, summaries, seats, tasks, lm, strict=True):
-        key = {k: run[k] for k in (*KEYS, "seed")}
+        key = {**{k: run.get(k) for k in KEYS}, "objective": run.get("objective") or "", "seed": run["seed"]}
         curve = [p for p in summary["curve"] if "loss_debias" in p]
         heads = np.asarray(summary.get("heads_pruned", []), dtype=int)
         # nn_pruning's count (a head with Q, K or V all zero) exists in summaries written since it was added
@@ -163,9 +164,14 @@ def kind_table(kind: str, runs: pd.DataFrame, seat: pd.DataFrame, original: pd.D
     out = [base]
     ours = runs[runs["kind"] == kind].fillna({"granularity": "none"})  # debias-only runs prune nothing
     named = seat.fillna({"granularity": "none"})
-    for (granularity, layers, mode), group in ours.groupby(["granularity", "layers", "mode"], sort=False):
-        row = {"granularity": granularity, "layers": layers, "mode": mode, "seeds": len(group)}
-        effects = named[(named[KEYS] == [kind, granularity, layers, mode]).all(axis=1)]
+    with_objective = bool((ours["objective"] != "").any())
+    if with_objective:
+        base["objective"] = ""
+    for (granularity, layers, mode, objective), group in ours.groupby(["granularity", "layers", "mode", "objective"],
+                                                                      sort=False):
+        row = {"granularity": granularity, "layers": layers, "mode": mode,
+               **({"objective": objective} if with_objective else {}), "seeds": len(group)}
+        effects = named[(named[KEYS] == [kind, granularity, layers, mode, objective]).all(axis=1)]
         for test in tests:
             row[f"{test} (ours)"] = mean_std(effects[effects["test"] == test]["effect_size"])
         if kind != "debias_only":
@@ -178,15 +184,20 @@ def kind_table(kind: str, runs: pd.DataFrame, seat: pd.DataFrame, original: pd.D
     table = pd.DataFrame(out)
     if paper is not None:
         table = attach_paper(table, paper, kind)
+    if with_objective:  # the grid's rows run the config's gender.objective
+        table.loc[(table["objective"] == "") & (table["granularity"] != "original"), "objective"] = "the config's"
     return table
 
 
 def attach_paper(table: pd.DataFrame, paper: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """Paper B's SEAT 6/7/8, SS, GLUE (and heads pruned) of the matching row, prefixed "paper"."""
+    """Paper B's SEAT 6/7/8, SS, GLUE (and heads pruned) of the matching row, prefixed "paper" (none for a
+    gender.runs.objectives row: its objective is not the one paper B's row ran)."""
     columns = [c for c in ("seat6", "seat7", "seat8", "ss", "glue", "heads_pruned") if c in paper.columns]
     values = []
     for _, row in table.iterrows():
-        if row["granularity"] == "original":
+        if row.get("objective", ""):
+            match = paper.iloc[0:0]
+        elif row["granularity"] == "original":
             match = paper[paper["layer"] == "original"] if kind == "debias_only" else \
                 paper[paper["block"] == "original"]
         elif kind == "debias_only":
