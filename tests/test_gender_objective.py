@@ -3,6 +3,7 @@ values, paper B's pruning granularities on a tiny BERT, and a short debiasing ru
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from transformers import BertConfig, BertModel
@@ -11,7 +12,7 @@ from maskbench.masking.deciders import MovementSigmoid
 from maskbench.masking.engine import attach
 from maskbench.masking.selectors import ENCODER_KINDS
 from maskbench.tracks.gender.corpus import CorpusError, categorize, cut_corpus, generate_sentences
-from maskbench.tracks.gender.encoding import encode_keyed, hidden_states
+from maskbench.tracks.gender.encoding import Encoded, encode_keyed, hidden_states, trim_padding
 from maskbench.tracks.gender.objective import (
     AttributeVectors,
     KanekoBollegala,
@@ -22,8 +23,15 @@ from maskbench.tracks.gender.objective import (
     regulariser_kaneko,
     regulariser_paper_b,
 )
-from maskbench.tracks.gender.pruning import granularity_plan, heads_pruned, layer_density
-from maskbench.tracks.gender.training import DebiasSpec, run_debias
+from maskbench.tracks.gender.pruning import (
+    HEAD_MATRICES,
+    frozen_kinds,
+    granularity_plan,
+    heads_pruned,
+    heads_pruned_nn_pruning,
+    layer_density,
+)
+from maskbench.tracks.gender.training import DebiasSpec, batches_per_epoch, run_debias
 from maskbench.tracks.gender.wordlists import read_word_list
 from maskbench.tracks.nlu.models import data_vocab_tokenizer
 from maskbench.train import TrainHParams
@@ -245,3 +253,126 @@ def test_debias_only_must_train_the_weights():
         DebiasSpec(granularity="none", freeze_weights=True).check()
     with pytest.raises(ValueError, match="layers 'middle'"):
         DebiasSpec(layers="middle").check()
+
+
+# ------------------------------------------------------------------------------------------------ threshold schedule
+def test_cubic_threshold_is_nn_prunings_schedule_without_warm_up():
+    """Paper B's code calls nn_pruning's ``schedule_threshold(step, total_step, training)`` with warmup_steps -1, so
+    with initial_warmup 1 and final_warmup 10: tau = tau_f + (tau_i - tau_f) m^3, m = 1 - (t + 1) / (T + 11).
+    T = 89, tau 0 -> 0.1: t = 0: m = 0.99, tau = 0.1 - 0.1 * 0.970299 = 0.0029701; t = 49: m = 0.5, tau = 0.0875;
+    t = 88 (the last step): m = 0.11, tau = 0.1 - 0.1 * 0.001331 = 0.0998669. The gender runs' decider
+    (``DebiasSpec.threshold_schedule`` cubic) follows it; evaluation uses tau_f, as nn_pruning does."""
+    decider = MovementSigmoid(89, 0.0, 0.1, schedule="cubic")
+    for step, tau in ((0, 0.0029701), (49, 0.0875), (88, 0.0998669)):
+        decider.set_step(step, 89)
+        assert decider.tau(training=True) == pytest.approx(tau, abs=1e-12)
+        assert decider.tau(training=False) == 0.1
+    linear = MovementSigmoid(89, 0.0, 0.1, schedule="linear")
+    linear.set_step(49, 89)
+    assert linear.tau(training=True) == pytest.approx(0.1 * 49 / 89)
+
+
+def test_head_matrices_choose_which_scores_train(corpus):
+    """head_matrices [value] (paper B's text): every matrix is masked, but only V's head scores train; the others
+    stay exactly 0 (sigmoid 0.5 > tau: kept) and the optimiser never sees them."""
+    tok, sets = corpus
+    model = tiny_bert(len(tok))
+    spec = DebiasSpec(variant="paper_b", layers="last", mode="token", granularity="head", head_matrices=["value"],
+                      score_lr=0.5)
+    result = run_debias(model, sets, spec, TrainHParams(epochs=1, batch_size=16, learning_rate=1e-3, warmup=0,
+                                                        log_every=1), seed=1, device="cpu")
+    masked = result["masked"]
+    moved = {name for name, m in masked.masks.items() if bool((m.scores.detach() != 0).any())}
+    assert moved == {f"encoder.layer.{i}.attention.self.value" for i in range(5)}
+    assert all(m.hard_mask().all() for name, m in masked.masks.items() if name not in moved)
+    assert frozen_kinds(["value", "attention_output"]) == {"query", "key", "ffn_in", "ffn_out"}
+    assert frozen_kinds(HEAD_MATRICES) == set()
+    with pytest.raises(ValueError, match="head_matrices \\['values'\\]"):
+        DebiasSpec(granularity="head", head_matrices=["values"]).check()
+    with pytest.raises(ValueError, match="threshold of 0.5 or more"):
+        DebiasSpec(granularity="head", head_matrices=["value"], threshold_end=0.6).check()
+    masked.detach()
+
+
+def test_heads_pruned_counted_as_nn_pruning_does():
+    """Three layers of two heads of size 2 (hidden 4). Layer 0: Q's head-0 rows all masked, V whole -> nn_pruning
+    removes head 0 (any of Q, K, V all zero), ours keeps it (V alive). Layer 1: V's head-1 rows masked -> both
+    count head 1. Layer 2: Q's head 0 and K's head 1 masked -> every head would go, nn_pruning keeps head 0."""
+    keep = np.ones((4, 4), dtype=bool)
+
+    def without(*rows):
+        mask = keep.copy()
+        mask[list(rows)] = False
+        return mask
+
+    def layer(i, query, key, value):
+        prefix = f"encoder.layer.{i}.attention.self."
+        return {prefix + "query": query, prefix + "key": key, prefix + "value": value}
+
+    partial = keep.copy()
+    partial[0, :3] = False  # one weight of head 0's rows survives: the head stays
+    masks = {**layer(0, without(0, 1), partial, keep), **layer(1, keep, keep, without(2, 3)),
+             **layer(2, without(0, 1), without(2, 3), keep),
+             "encoder.layer.0.attention.output.dense": np.zeros((4, 4), dtype=bool)}   # not read
+    assert heads_pruned_nn_pruning(masks, head_size=2).astype(int).tolist() == [[1, 0], [0, 1], [0, 1]]
+    assert heads_pruned(masks, head_size=2).astype(int).tolist() == [[0, 0], [0, 1], [0, 0]]
+
+
+# ------------------------------------------------------------------------------------------------ batching
+def test_batches_per_epoch_by_hand():
+    """context_debias counts as context-debias's create_dataloader: int(min(|male|, |female|) / batch), the
+    targets' number playing no part; paired: every target once."""
+    assert batches_per_epoch("context_debias", n_targets=30, n_male=10, n_female=7, batch_size=3) == 2   # 7 // 3
+    assert batches_per_epoch("context_debias", n_targets=1, n_male=7, n_female=10, batch_size=3) == 2
+    assert batches_per_epoch("context_debias", n_targets=30, n_male=10, n_female=12, batch_size=5) == 2  # 10 // 5
+    assert batches_per_epoch("paired", n_targets=30, n_male=10, n_female=7, batch_size=3) == 10
+    assert batches_per_epoch("paired", n_targets=10, n_male=10, n_female=7, batch_size=3) == 4          # 3 + 1 short
+    with pytest.raises(ValueError, match="no whole batch of 8"):
+        batches_per_epoch("context_debias", n_targets=30, n_male=10, n_female=7, batch_size=8)
+    with pytest.raises(ValueError, match="batching 'random'"):
+        DebiasSpec(batching="random").check()
+
+
+def test_trim_padding_cuts_to_the_longest_sentence():
+    batch = {"input_ids": torch.tensor([[5, 6, 0, 0, 0], [5, 6, 7, 0, 0]]),
+             "attention_mask": torch.tensor([[1, 1, 0, 0, 0], [1, 1, 1, 0, 0]]),
+             "keyword_mask": torch.tensor([[0, 1, 0, 0, 0], [0, 0, 1, 0, 0]])}
+    trimmed = trim_padding(batch)
+    assert trimmed["input_ids"].tolist() == [[5, 6, 0], [5, 6, 7]]
+    assert trimmed["keyword_mask"].tolist() == [[0, 1, 0], [0, 0, 1]]
+
+
+def first(encoded, n):
+    return Encoded(*(getattr(encoded, key)[:n] for key in ("input_ids", "attention_mask", "keyword_mask")))
+
+
+@pytest.mark.parametrize("batching", ["paired", "context_debias"])
+def test_context_debias_batching_feeds_no_attention_mask(corpus, batching):
+    """30 targets, 10 male and 7 female sentences, batch 3, one epoch: context_debias takes 7 // 3 = 2 steps and
+    every forward pass (targets, attributes, the original copy, the attribute vectors) gets the token ids alone,
+    each batch cut to its longest sentence; paired takes ceil(30 / 3) = 10 steps, every pass with the mask."""
+    tok, full = corpus
+    sets = {"male": first(full["male"], 10), "female": first(full["female"], 7),
+            "stereotype": first(full["stereotype"], 30)}
+    assert [len(sets[k]) for k in ("male", "female", "stereotype")] == [10, 7, 30]
+    model = tiny_bert(len(tok))
+    calls = []
+
+    def capture(module, args, kwargs):  # the deep copy made for the original model shares this hook
+        calls.append({"mask": kwargs.get("attention_mask"), "width": kwargs["input_ids"].shape[1]})
+
+    model.register_forward_pre_hook(capture, with_kwargs=True)
+    spec = DebiasSpec(variant="kaneko", layers="all", mode="sentence", granularity="none", freeze_weights=False,
+                      batching=batching)
+    result = run_debias(model, sets, spec, TrainHParams(epochs=1, batch_size=3, learning_rate=1e-3, warmup=0,
+                                                        log_every=1), seed=1, device="cpu")
+    steps = {"paired": 10, "context_debias": 2}[batching]
+    assert result["steps"] == steps and len(result["curve"]) == steps
+    # each step: targets, attributes, the original's attributes; before the first, the vectors of both genders
+    assert len(calls) >= 3 * steps + 2
+    if batching == "context_debias":
+        assert all(call["mask"] is None for call in calls)
+        assert max(call["width"] for call in calls) < 16                     # padded to the batch's longest
+    else:
+        assert all(call["mask"] is not None for call in calls)
+        assert {call["width"] for call in calls} == {16}

@@ -117,3 +117,24 @@ def test_group_accuracy_uses_string_keys():
 def test_errors(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_glue_metrics_by_hand():
+    """A 2x2 confusion: gold 1,1,1,0,0,0,0,0 / pred 1,1,0,1,0,0,0,0 -> TP 2, FN 1, FP 1, TN 4.
+    Matthews = (2*4 - 1*1) / sqrt(3 * 3 * 5 * 5) = 7 / 15; F1 of class 1 = 2*2 / (2*2 + 1 + 1) = 2 / 3;
+    accuracy 6 / 8."""
+    from maskbench.metrics import binary_f1, glue_scores, matthews_corrcoef
+
+    gold = [1, 1, 1, 0, 0, 0, 0, 0]
+    pred = [1, 1, 0, 1, 0, 0, 0, 0]
+    assert matthews_corrcoef(gold, pred) == pytest.approx(100 * 7 / 15)
+    assert binary_f1(gold, pred, positive=1) == pytest.approx(100 * 2 / 3)
+    assert glue_scores(gold, pred, "matthews") == pytest.approx({"accuracy": 75.0, "matthews": 100 * 7 / 15,
+                                                                 "score": 100 * 7 / 15})
+    assert glue_scores(gold, pred, "f1_accuracy", positive=1) == pytest.approx(
+        {"accuracy": 75.0, "f1": 100 * 2 / 3, "score": (75.0 + 100 * 2 / 3) / 2})
+    assert glue_scores(gold, pred, "accuracy") == {"accuracy": 75.0, "score": 75.0}
+    assert matthews_corrcoef([0, 0, 1], [0, 0, 0]) == 0.0          # one predicted class: sklearn's 0
+    assert matthews_corrcoef([0, 1, 2], [0, 1, 2]) == pytest.approx(100.0)
+    with pytest.raises(ValueError, match="'f1'"):
+        glue_scores(gold, pred, "f1")

@@ -206,16 +206,17 @@ def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):
     training jobs on the GPU partition with paper B's settings."""
     result = paper_dry_run
     jobs = planned_jobs(result.stdout)
-    assert jobs["gender_prune_frozen"] == 16 * 5 and jobs["gender_train_weights"] == (16 + 6) * 5
-    assert jobs["gender_seat"] == (32 + 6) * 5 and jobs["gender_seat_original"] == 1 and jobs["gender_report"] == 1
+    # (+ 1: the gender.runs.objectives row, Kaneko & Bollegala's method with context-debias's batches)
+    assert jobs["gender_prune_frozen"] == 16 * 5 and jobs["gender_train_weights"] == (16 + 6 + 1) * 5
+    assert jobs["gender_seat"] == (32 + 6 + 1) * 5 and jobs["gender_seat_original"] == 1 and jobs["gender_report"] == 1
     # the GLUE column: every run and the original (per seed) fine-tuned on eight GLUE tasks (STS-B is a regression)
-    assert jobs["gender_task"] == (32 + 6) * 5 * 8 and jobs["gender_task_original"] == 5 * 8
+    assert jobs["gender_task"] == (32 + 6 + 1) * 5 * 8 and jobs["gender_task_original"] == 5 * 8
     assert jobs["gender_task_data"] == 8 * 2
     blocks = result.stdout.split("\n\n")
     task = next(b for b in blocks if "rule gender_task:" in b and "frozen/block32/layers~all/mode~token" in b
                 and "task~rte" in b)
     assert "--task rte" in task and '"learning_rate": 2e-05' in task and "slurm_partition=gpu" in task
-    assert jobs["gender_lm_bias"] == (32 + 6) * 5 and jobs["gender_mlm_head"] == 1
+    assert jobs["gender_lm_bias"] == (32 + 6 + 1) * 5 and jobs["gender_mlm_head"] == 1
     lm = next(b for b in blocks if "rule gender_lm_bias:" in b and "head/layers~last/mode~token/seed~10" in b)
     assert "--stereoset-intra hub --stereoset-inter hub" in lm and "--crows-max-pairs 0" in lm
     head = next(b for b in blocks if "rule gender_mlm_head:" in b)
@@ -234,6 +235,34 @@ def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):
     corpus = next(b for b in blocks if "rule gender_corpus:" in b)
     assert "news-commentary-v15.en.gz" in corpus and "--heldout 1000" in corpus
 
+
+
+def test_paper_config_gives_paper_b_jobs_the_authors_settings(paper_dry_run):
+    """The departures from paper B that configs/paper.yaml sets to the authors' choice (departures_gender.yaml):
+    the cubic threshold of its code, heads pruned through the value matrices only (its text), GLUE's
+    metric per task (run_glue.py's)."""
+    blocks = paper_dry_run.stdout.split("\n\n")
+    frozen = next(b for b in blocks if "rule gender_prune_frozen:" in b and "block32/layers~all/mode~token" in b)
+    assert '"threshold_schedule": "cubic"' in frozen
+    unfrozen = next(b for b in blocks if "rule gender_train_weights:" in b and "unfrozen/head/layers~last" in b)
+    assert '"threshold_schedule": "cubic"' in unfrozen and '"head_matrices": ["value"]' in unfrozen
+    head = next(b for b in blocks if "rule gender_prune_frozen:" in b and "frozen/head/layers~all/mode~token" in b)
+    assert '"granularity": "head"' in head and '"head_matrices": ["value"]' in head
+    metrics = {task: next(b for b in blocks if "rule gender_task:" in b and "frozen/block32/layers~all/mode~token" in b
+                          and f"task~{task}" in b) for task in ("cola", "mrpc", "qqp", "rte")}
+    assert "--metric matthews" in metrics["cola"] and "--metric accuracy" in metrics["rte"]
+    assert "--metric f1_accuracy" in metrics["mrpc"] and "--metric f1_accuracy" in metrics["qqp"]
+    original = next(b for b in blocks if "rule gender_task_original:" in b and "task~cola" in b)
+    assert "--metric matthews" in original
+    # the kaneko variant with context-debias's batching (floor(min(male, female) / batch) a epoch, no attention
+    # mask) in one debias-only row of its own; the grids keep gender.objective (paper_b, paired batches)
+    row = "debias_only/layers~all/mode~token/objective~kaneko_context_debias/seed~10"
+    kaneko = next(b for b in blocks if "rule gender_train_weights:" in b and row in b)
+    assert '"variant": "kaneko"' in kaneko and '"batching": "context_debias"' in kaneko
+    assert '"granularity": "none"' in kaneko and '"epochs": 5,' in kaneko
+    assert any("rule gender_seat:" in b and row in b for b in blocks)
+    grid = next(b for b in blocks if "rule gender_train_weights:" in b and "debias_only/layers~all/mode~token/seed~10" in b)
+    assert '"variant": "paper_b"' in grid and "batching" not in grid
 
 def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
     result = paper_dry_run

@@ -32,10 +32,11 @@ wildcard_constraints:
     gsplit=r"train|dev",
 
 
-def gender_spec(kind, granularity, layers, mode):
-    """The DebiasSpec of one run (maskbench.tracks.gender.training): the objective, the pruning settings, and
-    the run's own grid point."""
-    spec = {"layers": layers, "mode": mode, **GCFG.get("objective", {})}
+def gender_spec(kind, granularity, layers, mode, objective=None):
+    """The DebiasSpec of one run (maskbench.tracks.gender.training): the objective (a gender.runs.objectives row's
+    own settings over gender.objective), the pruning settings, and the run's own grid point."""
+    own = GRUNS["objectives"][objective]["objective"] if objective else {}
+    spec = {"layers": layers, "mode": mode, **GCFG.get("objective", {}), **own}
     if kind == "debias_only":
         return {**spec, "granularity": "none", "freeze_weights": False}
     pruning = {k: v for k, v in GCFG["pruning"].items() if k != "hparams"}
@@ -51,10 +52,12 @@ def frozen_mask(granularity, layers, mode, seed):
     return f"{GBASE}/frozen/{granularity}/layers~{layers}/mode~{mode}/seed~{seed}.mask"
 
 
-def trained_dir(kind, granularity, layers, mode, seed):
-    """The checkpoint folder of a run whose weights train (unfrozen pruning, debias only)."""
+def trained_dir(kind, granularity, layers, mode, seed, objective=None):
+    """The checkpoint folder of a run whose weights train (unfrozen pruning, debias only; a gender.runs.objectives
+    row one folder deeper, objective~<name>)."""
     if kind == "debias_only":
-        return f"{GBASE}/debias_only/layers~{layers}/mode~{mode}/seed~{seed}"
+        row = f"/objective~{objective}" if objective else ""
+        return f"{GBASE}/debias_only/layers~{layers}/mode~{mode}{row}/seed~{seed}"
     return f"{GBASE}/{kind}/{granularity}/layers~{layers}/mode~{mode}/seed~{seed}"
 
 
@@ -83,6 +86,11 @@ def lm_bias_options():
                  f"--stereoset-inter {shlex.quote(stereoset['intersentence'])}",
                  f"--stereoset-split {shlex.quote(stereoset.get('split', 'validation'))}"]
     return " ".join(opts)
+
+
+def gender_task_metric(task):
+    """The task's dev metric (gender.performance.tasks.<task>.metric; accuracy when absent)."""
+    return GPERF["tasks"][task].get("metric", "accuracy")
 
 
 def gender_task_data(task, split):
@@ -116,6 +124,20 @@ def gender_runs():
                 for seed in SEEDS:
                     runs.append({"kind": "debias_only", "granularity": None, "layers": layers, "mode": mode,
                                  "seed": seed, "out": trained_dir("debias_only", None, layers, mode, seed)})
+    return with_outputs(runs)
+
+
+def gender_objective_runs():
+    """The gender.runs.objectives rows (each of every seed), records as gender_runs' with the row's name under
+    "objective"; evaluated like the grids' runs, rows of their own in the report's tables (an objective column)."""
+    runs = [{"kind": row["kind"], "granularity": None, "layers": row["layers"], "mode": row["mode"], "seed": seed,
+             "objective": name, "out": trained_dir(row["kind"], None, row["layers"], row["mode"], seed, name)}
+            for name, row in GRUNS.get("objectives", {}).items() for seed in SEEDS]
+    return with_outputs(runs)
+
+
+def with_outputs(runs):
+    """Each run record with its summary, SEAT, task and masked-LM files and its finished marker."""
     for run in runs:
         stem = run["out"].removesuffix(".mask")
         run["summary"] = f"{stem}.json"
@@ -127,6 +149,7 @@ def gender_runs():
 
 
 GENDER_RUNS = gender_runs()
+GENDER_OBJECTIVE_RUNS = gender_objective_runs()
 GENDER_ORIGINAL_SEAT = f"{GBASE}/original.seat.json"
 GENDER_ORIGINAL_TASKS = {task: [gender_task_original(task, seed) for seed in SEEDS] for task in GTASKS}
 GENDER_TABLES = [f"{R}/tables/{GENDER}/{name}" for name in ("runs.csv", "seat_long.csv", "tables.md")]
@@ -146,22 +169,23 @@ GSHRINK_MASKS = [run["out"] for run in GENDER_RUNS if run["kind"] == "frozen" an
 
 TARGETS["prepare"] += [GENDER_CORPUS]
 TARGETS["all"] += [GENDER_STRUCTURED] if GSHRINK_MASKS else []
-TARGETS["masks"] += [run["marker"] for run in GENDER_RUNS]
+TARGETS["masks"] += [run["marker"] for run in GENDER_RUNS + GENDER_OBJECTIVE_RUNS]
 TARGETS["prepare"] += [gender_task_data(task, split) for task in GTASKS for split in ("train", "dev")]
-TARGETS["evaluate"] += [run["seat"] for run in GENDER_RUNS] + [GENDER_ORIGINAL_SEAT]
-TARGETS["evaluate"] += [path for run in GENDER_RUNS for path in run["tasks"].values()]
+TARGETS["evaluate"] += [run["seat"] for run in GENDER_RUNS + GENDER_OBJECTIVE_RUNS] + [GENDER_ORIGINAL_SEAT]
+TARGETS["evaluate"] += [path for run in GENDER_RUNS + GENDER_OBJECTIVE_RUNS for path in run["tasks"].values()]
 TARGETS["evaluate"] += [path for paths in GENDER_ORIGINAL_TASKS.values() for path in paths]
-TARGETS["evaluate"] += [run["lm"] for run in GENDER_RUNS if run["lm"]] + ([GENDER_ORIGINAL_LM] if GLM else [])
+TARGETS["evaluate"] += [run["lm"] for run in GENDER_RUNS + GENDER_OBJECTIVE_RUNS if run["lm"]]
+TARGETS["evaluate"] += [GENDER_ORIGINAL_LM] if GLM else []
 TARGETS["all"] += GENDER_TABLES + GENDER_FIGURES
 
 
 def gender_dir_parts(gdir):
-    """(kind, granularity, layers, mode) of a trained run's folder below the model's: unfrozen/<g>/layers~/mode~
-    or debias_only/layers~/mode~."""
+    """(kind, granularity, layers, mode, objective row or None) of a trained run's folder below the model's:
+    unfrozen/<g>/layers~/mode~ or debias_only/layers~/mode~[/objective~<row>]."""
     parts = gdir.split("/")
     values = {p.split("~", 1)[0]: p.split("~", 1)[1] for p in parts if "~" in p}
     granularity = parts[1] if parts[0] == "unfrozen" else None
-    return parts[0], granularity, values["layers"], values["mode"]
+    return parts[0], granularity, values["layers"], values["mode"], values.get("objective")
 
 
 def task_data_input(wildcards):

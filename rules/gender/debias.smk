@@ -40,7 +40,7 @@ rule gender_train_weights:
         marker=f"{GBASE}/{{gdir}}/seed~{{seed}}/train_summary.json",
         summary=f"{GBASE}/{{gdir}}/seed~{{seed}}.json",
     wildcard_constraints:
-        gdir=r"unfrozen/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+",
+        gdir=r"unfrozen/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+(/objective~[a-z0-9_]+)?",
     params:
         model=encoder_of_input,
         out=folder_of_output("marker"),

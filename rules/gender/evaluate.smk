@@ -9,7 +9,7 @@ rule gender_seat:
     output:
         f"{GBASE}/{{grun}}/seed~{{seed}}.seat.json",
     wildcard_constraints:
-        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+",
+        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+(/objective~[a-z0-9_]+)?",
     params:
         model=encoder_of_input,
         run=lambda wildcards, input: input.run if input.run.endswith(".mask") else os.path.dirname(input.run),
@@ -68,11 +68,12 @@ rule gender_task:
     output:
         f"{GBASE}/{{grun}}/seed~{{seed}}.task~{{gtask}}.json",
     wildcard_constraints:
-        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+",
+        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+(/objective~[a-z0-9_]+)?",
     params:
         model=encoder_of_input,
         run=lambda wildcards, input: input.run if input.run.endswith(".mask") else os.path.dirname(input.run),
         hparams=as_json(GPERF.get("hparams", {})),
+        metric=lambda wildcards: gender_task_metric(wildcards.gtask),
     log:
         f"{R}/logs/gender_task/{GMODEL}/{{grun}}/seed~{{seed}}.task~{{gtask}}.log",
     benchmark:
@@ -87,6 +88,7 @@ rule gender_task:
     shell:
         "python -m maskbench.steps.gender_task --model {params.model:q} --run {params.run:q} --task {wildcards.gtask}"
         " --train {input.train:q} --dev {input.dev:q} --hparams {params.hparams} --seed {wildcards.seed}"
+        " --metric {params.metric}"
         " --threads {threads} --out {output:q} > {log:q} 2>&1"
 
 
@@ -99,6 +101,7 @@ rule gender_task_original:
     params:
         model=encoder_of_input,
         hparams=as_json(GPERF.get("hparams", {})),
+        metric=lambda wildcards: gender_task_metric(wildcards.gtask),
     log:
         f"{R}/logs/gender_task/{GMODEL}/original/seed~{{seed}}.task~{{gtask}}.log",
     benchmark:
@@ -113,6 +116,7 @@ rule gender_task_original:
     shell:
         "python -m maskbench.steps.gender_task --model {params.model:q} --task {wildcards.gtask}"
         " --train {input.train:q} --dev {input.dev:q} --hparams {params.hparams} --seed {wildcards.seed}"
+        " --metric {params.metric}"
         " --threads {threads} --out {output:q} > {log:q} 2>&1"
 
 
@@ -157,7 +161,7 @@ rule gender_lm_bias:
     output:
         f"{GBASE}/{{grun}}/seed~{{seed}}.lm.json",
     wildcard_constraints:
-        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+",
+        grun=r"(frozen|unfrozen)/(block\d+|head)/layers~[a-z]+/mode~[a-z]+|debias_only/layers~[a-z]+/mode~[a-z]+(/objective~[a-z0-9_]+)?",
     params:
         model=encoder_of_input,
         run=lambda wildcards, input: input.run if input.run.endswith(".mask") else os.path.dirname(input.run),

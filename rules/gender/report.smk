@@ -3,12 +3,12 @@
 
 rule gender_report:
     input:
-        summaries=[run["summary"] for run in GENDER_RUNS],
-        seats=[run["seat"] for run in GENDER_RUNS],
+        summaries=[run["summary"] for run in GENDER_RUNS + GENDER_OBJECTIVE_RUNS],
+        seats=[run["seat"] for run in GENDER_RUNS + GENDER_OBJECTIVE_RUNS],
         original=GENDER_ORIGINAL_SEAT,
-        tasks=[path for run in GENDER_RUNS for path in run["tasks"].values()],
+        tasks=[path for run in GENDER_RUNS + GENDER_OBJECTIVE_RUNS for path in run["tasks"].values()],
         original_tasks=[path for paths in GENDER_ORIGINAL_TASKS.values() for path in paths],
-        lm=[run["lm"] for run in GENDER_RUNS if run["lm"]],
+        lm=[run["lm"] for run in GENDER_RUNS + GENDER_OBJECTIVE_RUNS if run["lm"]],
         original_lm=[GENDER_ORIGINAL_LM] if GLM else [],
     output:
         runs=report(f"{R}/tables/{GENDER}/runs.csv", caption="captions/gender_tables.rst", category="Paper B"),
@@ -20,7 +20,8 @@ rule gender_report:
         performance=GENDER_PERFORMANCE_FIGURE,
     params:
         runs=as_json([{k: run[k] for k in ("kind", "granularity", "layers", "mode", "seed", "summary", "seat", "tasks", "lm")}
-                      for run in GENDER_RUNS]),
+                      | ({"objective": run["objective"]} if run.get("objective") else {})
+                      for run in GENDER_RUNS + GENDER_OBJECTIVE_RUNS]),
         tests=" ".join(GCFG["seat"]["tests"]),
         original_tasks=lambda wildcards, input: "--original-tasks " + " ".join(map(shlex.quote, input.original_tasks))
         if input.original_tasks else "",

@@ -11,6 +11,7 @@ labels where needed (e.g. neutral/contradiction -> non-entailment for HANS).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 
@@ -54,6 +55,57 @@ def weighted_f1(gold: Sequence, pred: Sequence) -> float:
         # F1 = 2TP / (2TP + FP + FN) = 2TP / (|gold == label| + |pred == label|); never 0/0 since n_gold > 0
         total += n_gold * 2 * true_pos[label] / (n_gold + predicted[label])
     return 100.0 * total / len(gold)
+
+
+def matthews_corrcoef(gold: Sequence, pred: Sequence) -> float:
+    """Matthews correlation (GLUE's CoLA metric), in percent: for two classes (TP*TN - FP*FN) /
+    sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)); for more, Gorodkin's R_K (what sklearn's ``matthews_corrcoef`` computes):
+    (c*s - sum_k p_k t_k) / sqrt((s^2 - sum_k p_k^2)(s^2 - sum_k t_k^2)), c correct, s examples, p_k / t_k the
+    predicted / gold counts of class k. 0 when a denominator is 0 (one class only, as sklearn)."""
+    gold, pred = _check_pair(gold, pred)
+    s = len(gold)
+    c = sum(g == p for g, p in zip(gold, pred, strict=True))
+    t, q = Counter(gold), Counter(pred)
+    classes = set(t) | set(q)
+    cov_tp = c * s - sum(t[k] * q[k] for k in classes)
+    cov_pp = s * s - sum(q[k] ** 2 for k in classes)
+    cov_tt = s * s - sum(t[k] ** 2 for k in classes)
+    if cov_pp == 0 or cov_tt == 0:
+        return 0.0
+    return 100.0 * cov_tp / math.sqrt(cov_pp * cov_tt)
+
+
+def binary_f1(gold: Sequence, pred: Sequence, positive) -> float:
+    """F1 of the ``positive`` class (GLUE's MRPC and QQP metric beside accuracy), in percent: 2TP / (2TP + FP + FN);
+    0 when the class is neither gold nor predicted."""
+    gold, pred = _check_pair(gold, pred)
+    tp = sum(g == positive and p == positive for g, p in zip(gold, pred, strict=True))
+    n = sum(g == positive for g in gold) + sum(p == positive for p in pred)
+    return 100.0 * 2 * tp / n if n else 0.0
+
+
+# GLUE's per-task metrics (Wang et al. 2018): a task's score is its metric, or the mean of its two metrics
+GLUE_METRICS = ("accuracy", "matthews", "f1_accuracy")
+
+
+def glue_scores(gold: Sequence, pred: Sequence, metric: str, positive=None) -> dict[str, float]:
+    """``{"accuracy", the metric's own values, "score"}`` in percent: ``accuracy`` (score = accuracy),
+    ``matthews`` (CoLA: score = Matthews correlation), ``f1_accuracy`` (MRPC, QQP: F1 of ``positive`` and
+    accuracy, score = their mean as on the GLUE leaderboard)."""
+    if metric not in GLUE_METRICS:
+        raise ValueError(f"task metric {metric!r} is unknown; choose one of {list(GLUE_METRICS)}")
+    out = {"accuracy": accuracy(gold, pred)}
+    if metric == "accuracy":
+        out["score"] = out["accuracy"]
+    elif metric == "matthews":
+        out["matthews"] = matthews_corrcoef(gold, pred)
+        out["score"] = out["matthews"]
+    else:
+        if positive is None:
+            raise ValueError("task metric 'f1_accuracy' needs the positive class")
+        out["f1"] = binary_f1(gold, pred, positive)
+        out["score"] = (out["f1"] + out["accuracy"]) / 2
+    return out
 
 
 def group_accuracy(gold: Sequence, pred: Sequence, keys: Sequence) -> dict[str, float]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, RandomSampler
 from tqdm.auto import tqdm
 
 from maskbench.masking.engine import is_no_decay, plain_parameter_name
@@ -327,6 +327,7 @@ def fit(
     freeze_norm_stats: bool = False,
     resume: Resume | None = None,
     lr_plateau: LRPlateau | None = None,
+    samples_per_epoch: int | None = None,
 ) -> list[dict]:
     """Train in place; return the curve (one dict per logged step and per epoch end).
 
@@ -340,11 +341,19 @@ def fit(
     ``resume`` saves the run's state every ``resume.every`` steps and, when a saved state exists, goes on from it
     (``maskbench.resume``): the result is bit-identical to an uninterrupted run on CPU. ``lr_plateau`` drives the
     "plateau" schedule (it runs after ``hooks`` at every epoch end and may stop the run; its state is saved too).
+    ``samples_per_epoch``: an epoch is this many items instead of all of ``data`` (torch's ``RandomSampler`` with
+    ``num_samples``: a fresh seeded draw without replacement each epoch, whole permutations first when it exceeds
+    ``len(data)``).
     """
     generator = torch.Generator().manual_seed(seed)
-    loader = DataLoader(data, batch_size=hp.batch_size, shuffle=True, generator=generator,
-                        collate_fn=getattr(data, "collate", None))
-    total = total_steps(len(data), hp)
+    if samples_per_epoch is None:
+        loader = DataLoader(data, batch_size=hp.batch_size, shuffle=True, generator=generator,
+                            collate_fn=getattr(data, "collate", None))
+        total = total_steps(len(data), hp)
+    else:
+        sampler = RandomSampler(data, num_samples=samples_per_epoch, generator=generator)
+        loader = DataLoader(data, batch_size=hp.batch_size, sampler=sampler, collate_fn=getattr(data, "collate", None))
+        total = total_steps(samples_per_epoch, hp)
     groups = groups if groups is not None else trainable_groups(model, hp.learning_rate, hp.weight_decay)
     optimizer = make_optimizer(groups, hp)
     scheduler = group_schedule(optimizer, groups, hp, total, lr_plateau)

@@ -84,7 +84,7 @@ def performance_bias_frame(runs: pd.DataFrame, original: dict) -> pd.DataFrame:
     accuracy (``performance``) and of every bias measure the runs have. ``original`` holds the original model's
     values (``performance`` as the list of its per-seed accuracies)."""
     measures = ["performance", *[c for c in BIAS_AXES if c in runs.columns]]
-    keys = ["kind", "granularity", "layers", "mode"]
+    keys = ["kind", "granularity", "layers", "mode"] + (["objective"] if "objective" in runs.columns else [])
     named = runs.fillna({"granularity": "none"})
     rows = []
     for key, group in named.groupby(keys, sort=False):
@@ -92,7 +92,7 @@ def performance_bias_frame(runs: pd.DataFrame, original: dict) -> pd.DataFrame:
         for m in measures:
             row[m], row[f"{m}_std"] = group[m].mean(), group[m].std(ddof=1) if len(group) > 1 else 0.0
         rows.append(row)
-    base = {"kind": "original", "granularity": "", "layers": "", "mode": ""}
+    base = {"kind": "original", "granularity": "", "layers": "", "mode": "", **({"objective": ""} if "objective" in keys else {})}
     for m in measures:
         values = np.atleast_1d(np.asarray(original.get(m, np.nan), dtype=float))
         base[m], base[f"{m}_std"] = float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else 0.0

@@ -19,7 +19,12 @@ import pandas as pd
 
 PAPER_SEAT = {"sent-weat6": "seat6", "sent-weat7": "seat7", "sent-weat8": "seat8"}
 KIND_TABLE = {"frozen": "table1", "unfrozen": "table2", "debias_only": "table4"}
-KEYS = ["kind", "granularity", "layers", "mode"]
+# a run's row: its grid point, and the gender.runs.objectives row it belongs to ("" for the grids' runs)
+KEYS = ["kind", "granularity", "layers", "mode", "objective"]
+# the two counts of whole heads pruned: ours (V's rows all masked: the head outputs nothing) and paper B's #P as its
+# compile_model counts it (nn_pruning's BertHeadsPruner: any of Q, K, V all zero; one head kept per layer)
+HEADS_V = "heads pruned, V all zero (ours)"
+HEADS_NNP = "heads pruned, Q, K or V all zero (#P, ours)"
 
 
 def paper_block(granularity: str | None) -> str | None:
@@ -38,12 +43,28 @@ def paper_table(name: str) -> pd.DataFrame:
 
 
 def task_columns(tasks: dict[str, dict] | None) -> dict:
-    """``task_<name>`` dev accuracy per task and ``performance``, their mean (paper B's GLUE column); empty
-    without tasks."""
+    """``task_<name>`` dev score per task (its metric: accuracy, or GLUE's Matthews / F1-accuracy mean) and
+    ``performance``, their mean (paper B's GLUE column), ``performance_metrics`` naming the metrics; empty without
+    tasks."""
     if not tasks:
         return {}
-    scores = {f"task_{name}": report["dev_accuracy"] for name, report in tasks.items()}
-    return {**scores, "performance": float(np.mean(list(scores.values())))}
+    scores = {f"task_{name}": report.get("dev_score", report["dev_accuracy"]) for name, report in tasks.items()}
+    return {**scores, "performance": float(np.mean(list(scores.values()))),
+            "performance_metrics": task_metrics(tasks)}
+
+
+def task_metrics(tasks: dict[str, dict]) -> str:
+    """"accuracy" when every task is scored by accuracy, else "<task>:<metric>" of each task, comma-separated."""
+    metrics = {name: report.get("metric", "accuracy") for name, report in tasks.items()}
+    if set(metrics.values()) == {"accuracy"}:
+        return "accuracy"
+    return ",".join(f"{name}:{metric}" for name, metric in metrics.items())
+
+
+def performance_heading(metrics) -> str:
+    """The task column's heading: "task acc" when every task is scored by accuracy, else "task score" (the mean of
+    each task's own metric, GLUE's convention)."""
+    return "task acc" if set(metrics) <= {"accuracy"} else "task score"
 
 
 def runs_frame(runs: list[dict], summaries: list[dict], seats: list[dict],
@@ -55,11 +76,17 @@ def runs_frame(runs: list[dict], summaries: list[dict], seats: list[dict],
     tasks = tasks if tasks is not None else [None] * len(runs)
     lm = lm if lm is not None else [None] * len(runs)
     for run, summary, seat, run_tasks, run_lm in zip(runs, summaries, seats, tasks, lm, strict=True):
-        key = {k: run[k] for k in (*KEYS, "seed")}
+        key = {**{k: run.get(k) for k in KEYS}, "objective": run.get("objective") or "", "seed": run["seed"]}
         curve = [p for p in summary["curve"] if "loss_debias" in p]
         heads = np.asarray(summary.get("heads_pruned", []), dtype=int)
+        # nn_pruning's count (a head with Q, K or V all zero) exists in summaries written since it was added
+        nnp = summary.get("heads_pruned_nn_pruning")
+        nnp = np.asarray(nnp, dtype=int) if nnp is not None else None
         rows.append({**key, "density": summary.get("density", 1.0),
-                     "heads_pruned": int(heads.sum()) if heads.size else 0, "steps": summary["steps"],
+                     "heads_pruned": int(heads.sum()) if heads.size else 0,
+                     "heads_pruned_nn_pruning": (int(nnp.sum()) if nnp is not None else
+                                                 (0 if "density" not in summary else np.nan)),
+                     "steps": summary["steps"],
                      "loss_debias_first": curve[0]["loss_debias"] if curve else np.nan,
                      "loss_debias_last": curve[-1]["loss_debias"] if curve else np.nan,
                      "loss_regularize_last": curve[-1]["loss_regularize"] if curve else np.nan,
@@ -97,7 +124,8 @@ def original_extras(tasks: list[dict] | None, lm: dict | None) -> dict:
     formatted table cells."""
     cells = {}
     if tasks:
-        cells["task acc (ours)"] = mean_std(pd.Series([task_columns(t)["performance"] for t in tasks]))
+        heading = performance_heading({task_metrics(t) for t in tasks})
+        cells[f"{heading} (ours)"] = mean_std(pd.Series([task_columns(t)["performance"] for t in tasks]))
     for key, value in lm_columns(lm).items():
         cells[f"{LM_COLUMNS[key]} (ours)"] = f"{value:.2f}"
     return cells
@@ -126,36 +154,50 @@ def kind_table(kind: str, runs: pd.DataFrame, seat: pd.DataFrame, original: pd.D
     base = {"granularity": "original", "layers": "", "mode": "", "seeds": ""}
     base.update({f"{t} (ours)": f"{original.set_index('test').loc[t, 'effect_size']:.2f}" for t in tests})
     if kind != "debias_only":
-        base.update({"density % (ours)": "100.00", "heads pruned (ours)": "0"})
+        base.update({"density % (ours)": "100.00", HEADS_V: "0", HEADS_NNP: "0"})
     extras = [c for c in EXTRA_COLUMNS if c in runs.columns]
-    base.update({f"{EXTRA_COLUMNS[c]} (ours)": (original_cells or {}).get(f"{EXTRA_COLUMNS[c]} (ours)", "")
+    headings = dict(EXTRA_COLUMNS)
+    if "performance_metrics" in runs.columns:
+        headings["performance"] = performance_heading(set(runs["performance_metrics"].dropna()))
+    base.update({f"{headings[c]} (ours)": (original_cells or {}).get(f"{headings[c]} (ours)", "")
                  for c in extras})
     out = [base]
     ours = runs[runs["kind"] == kind].fillna({"granularity": "none"})  # debias-only runs prune nothing
     named = seat.fillna({"granularity": "none"})
-    for (granularity, layers, mode), group in ours.groupby(["granularity", "layers", "mode"], sort=False):
-        row = {"granularity": granularity, "layers": layers, "mode": mode, "seeds": len(group)}
-        effects = named[(named[KEYS] == [kind, granularity, layers, mode]).all(axis=1)]
+    with_objective = bool((ours["objective"] != "").any())
+    if with_objective:
+        base["objective"] = ""
+    for (granularity, layers, mode, objective), group in ours.groupby(["granularity", "layers", "mode", "objective"],
+                                                                      sort=False):
+        row = {"granularity": granularity, "layers": layers, "mode": mode,
+               **({"objective": objective} if with_objective else {}), "seeds": len(group)}
+        effects = named[(named[KEYS] == [kind, granularity, layers, mode, objective]).all(axis=1)]
         for test in tests:
             row[f"{test} (ours)"] = mean_std(effects[effects["test"] == test]["effect_size"])
         if kind != "debias_only":
             row["density % (ours)"] = mean_std(100 * group["density"])
-            row["heads pruned (ours)"] = mean_std(group["heads_pruned"].astype(float))
+            row[HEADS_V] = mean_std(group["heads_pruned"].astype(float))
+            row[HEADS_NNP] = mean_std(group["heads_pruned_nn_pruning"].astype(float))
         for column in extras:
-            row[f"{EXTRA_COLUMNS[column]} (ours)"] = mean_std(group[column].astype(float))
+            row[f"{headings[column]} (ours)"] = mean_std(group[column].astype(float))
         out.append(row)
     table = pd.DataFrame(out)
     if paper is not None:
         table = attach_paper(table, paper, kind)
+    if with_objective:  # the grid's rows run the config's gender.objective
+        table.loc[(table["objective"] == "") & (table["granularity"] != "original"), "objective"] = "the config's"
     return table
 
 
 def attach_paper(table: pd.DataFrame, paper: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """Paper B's SEAT 6/7/8, SS, GLUE (and heads pruned) of the matching row, prefixed "paper"."""
+    """Paper B's SEAT 6/7/8, SS, GLUE (and heads pruned) of the matching row, prefixed "paper" (none for a
+    gender.runs.objectives row: its objective is not the one paper B's row ran)."""
     columns = [c for c in ("seat6", "seat7", "seat8", "ss", "glue", "heads_pruned") if c in paper.columns]
     values = []
     for _, row in table.iterrows():
-        if row["granularity"] == "original":
+        if row.get("objective", ""):
+            match = paper.iloc[0:0]
+        elif row["granularity"] == "original":
             match = paper[paper["layer"] == "original"] if kind == "debias_only" else \
                 paper[paper["block"] == "original"]
         elif kind == "debias_only":

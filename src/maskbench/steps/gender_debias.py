@@ -29,7 +29,7 @@ from maskbench.steps import run_step
 from maskbench.tracks.gender.corpus import read_corpus
 from maskbench.tracks.gender.encoding import encode_keyed
 from maskbench.tracks.gender.models import load_encoder
-from maskbench.tracks.gender.pruning import heads_pruned, layer_density
+from maskbench.tracks.gender.pruning import heads_pruned, heads_pruned_nn_pruning, layer_density
 from maskbench.tracks.gender.training import DebiasSpec, head_size_of, run_debias
 from maskbench.tracks.gender.wordlists import check_known_to
 from maskbench.train import parse_hparams
@@ -95,7 +95,9 @@ def main(argv=None) -> int:
     if masked is not None:
         hard = masked.hard_masks()
         summary.update({"density": masked.density(), "layer_density": layer_density(hard),
-                        "heads_pruned": heads_pruned(hard, head_size_of(model)).astype(int).tolist()})
+                        "heads_pruned": heads_pruned(hard, head_size_of(model)).astype(int).tolist(),
+                        "heads_pruned_nn_pruning": heads_pruned_nn_pruning(hard, head_size_of(model)).astype(int)
+                        .tolist()})
         mask_set = MaskSet(hard, {"method": "movement_sigmoid", "track": "gender", "spec": summary["spec"],
                                   "hparams": summary["hparams"], "seed": args.seed, "model_dir": args.model,
                                   "model_fingerprint": fingerprint,

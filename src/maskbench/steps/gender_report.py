@@ -48,7 +48,9 @@ CAPTIONS = {
               "preference); paper B's BERT-base numbers beside.",
     "table2": "Paper B Table 2 analogue: the same pruning with the weights training too (paper B's numbers are not "
               "among the project's references).",
-    "table4": "Paper B Table 4 analogue: the debiasing objective alone, every weight training, no pruning.",
+    "table4": "Paper B Table 4 analogue: the debiasing objective alone, every weight training, no pruning (an "
+              "objective column names the gender.runs.objectives rows, each with its own objective settings and no "
+              "paper B figure beside it).",
 }
 
 

@@ -5,7 +5,9 @@ keyword positions as paper B's code does: every position whose token id is one o
 sentence whose keywords were cut off by the length limit has no marked position and is dropped (and counted).
 
 ``hidden_states`` runs an encoder (a ``BertModel`` or the ``.bert`` of a classifier) and stacks its hidden states,
-embedding output first: shape (layers + 1, batch, length, hidden).
+embedding output first: shape (layers + 1, batch, length, hidden). With ``attention_mask=False`` the encoder gets the
+token ids alone, as kanekomasahiro/context-debias feeds it (``run_debias_mlm.py``: ``model.bert(inputs)``); its
+batches are padded to their longest sentence (``trim_padding``), not to a fixed length.
 """
 
 from __future__ import annotations
@@ -59,10 +61,19 @@ def encoder_of(model):
     return getattr(model, "bert", model)
 
 
-def hidden_states(model, batch: dict, device) -> torch.Tensor:
-    """(layers + 1, batch, length, hidden): the embedding output, then every layer's output."""
-    out = encoder_of(model)(input_ids=batch["input_ids"].to(device),
-                            attention_mask=batch["attention_mask"].to(device), output_hidden_states=True)
+def trim_padding(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The batch cut after its last column that holds a real token of some sentence (right padding): padded to
+    its longest sentence, as torch's ``pad_sequence`` pads context-debias's batches."""
+    real = batch["attention_mask"].bool().any(dim=0).nonzero()
+    length = int(real.max()) + 1 if len(real) else 0
+    return {key: value[:, :length] for key, value in batch.items()}
+
+
+def hidden_states(model, batch: dict, device, attention_mask: bool = True) -> torch.Tensor:
+    """(layers + 1, batch, length, hidden): the embedding output, then every layer's output. ``attention_mask``
+    False: the encoder gets no attention mask (every position, padding too, attends and is attended to)."""
+    mask = {"attention_mask": batch["attention_mask"].to(device)} if attention_mask else {}
+    out = encoder_of(model)(input_ids=batch["input_ids"].to(device), **mask, output_hidden_states=True)
     return torch.stack(out.hidden_states)
 
 

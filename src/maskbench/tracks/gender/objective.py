@@ -24,7 +24,13 @@ same network with its masks bypassed — no second copy — or a frozen copy whe
     ``sentence`` rows are the sentence's real tokens (its attention mask);
   * L_reg = mean over every real token of the attribute sentences and all L+1 layers of the *mean* over the hidden
     dimension of (h - h0)^2.
-  The original computes v from one batch per gender per epoch; here both forms use the whole training set.
+  The original computes v at every epoch's start from floor(min(|male|, |female|) / batch) random batches of each
+  gender (``create_dataloader``); here both forms use the whole training set.
+
+``attention_mask`` False (``DebiasSpec.batching`` ``context_debias``): every forward pass — targets, attributes, the
+original model, the attribute vectors — gets the token ids alone, each batch padded to its longest sentence
+(``encoding.trim_padding``), as context-debias does; the kaneko variant's ``sentence`` rows and regulariser then
+count every position of the batch, padding included (context-debias's means run over the padded batch).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from collections.abc import Callable
 
 import torch
 
-from maskbench.tracks.gender.encoding import Encoded, hidden_states
+from maskbench.tracks.gender.encoding import Encoded, hidden_states, trim_padding
 
 VARIANTS = ("paper_b", "kaneko")
 LAYER_MODES = ("first", "last", "all", "intermediate")
@@ -91,11 +97,12 @@ class AttributeVectors:
     """The male and female attribute vectors of the model as it is now (``refresh``): (2, H) for ``paper_b``,
     (2, S, H) for ``kaneko``."""
 
-    def __init__(self, male: Encoded, female: Encoded, layers: str, variant: str, device, batch_size: int = 64):
+    def __init__(self, male: Encoded, female: Encoded, layers: str, variant: str, device, batch_size: int = 64,
+                 attention_mask: bool = True):
         if variant not in VARIANTS:
             raise ValueError(f"objective variant {variant!r} is unknown; choose one of {VARIANTS}")
         self.sets, self.layers, self.variant = (male, female), layers, variant
-        self.device, self.batch_size = device, batch_size
+        self.device, self.batch_size, self.attention_mask = device, batch_size, attention_mask
         self.value: torch.Tensor | None = None
 
     def refresh(self, model) -> torch.Tensor:
@@ -107,7 +114,9 @@ class AttributeVectors:
                 total, count = None, 0
                 for start in range(0, len(encoded), self.batch_size):
                     batch = encoded.rows(slice(start, start + self.batch_size))
-                    states = hidden_states(model, batch, self.device)
+                    if not self.attention_mask:
+                        batch = trim_padding(batch)
+                    states = hidden_states(model, batch, self.device, self.attention_mask)
                     chosen = states[layer_indices(self.layers, states.shape[0])]
                     emb = keyword_embeddings(chosen, batch["keyword_mask"])  # (S, B, H)
                     part = emb.sum(dim=1)
@@ -123,11 +132,12 @@ class AttributeVectors:
 class KanekoBollegala:
     """The objective ``(model, batch) -> (loss, logs)`` for ``train.fit``; a batch is ``{"targets": rows,
     "attributes": rows}`` of ``Encoded.rows``. ``original(batch) -> (L+1, B, T, H)`` gives the original model's
-    hidden states (no gradient)."""
+    hidden states (no gradient). ``attention_mask`` False: no attention mask reaches the model (nor ``original``,
+    which is then called with a batch padded to its longest sentence and must not pass one either)."""
 
     def __init__(self, vectors: AttributeVectors, original: Callable[[dict], torch.Tensor], layers: str, mode: str,
                  variant: str, device, alpha: float = 0.2, beta: float = 0.8,
-                 regularizer: Callable[[], torch.Tensor | None] | None = None):
+                 regularizer: Callable[[], torch.Tensor | None] | None = None, attention_mask: bool = True):
         if mode not in MODES:
             raise ValueError(f"objective mode {mode!r} is unknown; choose one of {MODES}")
         if variant not in VARIANTS:
@@ -135,6 +145,13 @@ class KanekoBollegala:
         self.vectors, self.original = vectors, original
         self.layers, self.mode, self.variant, self.device = layers, mode, variant, device
         self.alpha, self.beta, self.regularizer = alpha, beta, regularizer
+        self.attention_mask = attention_mask
+
+    def positions(self, batch: dict) -> torch.Tensor:
+        """The positions the kaneko variant's means count: the real tokens, or every position when the model sees
+        no attention mask (context-debias)."""
+        mask = batch["attention_mask"]
+        return mask if self.attention_mask else torch.ones_like(mask)
 
     def target_rows(self, states: torch.Tensor, batch: dict) -> torch.Tensor:
         chosen = states[layer_indices(self.layers, states.shape[0])]  # (S, B, T, H)
@@ -143,7 +160,7 @@ class KanekoBollegala:
         elif self.variant == "paper_b":
             rows = chosen.reshape(chosen.shape[0], -1, chosen.shape[-1])  # every padded position
         else:
-            real = batch["attention_mask"].reshape(-1).bool().to(chosen.device)
+            real = self.positions(batch).reshape(-1).bool().to(chosen.device)
             rows = chosen.reshape(chosen.shape[0], -1, chosen.shape[-1])[:, real]
         return rows.reshape(-1, rows.shape[-1]) if self.variant == "paper_b" else rows
 
@@ -151,18 +168,20 @@ class KanekoBollegala:
         if self.vectors.value is None:
             raise RuntimeError("the attribute vectors were never computed: call AttributeVectors.refresh first")
         vectors = self.vectors.value.to(self.device)
-        target_states = hidden_states(model, batch["targets"], self.device)
-        rows = self.target_rows(target_states, batch["targets"])
+        targets, attributes = batch["targets"], batch["attributes"]
+        if not self.attention_mask:
+            targets, attributes = trim_padding(targets), trim_padding(attributes)
+        target_states = hidden_states(model, targets, self.device, self.attention_mask)
+        rows = self.target_rows(target_states, targets)
         debias = debias_paper_b(rows, vectors) if self.variant == "paper_b" else debias_kaneko(rows, vectors)
-        attributes = batch["attributes"]
-        states = hidden_states(model, attributes, self.device)
+        states = hidden_states(model, attributes, self.device, self.attention_mask)
         with torch.no_grad():
             original = self.original(attributes).to(states.device)
         if self.variant == "paper_b":
             regular = regulariser_paper_b(keyword_embeddings(states, attributes["keyword_mask"]),
                                           keyword_embeddings(original, attributes["keyword_mask"]))
         else:
-            regular = regulariser_kaneko(states, original, attributes["attention_mask"])
+            regular = regulariser_kaneko(states, original, self.positions(attributes))
         loss = self.alpha * debias + self.beta * regular
         logs = {"loss_debias": float(debias.detach()), "loss_regularize": float(regular.detach())}
         if self.regularizer is not None:

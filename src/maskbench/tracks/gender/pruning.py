@@ -7,6 +7,11 @@
 * ``head`` (size h = hidden / heads): one score per head of Q, K and V (an h x hidden block of rows) and of the
   attention output (a hidden x h block of columns), FFN neurons as above (paper B's 64 x 768 blocks on BERT-base).
 
+Which matrices a head run prunes (``head_matrices``): ours all of Q, K, V, the attention output and the FFN
+neurons; paper B's text (section 3.1, appendix "On Attention Head Pruning") the value matrices only; its code's
+head experiment (``debias_head_pruning_frozen_values_only``) the values and the attention output (Q and K scores
+frozen at +420, FFN scores frozen at 0). Every matrix is masked all the same; the scores of the others never train.
+
 A head counts as pruned when its rows of the value matrix are all masked: its attention output is then a
 weighted mean of zero vectors (plus V's bias, which ``EmptyRowBias`` zeroes with the rows), so whatever Q and K
 do, the head contributes nothing — paper B's appendix reads head pruning off V for this reason.
@@ -19,6 +24,10 @@ import re
 import numpy as np
 
 GRANULARITIES = ("block", "head")
+# the matrices a head run may prune, and the engine's module kinds of each
+HEAD_MATRICES = ("query", "key", "value", "attention_output", "ffn")
+_HEAD_MATRIX_KINDS = {"query": ("query",), "key": ("key",), "value": ("value",),
+                      "attention_output": ("attention_output",), "ffn": ("ffn_in", "ffn_out")}
 _LAYER = re.compile(r"layer\.(\d+)\.")
 
 
@@ -40,6 +49,15 @@ def granularity_plan(granularity: str, block: int | None = None, head_size: int 
     return {**plan, "ffn_in": "row", "ffn_out": "column"}
 
 
+def frozen_kinds(head_matrices) -> set[str]:
+    """The engine's module kinds whose scores a head run leaves at 0: those of the matrices not in
+    ``head_matrices``."""
+    unknown = [m for m in head_matrices if m not in HEAD_MATRICES]
+    if unknown:
+        raise ValueError(f"head_matrices: {unknown[0]!r} is unknown; choose from {list(HEAD_MATRICES)}")
+    return {kind for matrix, kinds in _HEAD_MATRIX_KINDS.items() if matrix not in head_matrices for kind in kinds}
+
+
 def layer_of(name: str) -> int:
     match = _LAYER.search(name)
     if match is None:
@@ -57,6 +75,29 @@ def heads_pruned(masks: dict[str, np.ndarray], head_size: int) -> np.ndarray:
     grid = np.zeros((layers, heads), dtype=bool)
     for layer, mask in values.items():
         grid[layer] = ~mask.reshape(heads, head_size, -1).any(axis=(1, 2))
+    return grid
+
+
+def heads_pruned_nn_pruning(masks: dict[str, np.ndarray], head_size: int) -> np.ndarray:
+    """Bool (layers, heads): the heads paper B's ``compile_model`` removes — nn_pruning's ``BertHeadsPruner``
+    (``inference_model_patcher.py::get_pruned_heads``): a head goes when *any* of its Q, K or V row blocks is all
+    zero (a matrix without a mask counts as kept), except that a layer whose heads would all go keeps head 0
+    ("AT LEAST KEEP ONE HEAD")."""
+    parts: dict[int, list[np.ndarray]] = {}
+    for name, mask in masks.items():
+        if re.search(r"attention\.self\.(query|key|value)$", name):
+            parts.setdefault(layer_of(name), []).append(mask)
+    if not parts:
+        raise ValueError("heads_pruned_nn_pruning: the masks hold no query, key or value matrix")
+    layers = max(parts) + 1
+    heads = next(iter(parts.values()))[0].shape[0] // head_size
+    grid = np.zeros((layers, heads), dtype=bool)
+    for layer, matrices in parts.items():
+        alive = np.stack([m.reshape(heads, head_size, -1).any(axis=(1, 2)) for m in matrices]).all(axis=0)
+        gone = ~alive
+        if gone.all():
+            gone[0] = False
+        grid[layer] = gone
     return grid
 
 
