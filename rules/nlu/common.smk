@@ -4,6 +4,8 @@
 import os
 import shlex
 
+from snakemake.exceptions import WorkflowError
+
 from maskbench.loss_needs import needing
 
 NLU = "nlu"  # the track's folder under results/
@@ -151,6 +153,30 @@ def mask_report_outputs():
 # ------------------------------------------------------------------------------------- input functions
 def dataset_spec(wildcards):
     return as_json(config["datasets"][wildcards.dataset])
+
+
+def local_source_file(wildcards):
+    """Input function of prepare_dataset: the file of a `local:` source (nothing for other sources), so that a
+    changed file reruns the preparation. A relative path is looked up in the working directory, then in the
+    project folder (where data/nli/ ships); a missing file stops the workflow here, before any job runs."""
+    target = config["datasets"][wildcards.dataset]["source"].removeprefix("local:")
+    if target == config["datasets"][wildcards.dataset]["source"]:
+        return []
+    places = [target] if os.path.isabs(target) else [target, os.path.join(workflow.basedir, target)]
+    for place in places:
+        if os.path.isfile(place):
+            return place
+    looked = " nor ".join(os.path.abspath(p) for p in dict.fromkeys(places))
+    raise WorkflowError(f"dataset {wildcards.dataset!r}: field 'source' names the local file {target!r}, which "
+                        f"does not exist (neither {looked}); put the file there or fix datasets.{wildcards.dataset}"
+                        f".source")
+
+
+def prepare_options(wildcards, input):
+    """The prepare step's options beyond the spec: the resolved local file, and a single-text task's flag."""
+    task = config["tasks"].get(config["datasets"][wildcards.dataset]["task"], {})
+    options = f" --local-file {quoted(input.local)}" if input.local else ""
+    return options + (" --single-text" if task.get("single_text") else "")
 
 
 def subset_source(wildcards):
