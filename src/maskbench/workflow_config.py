@@ -45,6 +45,33 @@ def _check_datasets(config: Mapping) -> None:
             raise ConfigError(f"config: datasets.{name}.labels is required for source {spec['source']!r}")
         if spec["source"].startswith("hf:") and "split" not in spec:
             raise ConfigError(f"config: datasets.{name}.split is required for source {spec['source']!r}")
+        if spec["source"].startswith("synthetic:") and ("part" in spec or "sample" in spec):
+            raise ConfigError(f"config: datasets.{name}: part and sample cut hf and local sources; a synthetic "
+                              "source sets its own n")
+    _check_parts(config["datasets"])
+
+
+def _check_parts(datasets: Mapping) -> None:
+    """Entries that cut parts of one source split it the same way (sizes and seed) and keep different parts (a
+    name that is not in sizes is the rest)."""
+    splits: dict[tuple, tuple[str, dict]] = {}
+    kept: dict[tuple, dict[str, str]] = {}
+    for name, spec in datasets.items():
+        part = spec.get("part")
+        if part is None:
+            continue
+        source = (spec["source"], spec.get("config"), spec.get("split"))
+        split = {"sizes": dict(part["sizes"]), "seed": part.get("seed", 0)}
+        first, first_split = splits.setdefault(source, (name, split))
+        if first_split != split:
+            raise ConfigError(f"config: datasets.{name}.part cuts {spec['source']!r} with {split}, but "
+                              f"datasets.{first}.part cuts it with {first_split}: the parts would overlap; give "
+                              "both the same sizes and seed")
+        which = part["name"] if part["name"] in split["sizes"] else "the rest"
+        other = kept.setdefault(source, {}).setdefault(which, name)
+        if other != name:
+            raise ConfigError(f"config: datasets.{name}.part and datasets.{other}.part both keep {which!r} of "
+                              f"{spec['source']!r}")
 
 
 def _check_nlu(config: Mapping) -> None:

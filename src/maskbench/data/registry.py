@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from maskbench.data.parts import cut
 from maskbench.data.schema import REQUIRED_COLUMNS, DataError, validate_frame
 
 SOURCE_KINDS = ("hf", "local", "synthetic")
@@ -284,4 +285,4 @@ def load_dataset(name: str, spec: Mapping, base_dir=Path("."), single_text: bool
     df = map_columns(raw, name, spec, where, position, absent, single_text)
     labels = list(spec["labels"])
     validate_frame(df, labels, where, position=position)
-    return df, labels
+    return cut(df, spec, where), labels
