@@ -4,7 +4,6 @@
 import os
 import shlex
 
-from snakemake.exceptions import WorkflowError
 
 from maskbench.loss_needs import needing
 
@@ -156,20 +155,9 @@ def dataset_spec(wildcards):
 
 
 def local_source_file(wildcards):
-    """Input function of prepare_dataset: the file of a `local:` source (nothing for other sources), so that a
-    changed file reruns the preparation. A relative path is looked up in the working directory, then in the
-    project folder (where data/nli/ ships); a missing file stops the workflow here, before any job runs."""
-    target = config["datasets"][wildcards.dataset]["source"].removeprefix("local:")
-    if target == config["datasets"][wildcards.dataset]["source"]:
-        return []
-    places = [target] if os.path.isabs(target) else [target, os.path.join(workflow.basedir, target)]
-    for place in places:
-        if os.path.isfile(place):
-            return place
-    looked = " nor ".join(os.path.abspath(p) for p in dict.fromkeys(places))
-    raise WorkflowError(f"dataset {wildcards.dataset!r}: field 'source' names the local file {target!r}, which "
-                        f"does not exist (neither {looked}); put the file there or fix datasets.{wildcards.dataset}"
-                        f".source")
+    """Input function of prepare_dataset: the file of a `local:` source (rules/common.smk's local_file)."""
+    name = wildcards.dataset
+    return local_file(config["datasets"][name]["source"], f"dataset {name!r}", f"datasets.{name}.source")
 
 
 def prepare_options(wildcards, input):
