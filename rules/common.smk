@@ -9,6 +9,7 @@ import os
 import shlex
 import sys
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 # the config checks below import from the source tree, installed or not (the rules' `python -m maskbench.steps.*`
@@ -90,6 +91,22 @@ def quoted(paths):
     if isinstance(paths, str):
         return shlex.quote(paths)
     return " ".join(shlex.quote(str(p)) for p in paths)
+
+
+def local_file(source, owner, key):
+    """The file a `local:<path>` source names ([] for any other source), as an input, so that a changed file reruns
+    what reads it. A relative path is looked up in the working directory, then in the project folder (where data/
+    ships); a missing file stops the workflow here, before any job runs, naming the owner and its config key."""
+    target = source.removeprefix("local:")
+    if target == source:
+        return []
+    places = [target] if os.path.isabs(target) else [target, os.path.join(workflow.basedir, target)]
+    for place in places:
+        if os.path.exists(place):
+            return place
+    looked = " nor ".join(os.path.abspath(p) for p in dict.fromkeys(places))
+    raise WorkflowError(f"{owner}: field 'source' names the local file {target!r}, which does not exist (neither "
+                        f"{looked}); put the file there or fix {key}")
 
 
 def folder_of_output(name):

@@ -109,7 +109,7 @@ def test_local_dataset_without_text_b_and_without_columns_is_refused(tmp_path, m
     assert code == 1
     err = capsys.readouterr().err
     assert "pairs.jsonl (dataset 'pairs'): field 'text_b' is missing" in err
-    assert "source columns ['text_a', 'label']" in err and "columns:" in err
+    assert "(it has: text_a, label)" in err and "columns:" in err and "single_text: true" in err
     assert not Path("out").exists()
 
 

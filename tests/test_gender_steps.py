@@ -235,3 +235,25 @@ def test_unfrozen_checkpoint_holds_zeros_exactly_where_its_mask_prunes(workdir, 
         keep = torch.from_numpy(keep)
         assert torch.all(weights[f"{name}.weight"][~keep] == 0), name
         assert torch.all(weights[f"{name}.bias"][~keep.any(dim=1)] == 0), name
+
+
+def test_a_corpus_read_from_a_pair_dataset_keeps_each_distinct_text_once(tmp_path):
+    """--source dataset: every distinct premise and hypothesis of the dataset is a line (a premise shared by two
+    pairs counts once), cut as any corpus: 'he' makes a male line, 'she' a female one, 'nurse' alone a stereotype
+    line, a line with both genders and a line with no keyword are dropped."""
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("index\tpremise\thypothesis\tgold_label\n"
+                   "1\the went home .\tshe stayed .\tneutral\n"
+                   "2\the went home .\tthe nurse came .\tneutral\n"
+                   "3\the and she left .\tthe door is open .\tentailment\n", encoding="utf-8")
+    spec = {"task": "mnli", "source": f"local:{tsv}", "format": "tsv",
+            "columns": {"id": "index", "text_a": "premise", "text_b": "hypothesis", "label": "gold_label"},
+            "labels": ["entailment", "neutral", "contradiction"]}
+    out = tmp_path / "corpus.parquet"
+    assert gender_corpus.main(["--source", "dataset", "--dataset-spec", json.dumps(spec), *LISTS, "--heldout", "0",
+                               "--seed", "0", "--out", str(out)]) == 0
+    frame = pd.read_parquet(out)
+    assert sorted(zip(frame["category"], frame["text"], strict=True)) == [
+        ("female", "she stayed ."), ("male", "he went home ."), ("stereotype", "the nurse came .")]
+    with pytest.raises(ValueError, match="--source dataset needs --dataset-spec"):
+        gender_corpus.main(["--source", "dataset", *LISTS, "--out", str(tmp_path / "x.parquet")])

@@ -231,7 +231,7 @@ def test_local_tsv_glue_style_keeps_quotes(tmp_path):
 def test_local_parquet_single_text_and_int_labels(tmp_path):
     pd.DataFrame({"sentence": ["good", "bad", "fine"], "label": [1, 0, 1]}).to_parquet(tmp_path / "sst.parquet")
     spec = {"source": "local:sst.parquet", "columns": {"text_a": "sentence"}, "labels": ["negative", "positive"]}
-    df, _ = load_dataset("sst", spec, base_dir=tmp_path)
+    df, _ = load_dataset("sst", spec, base_dir=tmp_path, single_text=True)  # a task declared single-text
     assert df["id"].tolist() == ["sst-0", "sst-1", "sst-2"]
     assert df["text_b"].tolist() == ["", "", ""]
     assert df["label"].tolist() == [1, 0, 1]
@@ -261,7 +261,8 @@ def test_missing_column_names_file_and_column(tmp_path):
     with pytest.raises(DataError) as err:
         load_dataset("fever_dev", spec, base_dir=tmp_path)
     message = str(err.value)
-    assert str(path) in message and "'evidence_sentence'" in message and "'text_b'" in message
+    assert str(path) in message and "column 'evidence_sentence' (mapped to text_b) is missing" in message
+    assert "it has: id, claim, evidence, gold_label, weight" in message
 
 
 def test_unknown_label_value_names_file_field_and_value(tmp_path):
@@ -270,14 +271,14 @@ def test_unknown_label_value_names_file_field_and_value(tmp_path):
     with pytest.raises(DataError) as err:
         load_dataset("fever_dev", {**FEVER_SPEC, "source": "local:fever_dev.jsonl"}, base_dir=tmp_path)
     message = str(err.value)
-    assert str(path) in message and "field 'label'" in message and "'MAYBE'" in message and "row 4" in message
+    assert str(path) in message and "field 'label'" in message and "'MAYBE'" in message and "line 5" in message  # the file's line
 
 
 def test_int_label_outside_labels_is_unknown(tmp_path):
     pd.DataFrame({"s": ["a", "b"], "label": [0, -1]}).to_parquet(tmp_path / "x.parquet")
     spec = {"source": "local:x.parquet", "columns": {"text_a": "s"}, "labels": ["neg", "pos"]}
-    with pytest.raises(DataError, match=r"x\.parquet.*field 'label'.*unknown value -1"):
-        load_dataset("x", spec, base_dir=tmp_path)
+    with pytest.raises(DataError, match=r"x\.parquet.*field 'label'.*unknown value -1 at row 2;"):
+        load_dataset("x", spec, base_dir=tmp_path, single_text=True)
 
 
 def test_empty_split_names_file(tmp_path):
@@ -294,7 +295,7 @@ def test_duplicated_id_names_file_field_and_value(tmp_path):
     path = write_jsonl(tmp_path / "fever_dev.jsonl", records)
     with pytest.raises(DataError) as err:
         load_dataset("fever_dev", {**FEVER_SPEC, "source": "local:fever_dev.jsonl"}, base_dir=tmp_path)
-    assert str(err.value) == f"{path} (dataset 'fever_dev'): field 'id' has duplicated value '75397'"
+    assert str(err.value) == f"{path} (dataset 'fever_dev'): field 'id' has duplicated value '75397' at line 3 (first at line 1)"
 
 
 def test_bad_json_line_names_file_and_line(tmp_path):

@@ -103,13 +103,23 @@ def test_dry_run_plans_every_job(configfile, expected, tmp_path):
         assert jobs.get(rule) == count, (rule, jobs)
 
 
+PAPER_USER_FILES = ["data/fever/fever.train.jsonl", "data/fever/fever.dev.jsonl", "data/paws_qqp/train.tsv",
+                    "data/paws_qqp/dev_and_test.tsv"]
+
+
 @pytest.fixture(scope="module")
 def paper_dry_run(tmp_path_factory):
     """`snakemake -n` of the paper config with the SLURM profile (site facts from the environment)."""
     env = {"MASKBENCH_SLURM_ACCOUNT": "acct", "MASKBENCH_SLURM_PARTITION": "cpu",
            "MASKBENCH_SLURM_GPU_PARTITION": "gpu"}
+    workdir = tmp_path_factory.mktemp("paper")
+    # the files its user supplies (a local file is an input of its preparation: a missing one stops the dry run);
+    # FEVER-Symmetric is found in the project's data/nli/
+    for supplied in PAPER_USER_FILES:
+        (workdir / supplied).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / supplied).touch()
     result = snakemake("-n", "--configfile", str(REPO / "configs/paper.yaml"), "--profile",
-                       str(REPO / "profiles/slurm"), workdir=tmp_path_factory.mktemp("paper"), env=env)
+                       str(REPO / "profiles/slurm"), workdir=workdir, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -150,6 +160,21 @@ def test_paper_config_plans_the_full_reproduction_on_slurm(paper_dry_run):
     assert training and all("gpu=1" in b and "slurm_partition=gpu" in b and "slurm_account=acct" in b
                             for b in training)
     assert "results/paper/nlu/mnli/bert-base-uncased/models" in result.stdout
+
+
+def test_paper_config_reads_the_shipped_fever_symmetric_and_the_user_files(paper_dry_run):
+    """FEVER-Symmetric comes from the project's data/nli/ (one copy); the user supplies FEVER train/dev and
+    PAWS-QQP: those are the only local files of the paper config, each the input of its preparation."""
+    inputs = {}
+    for block in paper_dry_run.stdout.split("\n\n"):
+        if "rule prepare_dataset:" in block and "input: " in block:
+            name = re.search(r"prepared/(\w+)\.parquet", block).group(1)
+            inputs[name] = re.search(r"input: (\S+)", block).group(1)
+    shipped = {name: inputs.pop(name) for name in ("fever_symmetric_v1", "fever_symmetric_v2", "fever_symmetric_v2_dev")}
+    assert shipped == {"fever_symmetric_v1": str(REPO / "data/nli/fever_symmetric_full.jsonl"),
+                       "fever_symmetric_v2": str(REPO / "data/nli/fever_symmetric_test.jsonl"),
+                       "fever_symmetric_v2_dev": str(REPO / "data/nli/fever_symmetric_dev.jsonl")}
+    assert sorted(inputs.values()) == sorted(PAPER_USER_FILES)
 
 
 def test_paper_config_plans_the_whole_of_paper_d(paper_dry_run):

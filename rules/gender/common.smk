@@ -93,6 +93,30 @@ def gender_task_metric(task):
     return GPERF["tasks"][task].get("metric", "accuracy")
 
 
+def gender_corpus_file(wildcards):
+    """The corpus's local file: gender.corpus.source local:<file>, or the file of gender.corpus.dataset."""
+    corpus = GCFG["corpus"]
+    if corpus["source"] == "dataset":
+        return local_file(corpus["dataset"]["source"], "gender corpus", "gender.corpus.dataset.source")
+    return local_file(corpus["source"], "gender corpus", "gender.corpus.source")
+
+
+def gender_corpus_dataset_options(wildcards, input):
+    """--dataset-spec (and its resolved --local-file) for a corpus read from a dataset."""
+    corpus = GCFG["corpus"]
+    if corpus["source"] != "dataset":
+        return ""
+    local = f" --local-file {quoted(input.local)}" if input.local else ""
+    return f" --dataset-spec {as_json(corpus['dataset'])}{local}"
+
+
+def gender_task_local_file(wildcards):
+    """A task split's local file (a registry entry with a local: source), an input of its preparation."""
+    spec = GPERF["tasks"][wildcards.gtask][wildcards.gsplit]
+    return local_file(spec["source"], f"gender task {wildcards.gtask} {wildcards.gsplit}",
+                      f"gender.performance.tasks.{wildcards.gtask}.{wildcards.gsplit}.source")
+
+
 def gender_task_data(task, split):
     return f"{R}/{GENDER}/data/tasks/{task}/{split}.parquet"
 

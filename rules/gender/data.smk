@@ -6,10 +6,13 @@ rule gender_corpus:
         male=GWORDS["male"],
         female=GWORDS["female"],
         stereotype=GWORDS["stereotype"],
+        local=gender_corpus_file,
     output:
         GENDER_CORPUS,
     params:
-        source=GCFG["corpus"]["source"].removeprefix("local:"),
+        source=lambda wildcards, input: input.local if GCFG["corpus"]["source"].startswith("local:")
+        else GCFG["corpus"]["source"],
+        dataset=gender_corpus_dataset_options,
         heldout=GCFG["corpus"].get("heldout", 1000),
         seed=GCFG["corpus"].get("seed", 0),
         mixed=GCFG["corpus"].get("mixed", 0),
@@ -26,7 +29,7 @@ rule gender_corpus:
     shell:
         "python -m maskbench.steps.gender_corpus --source {params.source:q} --male {input.male:q}"
         " --female {input.female:q} --stereotype {input.stereotype:q} --heldout {params.heldout}"
-        " --seed {params.seed} --mixed {params.mixed} --out {output:q} > {log:q} 2>&1"
+        " --seed {params.seed} --mixed {params.mixed}{params.dataset} --out {output:q} > {log:q} 2>&1"
 
 
 rule gender_scratch_encoder:
@@ -53,11 +56,14 @@ rule gender_scratch_encoder:
 
 
 rule gender_task_data:
+    input:
+        local=gender_task_local_file,
     output:
         data=f"{R}/{GENDER}/data/tasks/{{gtask}}/{{gsplit}}.parquet",
         summary=f"{R}/{GENDER}/data/tasks/{{gtask}}/{{gsplit}}.summary.json",
     params:
         spec=lambda wildcards: as_json(GPERF["tasks"][wildcards.gtask][wildcards.gsplit]),
+        local=lambda wildcards, input: f" --local-file {quoted(input.local)}" if input.local else "",
     log:
         f"{R}/logs/gender_task_data/{{gtask}}/{{gsplit}}.log",
     benchmark:
@@ -70,4 +76,4 @@ rule gender_task_data:
         "../../envs/maskbench.yaml"
     shell:
         "python -m maskbench.steps.prepare --name {wildcards.gtask}_{wildcards.gsplit} --spec {params.spec}"
-        " --out {output.data:q} --summary {output.summary:q} > {log:q} 2>&1"
+        "{params.local} --out {output.data:q} --summary {output.summary:q} > {log:q} 2>&1"

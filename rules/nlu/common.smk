@@ -4,6 +4,7 @@
 import os
 import shlex
 
+
 from maskbench.loss_needs import needing
 
 NLU = "nlu"  # the track's folder under results/
@@ -151,6 +152,19 @@ def mask_report_outputs():
 # ------------------------------------------------------------------------------------- input functions
 def dataset_spec(wildcards):
     return as_json(config["datasets"][wildcards.dataset])
+
+
+def local_source_file(wildcards):
+    """Input function of prepare_dataset: the file of a `local:` source (rules/common.smk's local_file)."""
+    name = wildcards.dataset
+    return local_file(config["datasets"][name]["source"], f"dataset {name!r}", f"datasets.{name}.source")
+
+
+def prepare_options(wildcards, input):
+    """The prepare step's options beyond the spec: the resolved local file, and a single-text task's flag."""
+    task = config["tasks"].get(config["datasets"][wildcards.dataset]["task"], {})
+    options = f" --local-file {quoted(input.local)}" if input.local else ""
+    return options + (" --single-text" if task.get("single_text") else "")
 
 
 def subset_source(wildcards):

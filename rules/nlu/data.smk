@@ -2,11 +2,14 @@
 
 
 rule prepare_dataset:
+    input:
+        local=local_source_file,
     output:
         data=f"{R}/{NLU}/data/prepared/{{dataset}}.parquet",
         summary=f"{R}/{NLU}/data/prepared/{{dataset}}.summary.json",
     params:
         spec=dataset_spec,
+        options=prepare_options,
     log:
         f"{R}/logs/prepare_dataset/{{dataset}}.log",
     benchmark:
@@ -18,7 +21,7 @@ rule prepare_dataset:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.prepare --name {wildcards.dataset:q} --spec {params.spec}"
+        "python -m maskbench.steps.prepare --name {wildcards.dataset:q} --spec {params.spec}{params.options}"
         " --out {output.data:q} --summary {output.summary:q} > {log:q} 2>&1"
 
 

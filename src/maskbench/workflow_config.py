@@ -45,6 +45,26 @@ def _check_datasets(config: Mapping) -> None:
             raise ConfigError(f"config: datasets.{name}.labels is required for source {spec['source']!r}")
         if spec["source"].startswith("hf:") and "split" not in spec:
             raise ConfigError(f"config: datasets.{name}.split is required for source {spec['source']!r}")
+        if spec["source"].startswith("synthetic:") and ("part" in spec or "sample" in spec):
+            raise ConfigError(f"config: datasets.{name}: part and sample cut hf and local sources; a synthetic "
+                              "source sets its own n")
+    _check_parts({f"datasets.{name}": spec for name, spec in config["datasets"].items()})
+
+
+def _check_parts(datasets: Mapping) -> None:
+    """Entries that cut parts of one source split it the same way (sizes and seed): otherwise their parts could
+    overlap (a test example in another entry's training part)."""
+    splits: dict[tuple, tuple[str, dict]] = {}
+    for name, spec in datasets.items():
+        part = spec.get("part")
+        if part is None:
+            continue
+        source = (spec["source"], spec.get("config"), spec.get("split"))
+        split = {"sizes": dict(part["sizes"]), "seed": part.get("seed", 0)}
+        first, first_split = splits.setdefault(source, (name, split))
+        if first_split != split:
+            raise ConfigError(f"config: {name}.part cuts {spec['source']!r} with {split}, but {first}.part cuts it "
+                              f"with {first_split}: the parts would overlap; give both the same sizes and seed")
 
 
 def _check_nlu(config: Mapping) -> None:
@@ -335,12 +355,20 @@ def _check_gender(config: Mapping) -> None:
         raise ConfigError("config: gender.lm_bias measures nothing; name crows_pairs, stereoset or both")
     from maskbench.data.registry import DataError, check_spec  # pandas: only when a gender config is checked
 
-    for task, splits in gender.get("performance", {}).get("tasks", {}).items():
-        for split in ("train", "dev"):
-            try:
-                check_spec(f"gender.performance.tasks.{task}.{split}", splits[split])
-            except DataError as err:
-                raise ConfigError(f"config: {err}") from err
+    specs = {f"gender.performance.tasks.{task}.{split}": splits[split]
+             for task, splits in gender.get("performance", {}).get("tasks", {}).items() for split in ("train", "dev")}
+    corpus = gender["corpus"]
+    if (corpus["source"] == "dataset") != ("dataset" in corpus):
+        raise ConfigError("config: gender.corpus.dataset (a dataset registry entry) goes with gender.corpus.source "
+                          f"'dataset' and only with it; source is {corpus['source']!r}")
+    if "dataset" in corpus:
+        specs["gender.corpus.dataset"] = corpus["dataset"]
+    for where, spec in specs.items():
+        try:
+            check_spec(where, spec)
+        except DataError as err:
+            raise ConfigError(f"config: {err}") from err
+    _check_parts(specs)
 
 
 TRACK_CHECKS: dict[str, Callable[[Mapping], None]] = {"nlu": _check_nlu, "vision": _check_vision,

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from maskbench.data.parts import cut
 from maskbench.data.schema import REQUIRED_COLUMNS, DataError, validate_frame
 
 SOURCE_KINDS = ("hf", "local", "synthetic")
 # Keys consumed by the registry itself; the rest of a synthetic spec goes to the generator.
 _NOT_GENERATOR_PARAMS = ("source", "labels", "task")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+Position = Callable[[int], str]
+
+
+def row_position(row: int) -> str:
+    """A row of a source without lines (the Hub, parquet), counting from 1 like the lines of a text file."""
+    return f"row {row + 1}"
 
 
 def _where(name: str, spec: Mapping) -> str:
@@ -63,6 +72,13 @@ def check_spec(name: str, spec: Mapping) -> str:
         fmt = spec.get("format")
         if fmt is not None and fmt not in ("jsonl", "csv", "tsv", "parquet"):
             raise DataError(f"{where}: field 'format' has value {fmt!r}; expected jsonl, csv, tsv or parquet")
+    sha256 = spec.get("sha256")
+    if sha256 is not None:
+        if kind != "local":
+            raise DataError(f"{where}: field 'sha256' is set but only local sources (local:<path>) are checksummed")
+        if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
+            raise DataError(f"{where}: field 'sha256' has value {sha256!r}; expected 64 lower-case hex digits "
+                            f"(what `sha256sum <file>` prints)")
     if kind in ("hf", "local"):
         _check_labels_spec(name, spec, required=True)
         columns = spec.get("columns", {})
@@ -104,7 +120,9 @@ def _label_indexer(labels: list[str], label_map: Mapping | None):
     return index
 
 
-def map_labels(raw: pd.Series, labels: list[str], label_map: Mapping | None, where: str, column: str) -> pd.Series:
+def map_labels(raw: pd.Series, labels: list[str], label_map: Mapping | None, where: str, column: str,
+               position: Position = row_position) -> pd.Series:
+    """Label names (or indices) -> label indices; an unknown or null value is a DataError naming its position."""
     index = _label_indexer(labels, label_map)
     cache: dict = {}
     out = np.empty(len(raw), dtype=np.int64)
@@ -113,10 +131,13 @@ def map_labels(raw: pd.Series, labels: list[str], label_map: Mapping | None, whe
         if key not in cache:
             cache[key] = None if _is_missing(value) else index(value)
         if cache[key] is None:
+            if _is_missing(value):
+                raise DataError(f"{where}: field 'label' (source column {column!r}) has a null value at "
+                                f"{position(row)}")
             known = list(label_map) if label_map is not None else labels
             raise DataError(
-                f"{where}: field 'label' (source column {column!r}) has unknown value {value!r} at row {row}; "
-                f"known values {known}"
+                f"{where}: field 'label' (source column {column!r}) has unknown value {value!r} at "
+                f"{position(row)}; known values {known}"
             )
         out[row] = cache[key]
     return pd.Series(out, index=raw.index, name="label")
@@ -126,37 +147,53 @@ def _is_missing(value) -> bool:
     return value is None or (isinstance(value, float) and np.isnan(value))
 
 
-def map_columns(raw: pd.DataFrame, name: str, spec: Mapping, where: str) -> pd.DataFrame:
+def map_columns(raw: pd.DataFrame, name: str, spec: Mapping, where: str, position: Position = row_position,
+                absent: Mapping[str, tuple[int, tuple]] | None = None, single_text: bool = False) -> pd.DataFrame:
     """Apply `columns` and `label_map`; unmapped id -> "<name>-<row>".
 
-    Every task is a text pair: a source without a ``text_b`` column and without a `columns` mapping is refused
-    (it would train on empty second texts without a word). A `columns` mapping that leaves ``text_b`` out says
-    so on purpose: a single-text dataset, text_b = "".
+    Every task is a text pair unless the config declares it single-text (``tasks.<task>.single_text``): a pair
+    task whose source gives no second text — no ``text_b`` column and no `columns` mapping of it — is refused
+    rather than trained on empty second texts; a single-text task gets text_b = "" and may not map one.
+    ``position(row)`` names a row in messages (a local file's line); ``absent`` maps a source column to the first
+    row whose record lacks it and the columns that record has (`maskbench.data.local_source.LocalTable`).
     """
     if len(raw) == 0:
         raise DataError(f"{where}: field 'id' has 0 values (empty split, no rows)")
+    has = ", ".join(map(str, raw.columns))
     columns = dict(spec.get("columns") or {})
-    if not columns and "text_b" not in raw.columns:
+    if single_text and "text_b" in columns:
+        raise DataError(f"{where}: the task is single-text but its `columns` map 'text_b' to {columns['text_b']!r}; "
+                        f"drop that mapping, or make the task a pair task (tasks.<task>.single_text: false)")
+    if not single_text and "text_b" not in columns and "text_b" not in raw.columns:
         raise DataError(
-            f"{where}: field 'text_b' is missing: the source has no column 'text_b' (source columns "
-            f"{list(raw.columns)}) and the dataset has no `columns:` mapping; map the second text with "
-            f"columns: {{text_a: ..., text_b: <source column>}} (a mapping without text_b makes a single-text dataset)"
+            f"{where}: field 'text_b' is missing: the task pairs two texts but neither `columns` nor the file gives "
+            f"the second one (it has: {has}); map it with columns: {{text_a: ..., text_b: <source column>}}, or "
+            f"declare the task single-text (tasks.<task>.single_text: true)"
         )
-    for prepared in ("id", "text_a", "text_b", "label"):
+    for prepared in ("id", "text_a", "label") + (() if single_text else ("text_b",)):
         if prepared not in columns and prepared in raw.columns:
             columns[prepared] = prepared
     for prepared in ("text_a", "label"):
         if prepared not in columns:
             raise DataError(
-                f"{where}: field 'columns' has no mapping for {prepared!r} and the source has no column "
-                f"{prepared!r} (source columns {list(raw.columns)})"
+                f"{where}: field 'columns' has no mapping for {prepared!r} and the file has no column "
+                f"{prepared!r} (it has: {has})"
             )
     for prepared, source_column in columns.items():
         if source_column not in raw.columns:
-            raise DataError(
-                f"{where}: field 'columns' maps {prepared!r} to source column {source_column!r}, which is absent "
-                f"(source columns {list(raw.columns)})"
-            )
+            raise DataError(f"{where}: column {source_column!r} (mapped to {prepared}) is missing from the file; "
+                            f"it has: {has}")
+    for prepared, source_column in columns.items():
+        if absent and source_column in absent:
+            row, present = absent[source_column]
+            raise DataError(f"{where}: column {source_column!r} (mapped to {prepared}) is missing from "
+                            f"{position(row)}; it has: {', '.join(map(str, present))}")
+    for prepared in ("id", "text_a", "text_b"):
+        if prepared in columns:
+            null = raw[columns[prepared]].map(_is_missing).to_numpy(dtype=bool)
+            if null.any():
+                raise DataError(f"{where}: field {prepared!r} (source column {columns[prepared]!r}) has a null "
+                                f"value at {position(int(np.flatnonzero(null)[0]))}")
 
     out = pd.DataFrame(index=range(len(raw)))
     if "id" in columns:
@@ -170,7 +207,7 @@ def map_columns(raw: pd.DataFrame, name: str, spec: Mapping, where: str) -> pd.D
             out[text] = ""
     labels = list(spec["labels"])
     out["label"] = map_labels(raw[columns["label"]].reset_index(drop=True), labels, spec.get("label_map"),
-                              where, columns["label"])
+                              where, columns["label"], position)
     for prepared, source_column in columns.items():
         if prepared not in REQUIRED_COLUMNS:
             out[prepared] = raw[source_column].to_numpy()
@@ -199,8 +236,27 @@ def _load_synthetic(name: str, generator: str, spec: Mapping) -> tuple[pd.DataFr
     return df, labels
 
 
-def load_dataset(name: str, spec: Mapping, base_dir=Path(".")) -> tuple[pd.DataFrame, list[str]]:
-    """Load, map and validate one dataset; relative local paths and mirrors resolve against base_dir."""
+def check_local_file(name: str, spec: Mapping, path: Path) -> None:
+    """Refuse a local file whose bytes differ from the spec's `sha256` (when it names one), before reading it."""
+    expected = spec.get("sha256")
+    if expected is None:
+        return
+    from maskbench.data.local_source import sha256_file
+
+    if not path.is_file():
+        raise DataError(f"{path}: field 'path' has value {str(path)!r} but no such file exists")
+    actual = sha256_file(path)
+    if actual != expected:
+        raise DataError(f"{path} (dataset {name!r}): field 'sha256' expects {expected} but the file's bytes give "
+                        f"{actual}: it is not the file the config names (changed, cut or another version)")
+
+
+def load_dataset(name: str, spec: Mapping, base_dir=Path("."), single_text: bool = False,
+                 local_path=None) -> tuple[pd.DataFrame, list[str]]:
+    """Load, map and validate one dataset; relative local paths and mirrors resolve against base_dir.
+
+    ``single_text``: the dataset's task is single-text (text_b = ""). ``local_path``: the file of a local source
+    as the workflow resolved it (the prepare rule's input), instead of the spec's path under base_dir."""
     kind = check_spec(name, spec)
     _, target = parse_source(name, spec)
     base_dir = Path(base_dir)
@@ -209,11 +265,13 @@ def load_dataset(name: str, spec: Mapping, base_dir=Path(".")) -> tuple[pd.DataF
         validate_frame(df, labels, _where(name, spec))
         return df, labels
     if kind == "local":
-        from maskbench.data.local_source import read_local_frame
+        from maskbench.data.local_source import read_local_table
 
-        path = Path(target)
-        path = path if path.is_absolute() else base_dir / path
-        raw = read_local_frame(path, spec.get("format"))
+        path = Path(target) if local_path is None else Path(local_path)
+        path = path if path.is_absolute() or local_path is not None else base_dir / path
+        check_local_file(name, spec, path)
+        table = read_local_table(path, spec.get("format"))
+        raw, position, absent = table.frame, table.position, table.absent
         where = f"{path} (dataset {name!r})"
     else:
         from maskbench.data.hf_source import load_hf_frame
@@ -222,8 +280,9 @@ def load_dataset(name: str, spec: Mapping, base_dir=Path(".")) -> tuple[pd.DataF
         if mirror is not None and not Path(mirror).is_absolute():
             mirror = base_dir / mirror
         raw, origin = load_hf_frame(target, spec.get("config"), spec["split"], spec.get("revision"), mirror)
+        position, absent = row_position, None
         where = f"{origin} (dataset {name!r})"
-    df = map_columns(raw, name, spec, where)
+    df = map_columns(raw, name, spec, where, position, absent, single_text)
     labels = list(spec["labels"])
-    validate_frame(df, labels, where)
-    return df, labels
+    validate_frame(df, labels, where, position=position)
+    return cut(df, spec, where), labels

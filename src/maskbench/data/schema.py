@@ -64,6 +64,10 @@ def _first_bad(series: pd.Series, bad: pd.Series):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _first_row(bad: pd.Series) -> int:
+    return int(np.flatnonzero(bad.to_numpy(dtype=bool))[0])
+
+
 def _is_int(value) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
@@ -74,8 +78,15 @@ def prepared_format(track: str) -> PreparedFormat:
     return PREPARED_FORMATS[track]
 
 
-def validate_frame(df: pd.DataFrame, labels, where, track: str = DEFAULT_TRACK) -> None:
-    """Raise DataError on the first violation of the prepared-data contract of ``track``."""
+def _row(row: int) -> str:
+    return f"row {row + 1}"
+
+
+def validate_frame(df: pd.DataFrame, labels, where, track: str = DEFAULT_TRACK, position=_row) -> None:
+    """Raise DataError on the first violation of the prepared-data contract of ``track``.
+
+    ``position(row)`` names a row (0-based in the frame) in messages: by default "row N" counting from 1; the
+    registry passes a local file's "line N"."""
     fmt = prepared_format(track)
     _check_labels(labels, where)
     for column in fmt.columns:
@@ -92,37 +103,43 @@ def validate_frame(df: pd.DataFrame, labels, where, track: str = DEFAULT_TRACK) 
         null = series.isna()
         if null.any():
             row = int(np.flatnonzero(null.to_numpy())[0])
-            raise DataError(f"{where}: field {column!r} has a null value at row {row}")
+            raise DataError(f"{where}: field {column!r} has a null value at {position(row)}")
         not_str = ~series.map(lambda v: isinstance(v, str)).astype(bool)
         if not_str.any():
             value = _first_bad(series, not_str)
             raise DataError(
-                f"{where}: field {column!r} has non-string value {value!r} ({type(value).__name__})"
+                f"{where}: field {column!r} has non-string value {value!r} ({type(value).__name__}) at "
+                f"{position(_first_row(not_str))}"
             )
 
     duplicated = df["id"].duplicated()
     if duplicated.any():
-        raise DataError(f"{where}: field 'id' has duplicated value {_first_bad(df['id'], duplicated)!r}")
+        row = _first_row(duplicated)
+        value = _first_bad(df["id"], duplicated)
+        first = int(np.flatnonzero((df["id"] == value).to_numpy())[0])
+        raise DataError(f"{where}: field 'id' has duplicated value {value!r} at {position(row)} "
+                        f"(first at {position(first)})")
 
     label = df["label"]
     null = label.isna()
     if null.any():
         row = int(np.flatnonzero(null.to_numpy())[0])
-        raise DataError(f"{where}: field 'label' has a null value at row {row}")
+        raise DataError(f"{where}: field 'label' has a null value at {position(row)}")
     if pd.api.types.is_bool_dtype(label):
         raise DataError(f"{where}: field 'label' has non-integer value {label.iloc[0]!r} (bool)")
     if not pd.api.types.is_integer_dtype(label):
         not_int = ~label.map(_is_int).astype(bool)
         if not_int.any():
             value = _first_bad(label, not_int)
-            raise DataError(f"{where}: field 'label' has non-integer value {value!r} ({type(value).__name__})")
+            raise DataError(f"{where}: field 'label' has non-integer value {value!r} ({type(value).__name__}) at "
+                            f"{position(_first_row(not_int))}")
     values = label.to_numpy(dtype=np.int64)
     out_of_range = (values < 0) | (values >= len(labels))
     if out_of_range.any():
-        value = int(values[np.flatnonzero(out_of_range)[0]])
+        row = int(np.flatnonzero(out_of_range)[0])
         raise DataError(
-            f"{where}: field 'label' has value {value} outside the range 0..{len(labels) - 1} "
-            f"of labels {list(labels)}"
+            f"{where}: field 'label' has value {int(values[row])} at {position(row)} outside the range "
+            f"0..{len(labels) - 1} of labels {list(labels)}"
         )
 
 

@@ -1,6 +1,7 @@
 """Prepare one dataset: load it through the registry, validate, write parquet + summary JSON.
 
 python -m maskbench.steps.prepare --name NAME --spec JSON --out OUT.parquet --summary OUT.json [--task TASK]
+    [--local-file PATH] [--single-text]
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ class PrepareArgs:
     out: Path
     summary: Path
     task: str | None = None
+    local_file: Path | None = None
+    single_text: bool = False
 
 
 def _spec_json(text: str) -> dict:
@@ -44,14 +47,21 @@ def parse_args(argv=None) -> PrepareArgs:
     parser.add_argument("--out", required=True, type=Path, help="prepared parquet to write")
     parser.add_argument("--summary", required=True, type=Path, help="summary JSON to write")
     parser.add_argument("--task", default=None, help="task name (default: the spec's 'task')")
+    parser.add_argument("--local-file", default=None, type=Path,
+                        help="a local: source's file as the workflow resolved it (default: the spec's path, "
+                             "relative to the working directory)")
+    parser.add_argument("--single-text", action="store_true",
+                        help="the task is single-text: text_b is empty (default: a text pair, text_b required)")
     ns = parser.parse_args(argv)
-    return PrepareArgs(name=ns.name, spec=ns.spec, out=ns.out, summary=ns.summary, task=ns.task)
+    return PrepareArgs(name=ns.name, spec=ns.spec, out=ns.out, summary=ns.summary, task=ns.task,
+                       local_file=ns.local_file, single_text=ns.single_text)
 
 
 def prepare(args: PrepareArgs) -> dict:
     """Write the prepared parquet and summary; return the summary."""
     start = time.perf_counter()
-    df, labels = load_dataset(args.name, args.spec, base_dir=Path("."))
+    df, labels = load_dataset(args.name, args.spec, base_dir=Path("."), single_text=args.single_text,
+                              local_path=args.local_file)
     task = args.task or args.spec.get("task")
     source = args.spec["source"]
     counts = df["label"].value_counts()
