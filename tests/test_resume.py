@@ -198,3 +198,30 @@ def test_a_killed_mask_training_resumes_with_its_selection_state(data, uninterru
             "sparsity_history", "exact_sparsity")
     summaries = [json.loads((tmp_path / f"{n}.json").read_text()) for n in ("straight", "resumed")]
     assert {k: summaries[0][k] for k in keys} == {k: summaries[1][k] for k in keys}
+
+
+def test_an_early_stopped_fine_tuning_keeps_its_best_epoch_and_resumes_bit_identically(data, tmp_path, monkeypatch):
+    """early_stop_patience 1 on a 6-epoch cap: the run stops at the first epoch whose dev accuracy does not rise,
+    its saved model is the best epoch's (its dev accuracy is the summary's), and a run killed mid-way and resumed
+    writes the same bytes."""
+    hp = {**TINY_HP, "epochs": 6, "learning_rate": 5e-3, "early_stop_patience": 1}
+
+    def run(out, *extra):
+        return finetune_cli.main(["--train", str(data / "train.parquet"), "--dev", str(data / "dev.parquet"),
+                                  "--model-spec", json.dumps(TINY_MODEL), "--hparams", json.dumps(hp),
+                                  "--seed", "3", "--out-dir", str(out), "--threads", "1", *extra])
+
+    assert run(tmp_path / "straight") == 0
+    summary = json.loads((tmp_path / "straight" / "train_summary.json").read_text())
+    dev = [a for a in pd.read_csv(tmp_path / "straight" / "train_curve.csv")["dev_accuracy"] if a == a]
+    stopped, best = summary["early_stop"]["stopped_epoch"], summary["early_stop"]["best_epoch"]
+    assert stopped is not None and stopped == len(dev) and stopped < 6, dev
+    assert dev[stopped - 1] <= max(dev[:stopped - 1]) and best == 1 + dev.index(max(dev))
+    assert summary["final_dev_accuracy"] == max(dev)
+    kill_at(monkeypatch, 7)
+    with pytest.raises(Killed):
+        run(tmp_path / "resumed", "--checkpoint-every", "3")
+    monkeypatch.undo()
+    assert run(tmp_path / "resumed", "--checkpoint-every", "3") == 0
+    assert (tmp_path / "resumed" / "model.safetensors").read_bytes() == \
+        (tmp_path / "straight" / "model.safetensors").read_bytes()

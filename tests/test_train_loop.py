@@ -226,3 +226,39 @@ def test_a_classification_objective_adds_the_regulariser():
     assert logs == {}
     # scores start at 0: lambda * mean sigmoid(0) = 2 * 0.5
     assert with_penalty.item() == pytest.approx(loss.item() + 1.0, abs=1e-6)
+
+
+def test_early_stop_keeps_the_best_epoch_and_stops_after_patience_epochs_without_a_rise():
+    """Scripted dev scores 50, 60, 59, 58, 70 at patience 2: the run stops after epoch 4 (two epochs without a
+    rise), its weights are put back to epoch 2's, and a rise within min_delta does not count."""
+    from maskbench.train import EarlyStop
+
+    model = nn.Linear(2, 1, bias=False)
+    scores, seen = iter([50.0, 60.0, 59.0, 58.0, 70.0]), []
+
+    def evaluate(m):
+        seen.append(m.weight.detach().clone())
+        return next(scores)
+
+    early = EarlyStop(patience=2)
+    hp = TrainHParams(epochs=5, batch_size=4, learning_rate=0.1, lr_schedule="constant", log_every=1,
+                      weight_decay=0.0)
+
+    def objective(m, batch):
+        return m(batch["x"]).pow(2).mean(), {}
+
+    curve = fit(model, FeatureBatches(8, (2,), classes=2), objective, hp, seed=0, device="cpu", evaluate=evaluate,
+                early_stop=early)
+    assert [p["dev_accuracy"] for p in curve if "dev_accuracy" in p] == [50.0, 60.0, 59.0, 58.0]
+    assert early.summary() == {"patience": 2, "min_delta": 0.0, "best_epoch": 2, "best_score": 60.0,
+                               "stopped_epoch": 4}
+    assert not torch.equal(model.weight, seen[1])
+    early.restore_best(model)
+    assert torch.equal(model.weight, seen[1])
+    within = EarlyStop(patience=1, min_delta=0.5)
+    assert within.update(1, 50.0, model) is False and within.update(2, 50.4, model) is True
+    assert within.best_epoch == 1
+    with pytest.raises(ValueError, match="needs a dev set"):
+        fit(model, FeatureBatches(8, (2,), classes=2), objective, hp, seed=0, device="cpu", early_stop=EarlyStop(1))
+    with pytest.raises(ValueError, match="patience must be at least 1"):
+        EarlyStop(0)

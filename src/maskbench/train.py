@@ -47,6 +47,10 @@ class TrainHParams:
     milestones: tuple[float, ...] = ()  # lr_schedule "multistep": the epochs at which the rate is multiplied by
     # ``gamma`` (paper D: epochs 40 and 60 of 80, x0.1)
     gamma: float = 0.1
+    # stop once the dev score has not risen for this many epochs in a row and keep the best epoch's weights (0: off;
+    # needs a dev set): a baseline trained until its held-out accuracy stops rising (EarlyStop)
+    early_stop_patience: int = 0
+    early_stop_min_delta: float = 0.0  # a rise of at most this many points does not count
 
 
 def parse_hparams(text: str) -> TrainHParams:
@@ -207,6 +211,50 @@ class EvalHook(Hook):
         return bool(self.on_result(step, score)) if self.on_result is not None else False
 
 
+class EarlyStop:
+    """Stop when the dev score (higher is better: an accuracy) has not risen by more than ``min_delta`` for
+    ``patience`` evaluations in a row, keeping the weights of the best evaluation (a copy on the CPU), which
+    ``restore_best`` puts back. ``fit`` calls ``update`` after every epoch's evaluation; ``state`` /
+    ``load_state`` travel with a resumable run."""
+
+    def __init__(self, patience: int, min_delta: float = 0.0):
+        if int(patience) < 1:
+            raise ValueError(f"early stopping: patience must be at least 1 epoch, got {patience}")
+        if min_delta < 0:
+            raise ValueError(f"early stopping: min_delta must be >= 0, got {min_delta}")
+        self.patience, self.min_delta = int(patience), float(min_delta)
+        self.best, self.best_epoch, self.bad, self.best_weights = -math.inf, 0, 0, None
+        self.stopped_epoch: int | None = None
+
+    def update(self, epoch: int, score: float, model: torch.nn.Module) -> bool:
+        """Record the epoch's score; True when the run should stop."""
+        if score > self.best + self.min_delta:
+            self.best, self.best_epoch, self.bad = float(score), int(epoch), 0
+            self.best_weights = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+            return False
+        self.bad += 1
+        if self.bad >= self.patience:
+            self.stopped_epoch = int(epoch)
+            return True
+        return False
+
+    def restore_best(self, model: torch.nn.Module) -> None:
+        if self.best_weights is not None:
+            model.load_state_dict(self.best_weights)
+
+    def summary(self) -> dict:
+        return {"patience": self.patience, "min_delta": self.min_delta, "best_epoch": self.best_epoch,
+                "best_score": self.best, "stopped_epoch": self.stopped_epoch}
+
+    def state(self) -> dict:
+        return {"best": self.best, "best_epoch": self.best_epoch, "bad": self.bad, "best_weights": self.best_weights,
+                "stopped_epoch": self.stopped_epoch}
+
+    def load_state(self, state: dict) -> None:
+        self.best, self.best_epoch, self.bad = state["best"], state["best_epoch"], state["bad"]
+        self.best_weights, self.stopped_epoch = state["best_weights"], state["stopped_epoch"]
+
+
 class LRPlateau(Hook):
     """torch's ReduceLROnPlateau (mode "min", relative threshold, cooldown) as a hook of ``fit``, driving the
     "plateau" learning-rate schedule: after every epoch's last step ``score = evaluate(model)`` (a validation loss:
@@ -328,6 +376,7 @@ def fit(
     resume: Resume | None = None,
     lr_plateau: LRPlateau | None = None,
     samples_per_epoch: int | None = None,
+    early_stop: EarlyStop | None = None,
 ) -> list[dict]:
     """Train in place; return the curve (one dict per logged step and per epoch end).
 
@@ -344,6 +393,8 @@ def fit(
     ``samples_per_epoch``: an epoch is this many items instead of all of ``data`` (torch's ``RandomSampler`` with
     ``num_samples``: a fresh seeded draw without replacement each epoch, whole permutations first when it exceeds
     ``len(data)``).
+    ``early_stop`` reads every epoch's dev score (``evaluate``, which it needs) and may stop the run; the caller puts
+    the best epoch's weights back (``EarlyStop.restore_best``); its state is saved too.
     """
     generator = torch.Generator().manual_seed(seed)
     if samples_per_epoch is None:
@@ -356,6 +407,8 @@ def fit(
         total = total_steps(samples_per_epoch, hp)
     groups = groups if groups is not None else trainable_groups(model, hp.learning_rate, hp.weight_decay)
     optimizer = make_optimizer(groups, hp)
+    if early_stop is not None and evaluate is None:
+        raise ValueError("early stopping needs a dev set to evaluate after every epoch")
     scheduler = group_schedule(optimizer, groups, hp, total, lr_plateau)
     if lr_plateau is not None:
         lr_plateau.bind(optimizer)
@@ -378,6 +431,8 @@ def fit(
         running, logged = saved["running"], saved["logged"]
         if lr_plateau is not None:
             lr_plateau.load_state(saved["plateau"])
+        if early_stop is not None:
+            early_stop.load_state(saved["early_stop"])
         if resume.restore is not None and saved.get("extra") is not None:
             resume.restore(saved["extra"])
     bar = tqdm(total=total, initial=step, desc="train", unit="step", mininterval=2.0)
@@ -421,18 +476,23 @@ def fit(
                              "outside": [p.detach().clone() for p in outside],
                              "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                              "epoch_generator": epoch_generator, "rng": rng_state(),
-                             **({"plateau": lr_plateau.state()} if lr_plateau is not None else {})})
+                             **({"plateau": lr_plateau.state()} if lr_plateau is not None else {}),
+                             **({"early_stop": early_stop.state()} if early_stop is not None else {})})
             if step >= total or stop:
                 break
         if saved is not None:  # the state was taken after the epoch's last batch
             set_rng_state(saved["rng"])
             saved, skip = None, 0
-        if evaluate is not None and (hp.eval_every_epoch or step >= total or stop):
+        if evaluate is not None and (hp.eval_every_epoch or early_stop is not None or step >= total or stop):
             score = evaluate(model)
             set_training(model, freeze_norm_stats)
             curve.append({"step": step, "epoch": epoch, "dev_accuracy": score,
                           "seconds": time.perf_counter() - started})
             log.info("epoch %d done: dev accuracy %.2f", epoch, score)
+            if early_stop is not None and early_stop.update(epoch, score, model):
+                log.info("dev accuracy has not risen for %d epochs: stopping after epoch %d (best: epoch %d, %.2f)",
+                         early_stop.patience, epoch, early_stop.best_epoch, early_stop.best)
+                stop = True
     if stop:
         log.info("stopped by a hook at step %d of %d", step, total)
     bar.close()

@@ -34,7 +34,7 @@ from maskbench.tracks.nlu.training import (
     read_training_inputs,
     training_subset,
 )
-from maskbench.train import TrainHParams, fit, parse_hparams, total_steps
+from maskbench.train import EarlyStop, TrainHParams, fit, parse_hparams, total_steps
 
 log = logging.getLogger("maskbench.steps.finetune")
 
@@ -176,9 +176,17 @@ def main(argv=None) -> int:
             "loss": args.loss, "train": str(args.train), "hparams": dataclasses.asdict(hp)})
         started = time.perf_counter()
         objective, groups = objective_and_groups(model, args.loss, loss_fn, device, hp, example_tensors)
+        early = None
+        if hp.early_stop_patience:
+            if evaluate is None:
+                raise ValueError(f"--hparams early_stop_patience {hp.early_stop_patience} needs --dev (the scores it "
+                                 "stops on)")
+            early = EarlyStop(hp.early_stop_patience, hp.early_stop_min_delta)
         resume = resume_of(args)
         curve = fit(model, data, objective, hp, args.seed, device, evaluate, groups=groups, step_hook=snapshot,
-                    resume=resume)
+                    resume=resume, early_stop=early)
+        if early is not None:  # the model of the best epoch is the run's
+            early.restore_best(model)
         seconds = time.perf_counter() - started
         if args.train_probs_out is not None:
             # every training example, also those a weak learner never saw (its subset is a sample)
@@ -194,7 +202,9 @@ def main(argv=None) -> int:
             "hparams": dataclasses.asdict(hp), "model_spec": spec, "n_parameters": n_params,
             **({} if args.train_classifier else {"classifier_trained": False}),
             "train_seconds": seconds, "device": str(device), "total_steps": total_steps(len(data), hp),
-            "final_dev_accuracy": next((p["dev_accuracy"] for p in reversed(curve) if "dev_accuracy" in p), None),
+            "final_dev_accuracy": (early.best if early is not None else
+                                   next((p["dev_accuracy"] for p in reversed(curve) if "dev_accuracy" in p), None)),
+            **({"early_stop": early.summary()} if early is not None else {}),
             "provenance": runtime.provenance(args, args.seed),
         }
         # weights, tokenizer and curve through a staging folder; the summary last marks a finished run
