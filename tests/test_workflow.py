@@ -202,7 +202,7 @@ def test_paper_config_plans_the_whole_of_paper_d(paper_dry_run):
             in celeba_train and '"augment": {"hflip": true}' in celeba_train)
     ffw = next(b for b in blocks if "rule ffw:" in b and "ffw_method=ffw_structured" in b)
     assert '"structured": true' in ffw and '"max_gate_epochs": 200' in ffw and '"gate_patience": 5' in ffw
-    # paper D's departures where its text is silent: the paper config takes its code's values (departures_vision.yaml)
+    # paper D's departures where its text is silent: the paper config takes its code's values (src/maskbench/report/departures.yaml)
     assert '"head_update": "online"' in ffw and '"validation_mi": "refined"' in ffw and '"max_epochs": 200' in ffw
     assert '"small_input": false' in cifar  # torchvision's 7x7 stem and max-pool, as paper D's code on CIFAR-10-C
     mc_prepare = next(b for b in blocks if "rule prepare_vision:" in b and "vdataset=multi_color_mnist" in b)
@@ -263,7 +263,7 @@ def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):
 
 
 def test_paper_config_gives_paper_b_jobs_the_authors_settings(paper_dry_run):
-    """The departures from paper B that configs/paper.yaml sets to the authors' choice (departures_gender.yaml):
+    """The departures from paper B that configs/paper.yaml sets to the authors' choice (src/maskbench/report/departures.yaml):
     the cubic threshold of its code, heads pruned through the value matrices only (its text), GLUE's
     metric per task (run_glue.py's)."""
     blocks = paper_dry_run.stdout.split("\n\n")
