@@ -48,7 +48,7 @@ def test_lint_is_clean():
             # per task and seed; the points of a seed scored in one job per kind; one report
             "search_mask_sweep": 2 * 2 * 9, "finetune_sweep": 9, "evaluate_sweep_masks_mnli": 3,
             "evaluate_sweep_models_fever": 3, "tradeoff_report": 1}),
-    ("configs/smoke.yaml", {"prepare_dataset": 11, "finetune_baseline": 6, "finetune_debiased": 18,
+    ("configs/smoke.yaml", {"prepare_dataset": 11, "baseline_curve": 1, "finetune_baseline": 6, "finetune_debiased": 18,
                             "train_bias_model": 9, "bias_overlap_qqp": 1, "evaluate_fever": 2,
                             "evaluate_bias_fever": 1, "search_mask": 2 * 3 * 2, "evaluate_masks_mnli": 2,
                             "figure_id_ood": 1,
@@ -93,6 +93,13 @@ def test_lint_is_clean():
     # 3 tasks x 2 seeds: 2 SD rows, 4 mask rows; sweeps: 2 mask rows x 2 learning rates, 1 SD strength
     ("configs/minilm.yaml", {"finetune_baseline": 6, "finetune_debiased": 12, "search_mask": 24, "table1": 1,
                              "search_mask_sweep": 24, "finetune_sweep": 6, "tradeoff_report": 1}),
+    # paper A on real MNLI: one file cut into three parts, HANS, the negation subset; 2 seeds: the early-stopped
+    # baseline and its curve, one SD row (+ one strength), 4 mask rows (+ PoE-overlap at two more score rates),
+    # HypOnly and the undertrained learner trained once (bias seed 0), the overlap model once
+    ("configs/real.yaml", {"prepare_dataset": 4, "negation_subset": 1, "finetune_baseline": 2, "baseline_curve": 1,
+                           "finetune_debiased": 2, "finetune_sweep": 2, "search_mask": 4 * 2,
+                           "search_mask_sweep": 2 * 2, "train_bias_model": 2, "bias_overlap_mnli": 1,
+                           "table1": 1, "tradeoff_report": 1}),
 ])
 def test_dry_run_plans_every_job(configfile, expected, tmp_path):
     args = ["-n", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])

@@ -141,7 +141,12 @@ def final_outputs():
         f"{R}/figures/id_ood.png",
         f"{R}/tables/datasets.csv",
     ] + ([f"{R}/tables/bias_models.csv"] if BIAS_ROWS else []) + (
-        mask_report_outputs() + [f"{R}/benchmarks/masks.json"] if MASK_ROWS else [])
+        mask_report_outputs() + [f"{R}/benchmarks/masks.json"] if MASK_ROWS else []) + (
+        [f"{R}/tables/baseline_curve.csv"] if EARLY_STOP else [])
+
+
+# a baseline trained until its dev accuracy stops rising: its curve is a table of its own (rule baseline_curve)
+EARLY_STOP = bool(config["finetune"].get("early_stop_patience"))
 
 
 def mask_report_outputs():

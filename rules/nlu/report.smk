@@ -26,6 +26,25 @@ rule table1:
         " --out-csv {output.csv:q} --out-md {output.md:q} --out-tex {output.tex:q} > {log:q} 2>&1"
 
 
+rule baseline_curve:
+    input:
+        summaries=[f"{checkpoint_dir(task, seed)}/train_summary.json" for task in TASKS for seed in SEEDS],
+    output:
+        csv=report(f"{R}/tables/baseline_curve.csv", caption="captions/baseline_curve.rst", category="Table 1"),
+        md=f"{R}/tables/baseline_curve.md",
+    params:
+        models=quoted([checkpoint_dir(task, seed) for task in TASKS for seed in SEEDS]),
+        tasks=" ".join(task for task in TASKS for seed in SEEDS),
+    log:
+        f"{R}/logs/baseline_curve/baseline_curve.log",
+    localrule: True
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps.baseline_curve --models {params.models} --tasks {params.tasks}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
+
+
 rule figure_id_ood:
     input:
         table=rules.table1.output.csv,

@@ -46,6 +46,12 @@ def row_label(row: str, labels: Mapping[str, str] | None = None) -> str:
 COLUMN_LABELS = {
     "mnli_val": "Val.",
     "hans": "HANS",
+    # HANS per gold-label half and per heuristic (McCoy et al.'s breakdown; paper A reports none of them)
+    "hans_ent": "HANS ent.",
+    "hans_nonent": "HANS non-ent.",
+    "hans_lex": "HANS lex.",
+    "hans_sub": "HANS subseq.",
+    "hans_const": "HANS const.",
     "mnli_neg": "Neg.",
     "qqp_val": "Val.",
     "paws": "PAWS acc.",      # paper A's script reports plain accuracy on PAWS
