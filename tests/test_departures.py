@@ -75,6 +75,9 @@ def test_a_bad_record_names_the_file_the_record_and_the_field(tmp_path):
     path.write_text(yaml.safe_dump([bad]), encoding="utf-8")
     with pytest.raises(DeparturesError, match=r"record 1 \('toy'\): missing fields \['effect'\]"):
         load_departures(path)
+    path.write_text("- paper: B\n  ours: a: b: c\n", encoding="utf-8")
+    with pytest.raises(DeparturesError, match=r"d\.yaml: not valid YAML \(mapping values are not allowed here"):
+        load_departures(path)
 
 
 def test_markdown_row_shows_the_keys_with_the_paper_values_and_escapes_pipes():

@@ -34,7 +34,10 @@ def default_path() -> Path:
 def load_departures(path: Path | None = None) -> list[dict[str, Any]]:
     """The records of ``path`` (default: the shipped file), checked field by field."""
     path = Path(path) if path is not None else default_path()
-    records = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        records = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise DeparturesError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from err
     if not isinstance(records, list) or not records:
         raise DeparturesError(f"{path}: expected a non-empty list of departure records")
     for i, rec in enumerate(records, start=1):

@@ -15,7 +15,13 @@ from pathlib import Path
 
 import yaml
 
-from maskbench.report.departures import check_keys, default_path, departures_markdown, load_departures
+from maskbench.report.departures import (
+    DeparturesError,
+    check_keys,
+    default_path,
+    departures_markdown,
+    load_departures,
+)
 from maskbench.report.readme import replace_section
 from maskbench.runtime import atomic_path
 from maskbench.steps import run_step
@@ -53,7 +59,11 @@ def load_schemas(folder: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    records = load_departures(args.data)
+    try:
+        records = load_departures(args.data)
+    except DeparturesError as err:
+        print(f"departures_readme: {err}", file=sys.stderr)
+        return 1
     paper = yaml.safe_load(args.paper_config.read_text(encoding="utf-8"))
     problems = check_keys(records, load_schemas(args.schemas), paper)
     if problems:
