@@ -84,3 +84,21 @@ def test_module_exit_status_on_missing_file(tmp_path):
     assert result.returncode != 0
     assert "data/absent.jsonl" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_spec_that_says_single_text_leaves_text_b_empty_and_a_pair_spec_is_refused(tmp_path):
+    """The gender track's CoLA / SST-2 splits (gender.performance.tasks.<t>.single_text) reach the step as a spec
+    with single_text: true; the same one-text file as a pair task is refused, naming the columns it has."""
+    tsv = tmp_path / "cola.tsv"
+    tsv.write_text("idx\tsentence\tlabel\n1\tthe dog barked .\t1\n2\tdog the barked .\t0\n", encoding="utf-8")
+    spec = {"task": "cola", "source": f"local:{tsv}", "format": "tsv",
+            "columns": {"id": "idx", "text_a": "sentence", "label": "label"},
+            "label_map": {"0": "unacceptable", "1": "acceptable"}, "labels": ["unacceptable", "acceptable"]}
+    out = tmp_path / "cola.parquet"
+    args = ["--name", "cola_train", "--out", str(out), "--summary", str(tmp_path / "s.json")]
+    assert prepare.main([*args, "--spec", json.dumps({**spec, "single_text": True})]) == 0
+    frame, labels, _ = read_prepared(out)
+    assert list(frame["text_b"]) == ["", ""] and list(frame["label"]) == [1, 0]
+    out.unlink()
+    assert prepare.main([*args, "--spec", json.dumps(spec)]) == 1
+    assert not out.exists()

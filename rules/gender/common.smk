@@ -117,6 +117,13 @@ def gender_task_local_file(wildcards):
                       f"gender.performance.tasks.{wildcards.gtask}.{wildcards.gsplit}.source")
 
 
+def gender_task_spec(task, split):
+    """The registry entry of a task split, with `single_text: true` when the task reads one text (CoLA, SST-2):
+    the prepare step then leaves text_b empty instead of refusing a dataset without a second text."""
+    spec = GPERF["tasks"][task][split]
+    return {**spec, "single_text": True} if GPERF["tasks"][task].get("single_text") else spec
+
+
 def gender_task_data(task, split):
     return f"{R}/{GENDER}/data/tasks/{task}/{split}.parquet"
 

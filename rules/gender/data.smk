@@ -62,7 +62,7 @@ rule gender_task_data:
         data=f"{R}/{GENDER}/data/tasks/{{gtask}}/{{gsplit}}.parquet",
         summary=f"{R}/{GENDER}/data/tasks/{{gtask}}/{{gsplit}}.summary.json",
     params:
-        spec=lambda wildcards: as_json(GPERF["tasks"][wildcards.gtask][wildcards.gsplit]),
+        spec=lambda wildcards: as_json(gender_task_spec(wildcards.gtask, wildcards.gsplit)),
         local=lambda wildcards, input: f" --local-file {quoted(input.local)}" if input.local else "",
     log:
         f"{R}/logs/gender_task_data/{{gtask}}/{{gsplit}}.log",

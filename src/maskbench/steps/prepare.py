@@ -60,7 +60,10 @@ def parse_args(argv=None) -> PrepareArgs:
 def prepare(args: PrepareArgs) -> dict:
     """Write the prepared parquet and summary; return the summary."""
     start = time.perf_counter()
-    df, labels = load_dataset(args.name, args.spec, base_dir=Path("."), single_text=args.single_text,
+    spec = dict(args.spec)
+    # a spec may say it is single-text itself (the gender track's task splits: gender.performance.tasks.<t>.single_text)
+    single_text = args.single_text or bool(spec.pop("single_text", False))
+    df, labels = load_dataset(args.name, spec, base_dir=Path("."), single_text=single_text,
                               local_path=args.local_file)
     task = args.task or args.spec.get("task")
     source = args.spec["source"]
