@@ -126,7 +126,7 @@ SMOKE = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
     (lambda s: s["ood_informed"]["train"]["mnli"][0].update(dataset="hans_trian"),
      "srnets.ood_informed.train.mnli[0].dataset has value 'hans_trian'"),
     (lambda s: s["timing"].update(steps=[6, 3]), "srnets.timing.steps must increase strictly"),
-    (lambda s: s["timing"].update(steps=[3, 10]), "srnets.timing.steps has 10, but srnets.theta_ft of mnli runs 10 steps"),
+    (lambda s: s["timing"].update(steps=[3, 10]), "srnets.timing.steps has 10, but srnets.theta_ft of qqp runs 10 steps"),
     (lambda s: s["timing"].update(sparsity={"mnli": 0.7}), "srnets.timing.sparsity has no value for task 'qqp'"),
 ])
 def test_paper_c_names_and_levels_are_checked(edit, message):
@@ -169,10 +169,10 @@ def test_the_gender_config_passes_and_gets_its_defaults():
     (lambda g: g.update(runs={}), "gender.runs plans no run"),
     (lambda g: g["runs"]["frozen"].update(granularities=["block0"]), "gender.runs.frozen.granularities has 'block0'; a block is at least 1"),
     (lambda g: g["lm_bias"].pop("crows_pairs"), "gender.lm_bias measures nothing; name crows_pairs, stereoset or both"),
-    (lambda g: g["performance"]["tasks"]["nli"]["dev"].update(source="synthetic"),
-     "dataset 'gender.performance.tasks.nli.dev': field 'source' has value 'synthetic'"),
-    (lambda g: g["performance"]["tasks"]["nli"]["train"].update(source="ftp:x"),
-     "dataset 'gender.performance.tasks.nli.train': field 'source' has unknown prefix 'ftp:'"),
+    (lambda g: g["performance"]["tasks"]["mnli"]["dev"].update(source="synthetic"),
+     "dataset 'gender.performance.tasks.mnli.dev': field 'source' has value 'synthetic'"),
+    (lambda g: g["performance"]["tasks"]["mnli"]["train"].update(source="ftp:x"),
+     "dataset 'gender.performance.tasks.mnli.train': field 'source' has unknown prefix 'ftp:'"),
 ])
 def test_gender_settings_are_checked_with_their_key(edit, message):
     config = copy.deepcopy(GENDER)
@@ -188,7 +188,7 @@ def test_gender_settings_are_checked_with_their_key(edit, message):
     (lambda g: g["objective"].update(variant="kb"), "'kb' is not one of"),
     (lambda g: g["lm_bias"].update(head="trained"), "'trained' is not one of"),
     (lambda g: g["lm_bias"]["crows_pairs"].update(max_pairs=-1), "-1 is less than the minimum of 0"),
-    (lambda g: g["performance"]["tasks"]["nli"].pop("dev"), "'dev' is a required property"),
+    (lambda g: g["performance"]["tasks"]["mnli"].pop("dev"), "'dev' is a required property"),
 ])
 def test_the_gender_schema_refuses_bad_values(edit, message):
     from snakemake.exceptions import WorkflowError
