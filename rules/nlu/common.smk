@@ -147,6 +147,8 @@ def final_outputs():
 
 # a baseline trained until its dev accuracy stops rising: its curve is a table of its own (rule baseline_curve)
 EARLY_STOP = bool(config["finetune"].get("early_stop_patience"))
+# evaluation steps score their sets in batches of similar length (finetune.length_sorted_eval)
+LENGTH_SORTED_EVAL = bool(config["finetune"].get("length_sorted_eval"))
 
 
 def mask_report_outputs():

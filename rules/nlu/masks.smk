@@ -57,6 +57,7 @@ for _task in TASKS if MASK_ROWS else []:
             task=_task,
             max_length=config["finetune"]["max_length"],
             batch_size=config["finetune"]["eval_batch_size"],
+            length_sorted=LENGTH_SORTED_EVAL,
         log:
             f"{R}/logs/evaluate_masks/{_task}/seed~{{seed}}.log",
         benchmark:
@@ -71,7 +72,7 @@ for _task in TASKS if MASK_ROWS else []:
             "python -m maskbench.steps.evaluate_masks --model-dir {params.model_dir:q} --masks {input.masks:q}"
             " --rows {params.rows} --out-dirs {params.out_dirs} --data {input.data:q} --eval-sets {params.eval_sets}"
             " --task {params.task} --seed {wildcards.seed} --max-length {params.max_length}"
-            " --batch-size {params.batch_size} --threads {threads} > {log:q} 2>&1"
+            " --batch-size {params.batch_size} --length-sorted {params.length_sorted} --threads {threads} > {log:q} 2>&1"
 
 
 rule mask_report:

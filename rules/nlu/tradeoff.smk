@@ -107,6 +107,7 @@ if SWEEPS:
                     task=_task,
                     max_length=config["finetune"]["max_length"],
                     batch_size=config["finetune"]["eval_batch_size"],
+                    length_sorted=LENGTH_SORTED_EVAL,
                 log:
                     f"{R}/logs/evaluate_sweep_{_kind}s/{_task}/seed~{{seed}}.log",
                 benchmark:
@@ -120,7 +121,7 @@ if SWEEPS:
                 shell:
                     "{params.head} --rows {params.rows} --out-dirs {params.out_dirs} --data {input.data:q} --eval-sets {params.eval_sets}"
                     " --task {params.task} --seed {wildcards.seed} --max-length {params.max_length}"
-                    " --batch-size {params.batch_size} --threads {threads} > {log:q} 2>&1"
+                    " --batch-size {params.batch_size} --length-sorted {params.length_sorted} --threads {threads} > {log:q} 2>&1"
 
     rule tradeoff_report:
         input:

@@ -51,6 +51,11 @@ class TrainHParams:
     # needs a dev set): a baseline trained until its held-out accuracy stops rising (EarlyStop)
     early_stop_patience: int = 0
     early_stop_min_delta: float = 0.0  # a rise of at most this many points does not count
+    # 0: batches of random examples. k > 0: length-grouped batches (LengthGroupedBatches): runs of k batches' worth
+    # of a random order are sorted by length before they are cut, so a batch pads to little more than its rows
+    length_grouped: int = 0
+    length_sorted_eval: bool = False  # the run's own scoring (dev accuracy, training-set probabilities) in batches of
+    # similar length, put back in order (predict_proba's length_sorted): the same predictions up to float-sum order
 
 
 def parse_hparams(text: str) -> TrainHParams:
@@ -63,6 +68,35 @@ def parse_hparams(text: str) -> TrainHParams:
     if unknown:
         raise ValueError(f"--hparams: unknown field(s) {unknown}; known: {sorted(known)}")
     return TrainHParams(**values)
+
+
+class LengthGroupedBatches(torch.utils.data.Sampler):
+    """Batches of similar length, in a random order: each epoch draws a permutation from ``generator``, sorts each
+    run of ``group * batch_size`` items of it by length (longest first, ties in drawn order), cuts the runs into
+    batches and shuffles the batches with the same generator. Every item appears once an epoch; the number of
+    batches is ``ceil(n / batch_size)`` as with random batches, only the last run's last batch may be short.
+    Text batches are padded to their longest row, so this cuts the padding a random batch carries (on real MNLI
+    pairs of mean length 39 a random batch of 32 pads to 87 tokens)."""
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, group: int, generator: torch.Generator):
+        if group < 1:
+            raise ValueError(f"length_grouped must be a positive number of batches per group, got {group}")
+        self.lengths = torch.as_tensor(list(lengths), dtype=torch.long)
+        self.batch_size, self.group, self.generator = batch_size, group, generator
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.lengths) / self.batch_size)
+
+    def __iter__(self):
+        order = torch.randperm(len(self.lengths), generator=self.generator)
+        run = self.group * self.batch_size
+        batches = []
+        for start in range(0, len(order), run):
+            chunk = order[start:start + run]
+            chunk = chunk[torch.sort(self.lengths[chunk], descending=True, stable=True).indices]
+            batches += [chunk[i:i + self.batch_size].tolist() for i in range(0, len(chunk), self.batch_size)]
+        for i in torch.randperm(len(batches), generator=self.generator).tolist():
+            yield batches[i]
 
 
 def total_steps(n_examples: int, hp: TrainHParams) -> int:
@@ -397,7 +431,15 @@ def fit(
     the best epoch's weights back (``EarlyStop.restore_best``); its state is saved too.
     """
     generator = torch.Generator().manual_seed(seed)
-    if samples_per_epoch is None:
+    if hp.length_grouped:
+        if samples_per_epoch is not None or not hasattr(data, "lengths"):
+            raise ValueError("length_grouped batches need a dataset with `lengths` and whole epochs "
+                             "(no samples_per_epoch)")
+        loader = DataLoader(data, batch_sampler=LengthGroupedBatches(data.lengths, hp.batch_size, hp.length_grouped,
+                                                                     generator),
+                            collate_fn=getattr(data, "collate", None))
+        total = total_steps(len(data), hp)
+    elif samples_per_epoch is None:
         loader = DataLoader(data, batch_size=hp.batch_size, shuffle=True, generator=generator,
                             collate_fn=getattr(data, "collate", None))
         total = total_steps(len(data), hp)

@@ -192,7 +192,8 @@ def main(argv=None) -> int:
             # every training example, also those a weak learner never saw (its subset is a sample)
             everything = EncodedPairs(tokenizer, full_train.text_a, full_train.text_b, None, hp.max_length,
                                       args.input_view)
-            write_probs(args.train_probs_out, full_train.id, predict_proba(model, everything, hp.eval_batch_size, device),
+            write_probs(args.train_probs_out, full_train.id, predict_proba(model, everything, hp.eval_batch_size, device,
+                                                                   hp.length_sorted_eval),
                         labels, {"task": train_meta.get("task"), "dataset": train_meta.get("dataset"),
                                  "source": str(args.out_dir), "provenance": runtime.provenance(args, args.seed)})
         summary = {

@@ -33,6 +33,8 @@ class EvalSetArgs:
     seed: int = field(default=-1, metadata={"help": "the models' seed (recorded)"})
     max_length: int = field(default=128, metadata={"help": "truncation length"})
     batch_size: int = field(default=256, metadata={"help": "evaluation batch size"})
+    length_sorted: bool = field(default=False, metadata={"help": "score in batches of similar length (faster; the "
+                                                                 "same predictions up to float-sum order)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
@@ -89,7 +91,7 @@ def map_predictions(model_label_names: list[str], merge: dict[str, str], eval_la
 def score(model, tokenizer, names, eval_set: EvalSet, frame, eval_labels, mapped, args, device) -> tuple[dict, pd.DataFrame]:
     started = time.perf_counter()
     data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, None, args.max_length, input_view(model))
-    probs = predict_proba(model, data, args.batch_size, device)
+    probs = predict_proba(model, data, args.batch_size, device, args.length_sorted)
     seconds = time.perf_counter() - started
     pred_index = probs.argmax(axis=1)
     gold = np.array(eval_labels, dtype=object)[frame.label.to_numpy()]

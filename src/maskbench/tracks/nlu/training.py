@@ -23,7 +23,7 @@ def accuracy_on(frame: pd.DataFrame, tokenizer, hp: TrainHParams, device, view: 
     data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, None, hp.max_length, view)
 
     def score(model) -> float:
-        probs = predict_proba(model, data, hp.eval_batch_size, device)
+        probs = predict_proba(model, data, hp.eval_batch_size, device, hp.length_sorted_eval)
         return float((probs.argmax(1) == frame.label.to_numpy()).mean() * 100)
 
     return score

