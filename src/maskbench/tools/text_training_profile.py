@@ -8,8 +8,9 @@ Measures, on the config's prepared training part and its pretrained encoder:
   of a batch of ``--batch-size`` random pairs (batches are padded to their longest row, so the width is the cost);
 * the median seconds of one full fine-tuning step (forward, backward, AdamW) at each thread count and max length,
   on the same random batches;
+* the same with the training loop's length-grouped batches (``--length-grouped``, runs of that many batches sorted);
 * two one-thread processes side by side (each its own median step), i.e. what two one-thread Snakemake jobs get;
-* evaluation: seconds per 1,000 pairs at ``--eval-batch-size``.
+* evaluation: seconds per 1,000 pairs at ``--eval-batch-size``, in the data's order and length-sorted.
 Every figure is a median over ``--steps`` steps after ``--warmup`` steps.
 """
 
@@ -38,7 +39,10 @@ class ProfileArgs:
     steps: int = field(default=8, metadata={"help": "timed steps per setting"})
     warmup: int = field(default=2, metadata={"help": "untimed steps first"})
     side_by_side: bool = field(default=True, metadata={"help": "also time two 1-thread processes at once"})
+    length_grouped: int = field(default=20, metadata={"help": "also time length-grouped batches of this many "
+                                                                 "batches per sorted run (0: not)"})
     only_step: bool = field(default=False, metadata={"help": "internal: time one setting, print its JSON"})
+    grouped: bool = field(default=False, metadata={"help": "internal: the one setting uses length-grouped batches"})
 
 
 def batches(n_rows: int, batch_size: int, count: int, seed: int = 0) -> list[list[int]]:
@@ -46,6 +50,15 @@ def batches(n_rows: int, batch_size: int, count: int, seed: int = 0) -> list[lis
 
     order = np.random.default_rng(seed).permutation(n_rows)
     return [order[i * batch_size:(i + 1) * batch_size].tolist() for i in range(count)]
+
+
+def grouped_batches(lengths, batch_size: int, group: int, count: int, seed: int = 0) -> list[list[int]]:
+    """The first ``count`` batches of an epoch of the training loop's length-grouped batches."""
+    import torch
+
+    from maskbench.train import LengthGroupedBatches
+
+    return list(LengthGroupedBatches(lengths, batch_size, group, torch.Generator().manual_seed(seed)))[:count]
 
 
 def load(args: ProfileArgs, max_length: int):
@@ -59,8 +72,8 @@ def load(args: ProfileArgs, max_length: int):
     return model, data
 
 
-def step_seconds(args: ProfileArgs, threads: int, max_length: int) -> float:
-    """Median seconds of one fine-tuning step (same batches for every setting)."""
+def step_seconds(args: ProfileArgs, threads: int, max_length: int, grouped: bool = False) -> float:
+    """Median seconds of one fine-tuning step (the same batches for every setting of one batch kind)."""
     import torch
 
     torch.set_num_threads(threads)
@@ -69,7 +82,10 @@ def step_seconds(args: ProfileArgs, threads: int, max_length: int) -> float:
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-5, weight_decay=0.1)
     times = []
-    for i, rows in enumerate(batches(len(data), args.batch_size, args.warmup + args.steps)):
+    count = args.warmup + args.steps
+    chosen = (grouped_batches(data.lengths, args.batch_size, args.length_grouped, count) if grouped
+              else batches(len(data), args.batch_size, count))
+    for i, rows in enumerate(chosen):
         batch = data.collate(rows)
         started = time.perf_counter()
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
@@ -82,18 +98,22 @@ def step_seconds(args: ProfileArgs, threads: int, max_length: int) -> float:
     return statistics.median(times)
 
 
-def eval_seconds_per_1000(args: ProfileArgs, threads: int, max_length: int) -> float:
+def eval_seconds_per_1000(args: ProfileArgs, threads: int, max_length: int, length_sorted: bool) -> float:
+    """Seconds to score 1,000 pairs (the first 4 evaluation batches of the training part)."""
     import torch
 
-    from maskbench.tracks.nlu.batches import predict_proba
+    from maskbench.data.schema import read_prepared
+    from maskbench.tracks.nlu.batches import EncodedPairs, predict_proba
+    from maskbench.tracks.nlu.models import build_model_and_tokenizer
 
     torch.set_num_threads(threads)
-    model, data = load(args, max_length)
-    subset = torch.utils.data.Subset(data, range(min(len(data), 2 * args.eval_batch_size)))
-    subset.collate = data.collate  # predict_proba reads data.collate
+    frame, labels, _ = read_prepared(args.train)
+    frame = frame.iloc[:4 * args.eval_batch_size]
+    model, tokenizer = build_model_and_tokenizer({"init": "pretrained", "path": args.model}, labels, [], Path("."))
+    data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, None, max_length)
     started = time.perf_counter()
-    predict_proba(model, subset, args.eval_batch_size, torch.device("cpu"))
-    return (time.perf_counter() - started) / len(subset) * 1000
+    predict_proba(model, data, args.eval_batch_size, torch.device("cpu"), length_sorted)
+    return (time.perf_counter() - started) / len(data) * 1000
 
 
 def length_stats(args: ProfileArgs) -> dict:
@@ -117,18 +137,18 @@ def length_stats(args: ProfileArgs) -> dict:
     return out
 
 
-def child(args: ProfileArgs, threads: int, max_length: int) -> subprocess.Popen:
+def child(args: ProfileArgs, threads: int, max_length: int, grouped: bool = False) -> subprocess.Popen:
     argv = [sys.executable, "-m", "maskbench.tools.text_training_profile", "--train", str(args.train),
             "--model", args.model, "--batch-size", str(args.batch_size), "--steps", str(args.steps),
             "--warmup", str(args.warmup), "--threads", str(threads), "--max-lengths", str(max_length),
-            "--only-step", "true"]
+            "--length-grouped", str(args.length_grouped), "--grouped", str(grouped).lower(), "--only-step", "true"]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
 
 
 def main(argv=None) -> int:
     args = parse_dataclass(ProfileArgs, argv, "python -m maskbench.tools.text_training_profile", __doc__)
     if args.only_step:
-        print(json.dumps({"step_s": step_seconds(args, args.threads[0], args.max_lengths[0])}))
+        print(json.dumps({"step_s": step_seconds(args, args.threads[0], args.max_lengths[0], args.grouped)}))
         return 0
     record = {"train": str(args.train), "model": args.model, "batch_size": args.batch_size, "steps": args.steps,
               "warmup": args.warmup, "lengths": length_stats(args), "step_s": {}, "eval_s_per_1000": {}}
@@ -137,13 +157,21 @@ def main(argv=None) -> int:
             # each setting in its own process, alone on the machine
             proc = child(args, threads, max_length)
             record["step_s"][f"threads={threads},max_length={max_length}"] = json.loads(proc.communicate()[0])["step_s"]
-        record["eval_s_per_1000"][f"threads=2,max_length={max_length}"] = round(
-            eval_seconds_per_1000(args, 2, max_length), 2)
+        for length_sorted in (False, True):
+            record["eval_s_per_1000"][f"threads=2,max_length={max_length},length_sorted={length_sorted}"] = round(
+                eval_seconds_per_1000(args, 2, max_length, length_sorted), 2)
+    if args.length_grouped:
+        for threads in args.threads:
+            proc = child(args, threads, args.max_lengths[0], grouped=True)
+            record["step_s"][f"threads={threads},max_length={args.max_lengths[0]},length_grouped={args.length_grouped}"] = \
+                json.loads(proc.communicate()[0])["step_s"]
     if args.side_by_side:
-        for max_length in args.max_lengths:
-            procs = [child(args, 1, max_length) for _ in range(2)]
+        kinds = [(m, False) for m in args.max_lengths] + ([(args.max_lengths[0], True)] if args.length_grouped else [])
+        for max_length, grouped in kinds:
+            procs = [child(args, 1, max_length, grouped) for _ in range(2)]
             each = [json.loads(p.communicate()[0])["step_s"] for p in procs]
-            record["step_s"][f"two 1-thread processes side by side,max_length={max_length}"] = each
+            name = f"two 1-thread processes side by side,max_length={max_length}"
+            record["step_s"][name + (f",length_grouped={args.length_grouped}" if grouped else "")] = each
     text = json.dumps(record, indent=2)
     print(text)
     if args.out:
