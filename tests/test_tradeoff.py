@@ -68,6 +68,14 @@ def test_the_verdict(gains, moves, expected):
     assert verdict(gains, 5.0, moves) == expected
 
 
+def test_a_verdict_is_said_only_with_three_seeds():
+    from maskbench.report.tradeoff import worded_verdict
+
+    assert worded_verdict("debiases", 3) == "debiases" and worded_verdict("no effect", 5) == "no effect"
+    assert worded_verdict("debiases", 2) == "OOD up within the ID cost (2 seeds: no verdict)"
+    assert worded_verdict("trades ID for OOD", 1) == "OOD up at a larger ID cost (1 seed: no verdict)"
+
+
 def test_a_curve_that_swaps_the_hans_halves_is_called_a_trade_and_shows_where():
     """md_y leaves the overall HANS accuracy as the baseline's, but at lr 0.3 the entailed half rises 96 -> 100 and
     the non-entailed half falls 6 -> 2 (means over two seeds; each change 4 beyond its spread sqrt(2 + 2) = 2):
@@ -84,7 +92,7 @@ def test_a_curve_that_swaps_the_hans_halves_is_called_a_trade_and_shows_where():
                "knob": "learning_rate", "value": 0.3}]
     rec = summarise(long_form(evals, points), [{"task": "mnli", "method": "md_y", "knob": "learning_rate"}],
                     {"mnli": "mnli_dev"}, [5]).iloc[0]
-    assert rec["verdict"] == "trades OOD subsets" and rec["changes_at"] == pytest.approx(0.3)
+    assert rec["verdict"] == "OOD subsets traded (2 seeds: no verdict)" and rec["changes_at"] == pytest.approx(0.3)
     assert rec["change_entailment"] == pytest.approx(4.0) and rec["change_non-entailment"] == pytest.approx(-4.0)
 
 
@@ -154,8 +162,10 @@ def test_the_summary_by_hand():
     assert rec["best_value"] == pytest.approx(0.3) and rec["ood_gain"] == pytest.approx(20.0)
     assert rec["ood_gain_spread"] == pytest.approx(2.0)
     assert rec["change_non-entailment"] == pytest.approx(45.0) and rec["change_entailment"] == pytest.approx(-5.0)
-    assert rec["verdict"] == "debiases" and rec["id_drop"] == pytest.approx(6.0)
-    assert summarise(long, LINES, {"mnli": "mnli_dev"}, [0.5]).iloc[0]["verdict"] == "trades ID for OOD"
+    # two seeds: what moved, and no verdict ("debiases" needs 3 seeds, worded_verdict)
+    assert rec["verdict"] == "OOD up within the ID cost (2 seeds: no verdict)" and rec["id_drop"] == pytest.approx(6.0)
+    assert summarise(long, LINES, {"mnli": "mnli_dev"}, [0.5]).iloc[0]["verdict"] == \
+        "OOD up at a larger ID cost (2 seeds: no verdict)"
     # per seed, each against its own baseline: seed 1 (ID 90): d = 1 -> 55 at lr 0.1 (ID 89) ; seed 2 (ID 88):
     # threshold 87 -> 57 at lr 0.1 (87); spread of (55, 57) = sqrt(2)
     assert rec["best_ood_id_drop_1_std"] == pytest.approx(math.sqrt(2))
@@ -183,7 +193,7 @@ def test_the_step_writes_tables_figures_and_the_selection(tmp_path):
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (tmp_path / "summary.md").read_text()
     assert "| mnli | md_x | learning_rate | hans | 0.01 0.1 0.3 | 51.00 ± 1.41 | 56.00 ± 1.41 |" in md
-    assert "**debiases**" in md
+    assert "**OOD up within the ID cost (2 seeds: no verdict)**" in md and "debiases" not in md
 
     # Table 1 with the selected row: the point's scores beside the row's own, labelled "(selected)"
     columns = {"mnli_val": {"task": "mnli", "eval_set": "mnli_dev", "metric": "accuracy"},

@@ -602,7 +602,10 @@ def test_smoke_dag_draws_the_tradeoff_curves_and_selects_without_ood_labels(smok
     assert list(smoke_run.rglob("mnli/*/eval/md_hyponly@learning_rate~0.03/seed~2/hans.json"))
     summary = pd.read_csv(tables / "tradeoff_summary.csv")
     # three lines x the OOD sets (MNLI: HANS and the negation subset; QQP: PAWS; FEVER: Symmetric)
-    assert set(summary.verdict) <= {"debiases", "trades", "no effect"} and len(summary) == 3 * (2 + 1 + 1)
+    # two seeds: what moved, never a verdict word (report.tradeoff.worded_verdict)
+    moved = {f"{m} (2 seeds: no verdict)" for m in ("OOD up within the ID cost", "OOD up at a larger ID cost",
+                                                     "OOD subsets traded", "no move beyond the spread")}
+    assert set(summary.verdict) <= moved and len(summary) == 3 * (2 + 1 + 1)
     selection = pd.read_csv(tables / "tradeoff_selection.csv")
     assert sorted(zip(selection.task, selection.method, strict=True)) == sorted(
         (t, m) for t in ("fever", "mnli", "qqp") for m in ("md_hyponly", "sd_undertrained"))

@@ -9,7 +9,8 @@ evaluation JSONs alone this module builds
   non-duplicate: a method that trades one half against the other shows it there);
 - the summary: per (task, method, knob, OOD set) the best OOD accuracy at an ID drop of at most d points,
   interpolated along the curve (``best_ood_at_drop``), its spread over seeds, and a verdict (``verdict``):
-  "debiases", "trades ID for OOD", "trades OOD subsets" or "no effect";
+  "debiases", "trades ID for OOD", "trades OOD subsets" or "no effect" — said only with 3 seeds or more; with
+  fewer the summary says what moved and "no verdict" (``worded_verdict``);
 - the selection rule, which needs no OOD label (``select_point``): the strongest value of the row's first knob
   whose mean ID dev accuracy stays within delta points of the baseline's.
 """
@@ -116,6 +117,18 @@ def _curve(by_value_id: Mapping[float, float], by_value_ood: Mapping[float, floa
 
 
 VERDICTS = ("debiases", "trades ID for OOD", "trades OOD subsets", "no effect")
+# a verdict needs at least this many seeds; below it the summary says what moved and that it is no verdict
+VERDICT_SEEDS = 3
+MOVED = {"debiases": "OOD up within the ID cost", "trades ID for OOD": "OOD up at a larger ID cost",
+         "trades OOD subsets": "OOD subsets traded", "no effect": "no move beyond the spread"}
+
+
+def worded_verdict(kind: str, n_seeds: int) -> str:
+    """The verdict as the summary writes it: the word itself with at least VERDICT_SEEDS seeds, else what moved,
+    marked as no verdict ("debiases" is only said beside an effect beyond its spread over 3 seeds or more)."""
+    if n_seeds >= VERDICT_SEEDS:
+        return kind
+    return f"{MOVED[kind]} ({n_seeds} seed{'' if n_seeds == 1 else 's'}: no verdict)"
 
 
 def _beyond(change: float, spread: float) -> bool:
@@ -196,7 +209,8 @@ def summarise(long: pd.DataFrame, lines: Sequence[Mapping], id_sets: Mapping[str
                 record[f"change_{label}"] = change
             record.update({"best_value": best_value, "best_id": mean_id.get(best_value, math.nan),
                            "best_ood": mean_ood[best_value], "ood_gain": gain, "ood_gain_spread": spread,
-                           "id_drop": gains[best_value][0], "changes_at": shown, "verdict": kind,
+                           "id_drop": gains[best_value][0], "changes_at": shown,
+                           "verdict": worded_verdict(kind, len(seeds)),
                            "n_seeds": len(seeds)})
             records.append(record)
     return pd.DataFrame.from_records(records)
