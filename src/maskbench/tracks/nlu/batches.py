@@ -81,7 +81,7 @@ def predict_proba(model: torch.nn.Module, data: EncodedPairs, batch_size: int, d
     """Softmax probabilities in the order of `data`. ``length_sorted``: score the rows in batches of similar length
     (sorted, longest first) and put them back in order. A batch pads to its longest row, so in the data's order
     every batch of 256 real MNLI pairs pads to ~128 tokens for a mean length of 39; padding is masked out of
-    attention, so only the order of float sums differs (tests/test_finetune_evaluate.py bounds it)."""
+    attention, so only the order of float sums differs (tests/test_length_batches.py bounds it)."""
     model.to(device).eval()
     order = list(range(len(data)))
     if length_sorted:
