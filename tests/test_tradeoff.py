@@ -295,3 +295,25 @@ def test_selection_rows_are_labelled_after_their_row():
     assert row_label("md_hyponly_selected") == "HypOnly MD (selected)"
     assert row_label("sd_x_selected", {"sd_x": "My SD"}) == "My SD (selected)"
     assert row_label("md_new") == "md_new" and row_label("baseline") == "Baseline"
+
+
+def test_the_figure_names_every_marker_and_its_title_fits_the_canvas():
+    """Every drawn marker kind has a legend entry (the paper's hollow star and diamond included), and the title and
+    legend lie inside the saved canvas (a one-line title wider than the axes was clipped at its start)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from maskbench.report.tradeoff import build_tradeoff_figure
+
+    long = long_form(hand_made_evals(), POINTS)
+    fig = build_tradeoff_figure(long, "mnli", "mnli_dev", "hans", LINES,
+                                paper_points={"baseline": (84.38, 61.97), "md_x": (82.0, 68.0)})
+    FigureCanvasAgg(fig).draw()
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert sorted(labels) == ["baseline", "md_x (learning_rate)", "paper A's baseline (its BERT-base, its data)",
+                              "paper A's reported point"]
+    renderer = fig.canvas.get_renderer()
+    canvas = fig.bbox
+    for artist in (ax.title, ax.get_legend()):
+        box = artist.get_window_extent(renderer)
+        assert box.x0 >= canvas.x0 and box.x1 <= canvas.x1 and box.y0 >= canvas.y0 and box.y1 <= canvas.y1, artist

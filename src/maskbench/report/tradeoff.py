@@ -273,7 +273,8 @@ def build_tradeoff_figure(long: pd.DataFrame, task: str, id_set: str, ood_set: s
                           labels: Mapping[str, str] | None = None):
     """ID accuracy (x) against OOD accuracy (y) for one task and OOD set: a line per (method, knob) through its
     values (mean ± std over seeds as error bars, each point labelled with its value), the baseline as a star,
-    paper A's reported (ID, OOD) of a method as a hollow diamond in the line's colour."""
+    paper A's reported (ID, OOD) of a method as a hollow diamond in the line's colour and of its baseline as a
+    hollow star; every marker is named in the legend, under the axes."""
     from matplotlib.figure import Figure
 
     labels = labels or {}
@@ -301,12 +302,14 @@ def build_tradeoff_figure(long: pd.DataFrame, task: str, id_set: str, ood_set: s
                     label="baseline")
     paper_base = (paper_points or {}).get(BASELINE)
     if paper_base is not None and not any(math.isnan(x) for x in paper_base):
-        ax.scatter([paper_base[0]], [paper_base[1]], marker="*", s=120, facecolors="none", edgecolors="black")
-    if paper_points:
+        ax.scatter([paper_base[0]], [paper_base[1]], marker="*", s=120, facecolors="none", edgecolors="black",
+                   label="paper A's baseline (its BERT-base, its data)")
+    if any(method != BASELINE for method in (paper_points or {})):
         ax.scatter([], [], marker="D", facecolors="none", edgecolors="0.3", label="paper A's reported point")
     ax.set_xlabel(f"{id_set} accuracy (%, in distribution)")
     ax.set_ylabel(f"{ood_set} accuracy (%, out of distribution)")
-    ax.set_title(f"{task}: ID vs OOD along each method's strength knob (mean ± std over seeds)")
+    # two short lines: a one-line title wider than the axes was clipped at its start
+    ax.set_title(f"{task}: ID against OOD along each method's strength knob\n(mean ± std over seeds)", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     return fig
