@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
+from safetensors.torch import load_file
 from test_workflow import REPO, planned_jobs, write_config
 
 from maskbench.step_timing import read_timing
@@ -206,8 +208,6 @@ def slurm_run(tmp_path_factory, smoke_run):
     planned_remote = {rule for rule, local, _ in jobs if not local and rule not in LOCAL_RULES}
     chosen = chosen_jobs(planned_outputs(plan.stdout))
     assert set(chosen) == planned_remote, set(chosen) ^ planned_remote
-    remote = collections.Counter({rule: len(picked) for rule, picked in chosen.items()})
-    args += smoke_group_args(remote, node_cpus)
 
     # a copy of the local run, modification times kept, so that only the forced jobs are out of date
     workdir = tmp_path_factory.mktemp("slurm_smoke")
@@ -220,6 +220,13 @@ def slurm_run(tmp_path_factory, smoke_run):
             if log:
                 (workdir / log).unlink(missing_ok=True)
     before = {path: digest(smoke_run / path) for path in targets if (smoke_run / path).is_file()}
+    # what snakemake will run: the forced jobs and, between two of them, the jobs whose inputs they rewrite
+    forced_plan = run(snakemake_cmd(workdir, "-n", *args, "--force", *targets), timeout=300)
+    assert forced_plan.returncode == 0, forced_plan.stderr[-3000:]
+    remote = collections.Counter({rule: n for rule, n in planned_jobs(forced_plan.stdout).items()
+                                  if rule not in LOCAL_RULES and rule != "total"})
+    assert set(remote) == planned_remote and sum(remote.values()) < len(jobs), remote
+    args += smoke_group_args(remote, node_cpus)
 
     log_path = workdir / "snakemake.log"
     start = time.monotonic()
@@ -278,13 +285,14 @@ def test_one_job_of_every_rule_kind_completed_through_sbatch_in_group_jobs(slurm
     records, remote, log = slurm_run["records"], slurm_run["remote"], slurm_run["log"]
     # nothing ran locally: the forced jobs are all of rules that go through sbatch, and nothing else was out of date
     assert slurm_run["local"] <= {"all"}, slurm_run["local"]
-    # every submission completed but the cancelled one, and every forced job finished, as many per rule as forced
+    # every submission completed but the cancelled one, and every planned job finished, as many per rule as the dry
+    # run with --force planned (the forced jobs, and the jobs between two of them whose inputs they rewrite)
     completed = [r for r in records if r[2] == "COMPLETED"]
     assert len(records) == len(completed) + 1
     finished = collections.Counter(re.findall(r"^Finished jobid: \d+ \(Rule: (\w+)\)$", slurm_run["own_lines"],
                                               re.M))
     assert {rule: finished[rule] for rule in remote} == dict(remote)
-    assert sum(finished.values()) == sum(remote.values())  # the forced jobs and nothing else
+    assert sum(finished.values()) == sum(remote.values())  # those jobs and nothing else
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
     assert sorted(submitted, key=int) == sorted((r[0] for r in records), key=int)
     # grouped: the debiased fine-tunings in one submission, every paper C run together, ...
@@ -322,18 +330,23 @@ def digest(path: Path) -> str:
 @pytest.mark.slurm
 @pytest.mark.slow
 def test_outputs_equal_those_of_a_local_run(slurm_run, smoke_run):
-    """Every output of every rerun job is rewritten by its SLURM job, and equals the local run's: masks and
-    checkpoints byte for byte, parquet frames (prepared data, predictions, probabilities) cell for cell, evaluation
-    metrics and the vision records but for where each process ran."""
+    """Every output of every forced job is rewritten by its SLURM job, and equals the local run's: masks byte for
+    byte, every tensor of a safetensors file (checkpoints, prepared images) bit for bit, parquet frames (prepared
+    data, predictions, probabilities) cell for cell, evaluation metrics and the vision records but for where each
+    process ran."""
     cluster, local = slurm_run["workdir"], smoke_run
     outputs = [Path(p) for picked in slurm_run["chosen"].values() for outs, _ in picked for p in outs]
     counted = collections.Counter()
     for rel in outputs:
         ours, theirs = cluster / rel, local / rel
         assert ours.exists() and ours.stat().st_mtime > theirs.stat().st_mtime, rel
-        if ours.suffix in (".mask", ".safetensors"):
+        if ours.suffix == ".mask":
             assert digest(ours) == slurm_run["before"][str(rel)], rel
             counted["bytes"] += 1
+        elif ours.suffix == ".safetensors":  # every tensor bit for bit (the header's metadata says where it ran)
+            a, b = load_file(ours), load_file(theirs)
+            assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), rel
+            counted["tensors"] += 1
         elif ours.suffix == ".parquet":
             pd.testing.assert_frame_equal(pd.read_parquet(ours), pd.read_parquet(theirs), obj=str(rel))
             counted["frames"] += 1
@@ -346,4 +359,5 @@ def test_outputs_equal_those_of_a_local_run(slurm_run, smoke_run):
                 assert [{k: v for k, v in r.items() if k != "provenance"} for r in a["runs"]] == \
                     [{k: v for k, v in r.items() if k != "provenance"} for r in b["runs"]], rel
                 counted["runs"] += 1
-    assert counted["bytes"] >= 10 and counted["frames"] >= 10 and counted["metrics"] + counted["runs"] >= 3, counted
+    assert counted["bytes"] >= 3 and counted["tensors"] >= 10 and counted["frames"] >= 10, counted
+    assert counted["metrics"] + counted["runs"] >= 3, counted
