@@ -255,12 +255,14 @@ def data_kind(source: str) -> str:
 def data_caption(datasets: pd.DataFrame, config: dict, config_path: str) -> str:
     """One line naming what a run is on, from its own ``tables/datasets.csv`` and config: every dataset with its
     size and kind (real / synthetic; a subset named by its source), the model, the seeds and the config."""
-    parts = []
-    for rec in datasets.itertuples(index=False):
-        kind = data_kind(str(rec.source))
-        where = f"`{rec.source}`" if kind != "synthetic" else f"`{rec.source}`, generated"
-        parts.append(f"{rec.dataset} {int(rec.n_examples):,} ({kind if kind != 'derived' else rec.source}"
-                     + (f", {where}" if kind != "derived" else "") + ")")
+    def described(source: str) -> str:
+        kind = data_kind(source)
+        if kind == "derived":
+            return source  # e.g. "negation subset of ...": says itself what it is
+        return f"{kind}, `{source}`" + (", generated" if kind == "synthetic" else "")
+
+    parts = [f"{rec.dataset} {int(rec.n_examples):,} ({described(str(rec.source))})"
+             for rec in datasets.itertuples(index=False)]
     kinds = {data_kind(str(s)) for s in datasets["source"]} - {"derived"}
     banner = "real text" if kinds == {"real"} else "synthetic data" if kinds == {"synthetic"} else "real and synthetic data"
     model = config.get("model", {})

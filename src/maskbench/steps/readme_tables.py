@@ -202,7 +202,7 @@ def shown_figures(args: Args, figures: Path) -> str:
     for png in sorted(figures.glob("*.png")):
         copy = args.figures / f"{args.name}_tradeoff_{png.name}"
         shutil.copyfile(png, copy)
-        where = os.path.relpath(copy, args.readme.resolve().parent if copy.is_absolute() else args.readme.parent)
+        where = os.path.relpath(copy.resolve(), args.readme.resolve().parent)
         lines.append(f"![{png.stem}: ID accuracy against {png.stem.split('_', 1)[-1]} accuracy]({where})")
     return "\n" + "\n\n".join(lines) + "\n" if lines else ""
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench.cli import parse_dataclass
+from maskbench.runtime import atomic_write_text
 
 
 @dataclass
@@ -61,12 +62,14 @@ def grouped_batches(lengths, batch_size: int, group: int, count: int, seed: int 
     return list(LengthGroupedBatches(lengths, batch_size, group, torch.Generator().manual_seed(seed)))[:count]
 
 
-def load(args: ProfileArgs, max_length: int):
+def load(args: ProfileArgs, max_length: int, first_rows: int | None = None):
+    """The pretrained classifier and the training part (its first ``first_rows`` pairs, or all) as EncodedPairs."""
     from maskbench.data.schema import read_prepared
     from maskbench.tracks.nlu.batches import EncodedPairs
     from maskbench.tracks.nlu.models import build_model_and_tokenizer
 
     frame, labels, _ = read_prepared(args.train)
+    frame = frame.iloc[:first_rows]
     model, tokenizer = build_model_and_tokenizer({"init": "pretrained", "path": args.model}, labels, [], Path("."))
     data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, frame.label.to_numpy(), max_length)
     return model, data
@@ -102,15 +105,10 @@ def eval_seconds_per_1000(args: ProfileArgs, threads: int, max_length: int, leng
     """Seconds to score 1,000 pairs (the first 4 evaluation batches of the training part)."""
     import torch
 
-    from maskbench.data.schema import read_prepared
-    from maskbench.tracks.nlu.batches import EncodedPairs, predict_proba
-    from maskbench.tracks.nlu.models import build_model_and_tokenizer
+    from maskbench.tracks.nlu.batches import predict_proba
 
     torch.set_num_threads(threads)
-    frame, labels, _ = read_prepared(args.train)
-    frame = frame.iloc[:4 * args.eval_batch_size]
-    model, tokenizer = build_model_and_tokenizer({"init": "pretrained", "path": args.model}, labels, [], Path("."))
-    data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, None, max_length)
+    model, data = load(args, max_length, first_rows=4 * args.eval_batch_size)
     started = time.perf_counter()
     predict_proba(model, data, args.eval_batch_size, torch.device("cpu"), length_sorted)
     return (time.perf_counter() - started) / len(data) * 1000
@@ -176,7 +174,7 @@ def main(argv=None) -> int:
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+        atomic_write_text(args.out, text + "\n")
     return 0
 
 
