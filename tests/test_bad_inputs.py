@@ -18,9 +18,10 @@ from maskbench.data.schema import DataError, read_prepared, write_prepared
 from maskbench.data.synthetic import generate
 from maskbench.masking.apply import MaskSet
 from maskbench.masking.codec import MaskFileError, read_mask_header
-from maskbench.steps import check_mask, predict, prepare
+from maskbench.steps import prepare
+from maskbench.text.models import CheckpointError, data_vocab_tokenizer, load_classifier
+from maskbench.tools import check_mask, predict
 from maskbench.tracks.nlu.bias.probs import read_probs, write_probs
-from maskbench.tracks.nlu.models import CheckpointError, data_vocab_tokenizer, load_classifier
 
 REPO = Path(__file__).resolve().parents[1]
 LABELS = ["entailment", "neutral", "contradiction"]
@@ -136,10 +137,10 @@ def test_non_utf8_byte_in_a_jsonl_is_named_with_its_line_by_predict(tmp_path, no
                                                   "UTF-8")):
         predict.main(["--model", str(tmp_path), "--input", str(pairs)])
     # from the command line: the message, no traceback
-    result = subprocess.run([sys.executable, "-m", "maskbench.steps.predict", "--model", str(tmp_path), "--input",
+    result = subprocess.run([sys.executable, "-m", "maskbench.tools.predict", "--model", str(tmp_path), "--input",
                              str(pairs)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert f"maskbench.steps.predict: error: {pairs}: line 3" in result.stderr
+    assert f"maskbench.tools.predict: error: {pairs}: line 3" in result.stderr
 
 
 # ------------------------------------------------------------------------------ a cut model.safetensors
@@ -218,7 +219,7 @@ def test_results_folder_with_a_space_gives_well_formed_shell_commands(tmp_path):
 def test_stale_staging_folders_of_the_same_checkpoint_are_swept(checkpoint, tmp_path):
     from tiny_models import tiny_bert
 
-    from maskbench.tracks.nlu.models import data_vocab_tokenizer as tokenizer_of
+    from maskbench.text.models import data_vocab_tokenizer as tokenizer_of
 
     models = tmp_path / "models"
     stale = models / ".seed~1.k3x_9q0a"  # what kill -9 left of an earlier write_checkpoint of seed~1

@@ -1,10 +1,10 @@
-"""The baselines' dev-accuracy curves (steps/baseline_curve.py) from hand-made checkpoint folders."""
+"""The baselines' dev-accuracy curves (steps/nlu/baseline_curve.py) from hand-made checkpoint folders."""
 
 import json
 
 import pandas as pd
 
-from maskbench.steps import baseline_curve
+from maskbench.steps.nlu import baseline_curve
 
 
 def folder(tmp_path, seed, accuracies, best, stopped):

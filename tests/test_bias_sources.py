@@ -8,8 +8,8 @@ import pytest
 
 from maskbench.data.schema import DataError, write_prepared
 from maskbench.data.synthetic import generate
-from maskbench.steps import finetune as finetune_cli
-from maskbench.steps.bias_overlap import BiasModel
+from maskbench.steps.nlu import finetune as finetune_cli
+from maskbench.steps.nlu.bias_overlap import BiasModel
 from maskbench.tracks.nlu.bias.overlap_features import (
     claim_features,
     is_contiguous_subsequence,

@@ -17,7 +17,7 @@ from maskbench.report.departures import (
     schema_node,
 )
 from maskbench.report.readme import markers
-from maskbench.steps import departures_readme
+from maskbench.tools import departures_readme
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = departures_readme.load_schemas(ROOT / "schemas")

@@ -11,8 +11,8 @@ import torch
 from maskbench import runtime
 from maskbench.data.schema import write_prepared
 from maskbench.data.synthetic import generate
-from maskbench.steps import finetune as finetune_cli
-from maskbench.steps import mask_search
+from maskbench.steps.nlu import finetune as finetune_cli
+from maskbench.steps.nlu import mask_search
 
 TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
               "bert_config": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,

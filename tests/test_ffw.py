@@ -13,13 +13,13 @@ import torch
 
 from maskbench.masking.apply import model_fingerprint
 from maskbench.masking.deciders import two_sigmoid
-from maskbench.report.vision_tables import dataset_table, gamma_table, runs_frame, summary_frame
 from maskbench.tracks.vision import ffw as ffw_module
 from maskbench.tracks.vision.evaluation import sparsity_report, task_accuracy
 from maskbench.tracks.vision.ffw import FFWSchedule, FFWSettings, attach_gates, gate_objective, run_ffw
 from maskbench.tracks.vision.images import ImageDataset, ImageSet
 from maskbench.tracks.vision.models import MLP, SimpleConvNet
 from maskbench.tracks.vision.mutual_information import empirical_mi
+from maskbench.tracks.vision.report.tables import dataset_table, gamma_table, runs_frame, summary_frame
 from maskbench.workflow_config import ConfigError, check_references
 
 
@@ -246,7 +246,7 @@ def test_multi_color_unbiased_accuracy_is_the_mean_of_the_four_groups_not_the_po
 
 
 def test_table5_reports_the_group_mean_as_unbiased_the_pooled_apart_and_left_right_bias():
-    from maskbench.report.vision_tables import group_table
+    from maskbench.tracks.vision.report.tables import group_table
 
     def record(seed, left, right):
         run = {"run": "vanilla", "params": {"method": "vanilla", "start": "final"}, "task_accuracy": 60.0,

@@ -12,10 +12,10 @@ import pandas as pd
 from matplotlib.colors import to_rgb
 from matplotlib.container import BarContainer, ErrorbarContainer
 
-from maskbench.report.figures import FIGURE_COLUMNS, build_id_ood_figure
-from maskbench.report.pruning_rates import TABLE_COLUMNS, build_pruning_heatmaps_figure
-from maskbench.report.sparsity_curves import CURVE_COLUMNS, build_curves_figure
-from maskbench.report.vision_figures import (
+from maskbench.tracks.nlu.report.figure_id_ood import FIGURE_COLUMNS, build_id_ood_figure
+from maskbench.tracks.nlu.report.pruning_rates import TABLE_COLUMNS, build_pruning_heatmaps_figure
+from maskbench.tracks.nlu.report.sparsity_curves import CURVE_COLUMNS, build_curves_figure
+from maskbench.tracks.vision.report.figures import (
     build_layer_sparsity_figure,
     build_magnitude_vs_ffw_figure,
     build_samples_figure,

@@ -5,9 +5,9 @@ import os
 import pandas as pd
 import pytest
 
-from maskbench.report.figures import figure_data, plot_id_ood
-from maskbench.report.table1 import build_table1
-from maskbench.steps import figure_id_ood as cli
+from maskbench.steps.nlu import figure_id_ood as cli
+from maskbench.tracks.nlu.report.figure_id_ood import figure_data, plot_id_ood
+from maskbench.tracks.nlu.report.table1_builder import build_table1
 
 COLUMNS = {
     "mnli_val": {"task": "mnli", "eval_set": "mnli_dev", "metric": "accuracy"},

@@ -9,8 +9,8 @@ import torch
 
 from maskbench.data.schema import DataError, write_prepared
 from maskbench.data.synthetic import generate
-from maskbench.steps import evaluate as evaluate_cli
-from maskbench.steps import finetune as finetune_cli
+from maskbench.steps.nlu import evaluate as evaluate_cli
+from maskbench.steps.nlu import finetune as finetune_cli
 from maskbench.tracks.nlu.evaluation import map_predictions
 from maskbench.train import linear_schedule, warmup_steps
 
@@ -127,7 +127,7 @@ def test_init_out_keeps_the_seeded_untrained_model(data_dir, checkpoint, tmp_pat
     """--init-out writes theta_pt (paper C's starting weights) without changing the run it belongs to."""
     from safetensors.torch import load_file
 
-    from maskbench.tracks.nlu.models import load_classifier
+    from maskbench.text.models import load_classifier
 
     def run(seed, name):
         return finetune_cli.main([

@@ -13,12 +13,14 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertModel, BertTokenizerFast
 
-from maskbench.steps import gender_corpus, gender_lm_bias, gender_mlm_head
+from maskbench.steps.gender import corpus as gender_corpus
+from maskbench.steps.gender import lm_bias as gender_lm_bias
+from maskbench.steps.gender import mlm_head as gender_mlm_head
+from maskbench.text.models import data_vocab_tokenizer
 from maskbench.tracks.gender import crows_pairs as cp
 from maskbench.tracks.gender import mlm
 from maskbench.tracks.gender import stereoset as ss
 from maskbench.tracks.gender.lm_scoring import fill_probabilities, masked_log_probs
-from maskbench.tracks.nlu.models import data_vocab_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data/gender"

@@ -11,6 +11,7 @@ from transformers import BertConfig, BertModel
 from maskbench.masking.deciders import MovementSigmoid
 from maskbench.masking.engine import attach
 from maskbench.masking.selectors import ENCODER_KINDS
+from maskbench.text.models import data_vocab_tokenizer
 from maskbench.tracks.gender.corpus import CorpusError, categorize, cut_corpus, generate_sentences
 from maskbench.tracks.gender.encoding import Encoded, encode_keyed, hidden_states, trim_padding
 from maskbench.tracks.gender.objective import (
@@ -33,7 +34,6 @@ from maskbench.tracks.gender.pruning import (
 )
 from maskbench.tracks.gender.training import DebiasSpec, batches_per_epoch, run_debias
 from maskbench.tracks.gender.wordlists import read_word_list
-from maskbench.tracks.nlu.models import data_vocab_tokenizer
 from maskbench.train import TrainHParams
 
 DATA = Path(__file__).resolve().parents[1] / "data/gender"

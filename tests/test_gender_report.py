@@ -6,8 +6,8 @@ import math
 import pandas as pd
 import pytest
 
-from maskbench.report.gender_figures import performance_bias_frame
-from maskbench.report.gender_tables import kind_table, original_extras, original_frame, runs_frame
+from maskbench.tracks.gender.report.figures import performance_bias_frame
+from maskbench.tracks.gender.report.tables import kind_table, original_extras, original_frame, runs_frame
 
 
 def run(seed):

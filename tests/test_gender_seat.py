@@ -86,7 +86,7 @@ def test_a_bad_word_list_names_the_file(tmp_path):
 
 
 def test_a_word_the_tokenizer_only_knows_as_unknown_names_the_file(tmp_path):
-    from maskbench.tracks.nlu.models import data_vocab_tokenizer
+    from maskbench.text.models import data_vocab_tokenizer
 
     tokenizer = data_vocab_tokenizer(["he she him"], tmp_path / "tokenizer")
     check_known_to(["he", "she"], tokenizer, "male.txt")

@@ -1,4 +1,4 @@
-"""Shrinking a masked BERT encoder into a smaller dense one (tracks/gender/shrink.py, steps/gender_shrink.py): on a
+"""Shrinking a masked BERT encoder into a smaller dense one (tracks/gender/shrink.py, steps/gender/shrink.py): on a
 tiny random BertModel (hidden 32, 4 heads of 8, 2 layers, FFN 64) with chosen heads and FFN neurons zeroed, the
 removed units are exactly the chosen ones, the outputs equal the masked model's, parameters match a hand count,
 constant units are folded into the next bias, a layer may lose every head or neuron, the saved model reloads bit for
@@ -12,7 +12,8 @@ import torch
 from transformers import BertConfig, BertModel
 
 from maskbench.masking.apply import MaskSet, MaskSwitch, model_fingerprint
-from maskbench.steps import gender_shrink
+from maskbench.steps.gender import shrink as gender_shrink
+from maskbench.text.models import data_vocab_tokenizer
 from maskbench.tracks.gender.models import load_encoder
 from maskbench.tracks.gender.shrink import (
     NoSelfAttention,
@@ -21,7 +22,6 @@ from maskbench.tracks.gender.shrink import (
     save_shrunk,
     shrink_encoder,
 )
-from maskbench.tracks.nlu.models import data_vocab_tokenizer
 
 HIDDEN, HEADS, HEAD, FFN = 32, 4, 8, 64
 HEAD_PARAMS = 3 * (HEAD * HIDDEN + HEAD) + HIDDEN * HEAD   # Q, K, V rows with biases + O columns = 1048

@@ -12,11 +12,13 @@ import torch
 from transformers import BertConfig, BertModel
 
 from maskbench.masking.apply import MaskMismatchError, MaskSet
-from maskbench.steps import gender_corpus, gender_debias, gender_seat
+from maskbench.steps.gender import corpus as gender_corpus
+from maskbench.steps.gender import debias as gender_debias
+from maskbench.steps.gender import seat as gender_seat
+from maskbench.text.models import data_vocab_tokenizer
 from maskbench.tracks.gender.corpus import CorpusError, read_corpus
 from maskbench.tracks.gender.evaluation import load_run
 from maskbench.tracks.gender.wordlists import WordListError
-from maskbench.tracks.nlu.models import data_vocab_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data/gender"
@@ -136,7 +138,8 @@ def test_task_performance_keeps_pruned_weights_at_zero(workdir, tmp_path):
     """Paper B's GLUE column offline: the frozen run's encoder under a new head, fine-tuned on a synthetic task —
     the pruned entries are still exactly zero afterwards, every other trained entry moved, the original encoder
     scored too."""
-    from maskbench.steps import gender_task, prepare
+    from maskbench.steps import prepare
+    from maskbench.steps.gender import task as gender_task
 
     root, corpus, encoder = workdir
     mask = tmp_path / "head.mask"

@@ -79,7 +79,7 @@ GROUPED_HP = {**TINY_HP, "length_grouped": 2, "length_sorted_eval": True}
 
 def finetune_grouped(data, out, *extra):  # noqa: F811
     """test_resume's tiny fine-tuning with length-grouped batches and length-sorted dev scoring."""
-    from maskbench.steps import finetune as finetune_cli
+    from maskbench.steps.nlu import finetune as finetune_cli
 
     return finetune_cli.main(["--train", str(data / "train.parquet"), "--dev", str(data / "dev.parquet"),
                               "--model-spec", json.dumps(TINY_MODEL), "--hparams", json.dumps(GROUPED_HP),
@@ -111,7 +111,7 @@ def test_length_grouped_batches_change_the_run_and_random_batches_are_the_defaul
 
 def test_length_sorted_scoring_returns_the_same_predictions_in_the_data_order():
     """Rows of lengths 3..12 scored in sorted batches of 4 equal each row scored alone (no padding at all)."""
-    from maskbench.tracks.nlu.batches import predict_proba
+    from maskbench.text.batches import predict_proba
 
     class Rows(torch.utils.data.Dataset):
         def __init__(self):

@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file
 
 import maskbench.train as train_module
-from maskbench.steps import vision_train
+from maskbench.steps.vision import train as vision_train
 from maskbench.tracks.vision.images import ImageDataset, ImageSet, write_images
 from maskbench.train import LRPlateau
 

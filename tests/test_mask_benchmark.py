@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from maskbench.masking.codec import entropy_bits, write_mask_file
-from maskbench.steps.mask_benchmark import (
+from maskbench.steps.nlu.mask_benchmark import (
     bernoulli_entropy_bytes,
     bernoulli_masks,
     encoder_mask_shapes,

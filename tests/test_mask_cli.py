@@ -10,8 +10,9 @@ from maskbench.data.schema import DataError, write_prepared
 from maskbench.data.synthetic import generate
 from maskbench.masking.apply import MaskMismatchError
 from maskbench.masking.codec import read_mask_file
-from maskbench.steps import evaluate_masks, mask_report, mask_search, predict
-from maskbench.steps import finetune as finetune_cli
+from maskbench.steps.nlu import evaluate_masks, mask_report, mask_search
+from maskbench.steps.nlu import finetune as finetune_cli
+from maskbench.tools import predict
 
 TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
               "bert_config": {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,

@@ -7,7 +7,7 @@ import pytest
 
 from maskbench.data.negation import NEGATION_WORDS, has_negation, negation_subset
 from maskbench.data.schema import DataError, read_prepared, write_prepared
-from maskbench.steps import negation_subset as negation_cli
+from maskbench.steps.nlu import negation_subset as negation_cli
 
 LABELS = ["entailment", "neutral", "contradiction"]
 

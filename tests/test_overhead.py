@@ -102,7 +102,7 @@ def test_summary_splits_each_rule_into_startup_and_work(run_folder):
 
 def test_entry_point_reads_the_newest_run_and_writes_json(run_folder):
     out = run_folder / "overhead.json"
-    done = subprocess.run([sys.executable, "-m", "maskbench.steps.overhead_report", "--out", str(out),
+    done = subprocess.run([sys.executable, "-m", "maskbench.tools.overhead_report", "--out", str(out),
                            "--workdir", str(run_folder), "--label", "test"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     record = json.loads(out.read_text())
@@ -110,6 +110,6 @@ def test_entry_point_reads_the_newest_run_and_writes_json(run_folder):
 
 
 def test_a_folder_without_a_run_is_refused_naming_it(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "maskbench.steps.overhead_report", "--out", str(tmp_path / "o.json"),
+    done = subprocess.run([sys.executable, "-m", "maskbench.tools.overhead_report", "--out", str(tmp_path / "o.json"),
                            "--workdir", str(tmp_path)], capture_output=True, text=True)
     assert done.returncode != 0 and "no snakemake log of a run" in done.stderr and str(tmp_path) in done.stderr

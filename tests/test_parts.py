@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from maskbench.config_checks import ConfigError, check_datasets
 from maskbench.data.parts import cut, part_sizes, sample_per_group, stratified_part
 from maskbench.data.schema import DataError
-from maskbench.workflow_config import ConfigError, _check_datasets
 
 
 def test_part_sizes_share_each_part_over_the_labels_by_largest_remainder():
@@ -55,9 +55,9 @@ def entry(name, sizes=None, seed=0):
 
 
 def test_entries_cutting_one_file_must_split_it_alike():
-    _check_datasets({"datasets": {"train": entry("train"), "test": entry("test"), "again": entry("train")}})
+    check_datasets({"datasets": {"train": entry("train"), "test": entry("test"), "again": entry("train")}})
     with pytest.raises(ConfigError, match=r"datasets.test.part cuts 'local:x.tsv' with .*seed': 1.*would overlap"):
-        _check_datasets({"datasets": {"train": entry("train"), "test": entry("test", seed=1)}})
+        check_datasets({"datasets": {"train": entry("train"), "test": entry("test", seed=1)}})
 
 
 def test_the_shipped_mnli_split_has_the_hand_computed_label_counts():

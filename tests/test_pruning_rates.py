@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from maskbench.masking.selectors import ENCODER_KINDS
-from maskbench.report.pruning_rates import (
+from maskbench.tracks.nlu.report.pruning_rates import (
     heatmap_matrix,
     jaccard_chance,
     layer_and_kind,

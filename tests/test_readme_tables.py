@@ -7,8 +7,9 @@ import subprocess
 import pandas as pd
 import pytest
 
-from maskbench.report.readme import effects, effects_markdown, format_effect, replace_section
-from maskbench.steps import readme_tables
+from maskbench.report.readme import replace_section
+from maskbench.tools import readme_tables
+from maskbench.tracks.nlu.report.readme_sections import effects, effects_markdown, format_effect
 
 README = "# x\n\nprose before\n<!-- generated:demo -->\nold\nlines\n<!-- /generated:demo -->\nprose after\n"
 
@@ -127,7 +128,7 @@ def test_the_data_caption_names_every_set_its_kind_size_the_model_and_seeds():
 
 
 def test_sparsity_curves_as_id_ood_tables_by_hand():
-    from maskbench.report.readme import sparsity_curves_markdown
+    from maskbench.tracks.nlu.report.readme_sections import sparsity_curves_markdown
 
     def rec(method, eval_set, sparsity, mean, std):
         return {"paradigm": "a", "method": method, "loss": "ce", "task": "mnli", "eval_set": eval_set,
@@ -145,7 +146,7 @@ def test_sparsity_curves_as_id_ood_tables_by_hand():
 
 
 def test_shrunk_models_table_by_hand():
-    from maskbench.report.readme import shrunk_models_markdown
+    from maskbench.tracks.vision.report.readme_sections import shrunk_models_markdown
 
     rec = {"mask": "results/vision/biased_mnist/0.99/masks/ffw_structured/seed~1.mask", "params_dense": 256510,
            "params_shrunk": 28460, "params_ratio": 28460 / 256510, "latency_dense_s": 0.002,
@@ -156,7 +157,7 @@ def test_shrunk_models_table_by_hand():
 
 
 def test_mask_benchmark_table_by_hand():
-    from maskbench.report.readme import mask_benchmark_markdown
+    from maskbench.tracks.nlu.report.readme_sections import mask_benchmark_markdown
 
     bench = {"search_step_ratio": 0.9561, "finetune_over_plain_ratio": 0.97232, "mask_bytes_over_entropy": 1.01401,
              "mask_bytes_over_fp32": 0.014901, "apply_revert_ms": 28.258,

@@ -13,8 +13,8 @@ from maskbench.data.schema import write_prepared
 from maskbench.data.synthetic import generate
 from maskbench.masking.codec import read_mask_file
 from maskbench.resume import Resume, state_path_for
-from maskbench.steps import finetune as finetune_cli
-from maskbench.steps import mask_search, srnet
+from maskbench.steps.nlu import finetune as finetune_cli
+from maskbench.steps.nlu import mask_search, srnet
 
 TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
               "bert_config": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,

@@ -29,7 +29,7 @@ from maskbench.masking.sparsity import (
     prune_count,
     rewind_weights,
 )
-from maskbench.tracks.nlu.training import classification_objective
+from maskbench.text.classifier_training import classification_objective
 from maskbench.train import TrainHParams, fit
 
 W_HAND = torch.tensor([[0.5, -0.1, 0.3], [-0.05, 0.9, 0.2]])

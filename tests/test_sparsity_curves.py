@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from maskbench.report.sparsity_curves import (
+from maskbench.tracks.nlu.report.sparsity_curves import (
     CURVE_COLUMNS,
     TABLE5_COLUMNS,
     curve_table,

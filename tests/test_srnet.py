@@ -14,9 +14,9 @@ from maskbench.masking.apply import MaskMismatchError, model_fingerprint
 from maskbench.masking.codec import read_mask_file, write_mask_file
 from maskbench.masking.selectors import ENCODER_KINDS, select_linear
 from maskbench.masking.sparsity import magnitude_masks, plain_parameter_name, prune_count
-from maskbench.steps import finetune as finetune_cli
-from maskbench.steps import srnet
-from maskbench.tracks.nlu.models import load_classifier
+from maskbench.steps.nlu import finetune as finetune_cli
+from maskbench.steps.nlu import srnet
+from maskbench.text.models import load_classifier
 
 TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
               "bert_config": {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -314,8 +314,8 @@ def test_mix_train_adds_the_ood_training_data_but_never_a_test_pair(work, tmp_pa
 
 
 def test_evaluate_srnets_scores_masks_and_checkpoints_in_one_process(work, tmp_path):
-    from maskbench.steps import evaluate as evaluate_cli
-    from maskbench.steps import evaluate_masks, evaluate_srnets
+    from maskbench.steps.nlu import evaluate as evaluate_cli
+    from maskbench.steps.nlu import evaluate_masks, evaluate_srnets
 
     data = ["--data", str(work / "dev.parquet"), "--eval-sets", json.dumps([{"name": "dev", "metric": "accuracy"}]),
             "--task", "mnli", "--seed", "1", "--threads", "1"]

@@ -1,4 +1,4 @@
-"""maskbench.steps.srnet_report: evaluation JSONs of the srnet runs -> curves, Table 5 and the timing study."""
+"""maskbench.steps.nlu.srnet_report: evaluation JSONs of the srnet runs -> curves, Table 5 and the timing study."""
 
 import json
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from maskbench.masking.codec import write_mask_file
-from maskbench.steps import srnet_report
+from maskbench.steps.nlu import srnet_report
 
 RUNS = {"a_mask_ce": {"paradigm": "a", "method": "mask train", "loss": "ce"}}
 T5 = {"sparsity": 0.9, "variants": {"fixed_hard": {"schedule": "fixed_0.9", "init": "hard"}},

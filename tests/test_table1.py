@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from maskbench.report.table1 import (
+from maskbench.steps.nlu import table1 as cli
+from maskbench.tracks.nlu.report.table1_builder import (
     build_table1,
     format_cell,
     latex_escape,
@@ -16,7 +17,6 @@ from maskbench.report.table1 import (
     to_latex,
     to_markdown,
 )
-from maskbench.steps import table1 as cli
 
 REQUIRED = ["row", "task", "eval_set", "metric", "mean", "std", "n_seeds", "paper"]
 
@@ -220,7 +220,7 @@ def test_module_entry_point(tmp_path):
     evals = _write_evals(tmp_path)
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", "maskbench.steps.table1", "--evals", *evals, "--columns", json.dumps(COLUMNS)]
+    cmd = [sys.executable, "-m", "maskbench.steps.nlu.table1", "--evals", *evals, "--columns", json.dumps(COLUMNS)]
     cmd += ["--rows", json.dumps(ROWS), "--out-csv", str(tmp_path / "t.csv")]
     cmd += ["--out-md", str(tmp_path / "t.md"), "--out-tex", str(tmp_path / "t.tex")]
     subprocess.run(cmd, check=True, env=env, capture_output=True)

@@ -16,16 +16,16 @@ import yaml
 
 from maskbench.loss_needs import HYPERPARAMETERS
 from maskbench.losses import LOSSES, get_loss, hyperparameters
-from maskbench.report.tradeoff import (
+from maskbench.steps.nlu import table1 as table1_step
+from maskbench.steps.nlu import tradeoff_report
+from maskbench.tracks.nlu.report.tradeoff import (
     best_ood_at_drop,
     long_form,
-    point_name,
     select_point,
     summarise,
     verdict,
 )
-from maskbench.steps import table1 as table1_step
-from maskbench.steps import tradeoff_report
+from maskbench.tracks.nlu.sweep_points import point_name
 from maskbench.workflow_config import ConfigError, check_references
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,7 +69,7 @@ def test_the_verdict(gains, moves, expected):
 
 
 def test_a_verdict_is_said_only_with_three_seeds():
-    from maskbench.report.tradeoff import worded_verdict
+    from maskbench.tracks.nlu.report.tradeoff import worded_verdict
 
     assert worded_verdict("debiases", 3) == "debiases" and worded_verdict("no effect", 5) == "no effect"
     assert worded_verdict("debiases", 2) == "OOD up within the ID cost (2 seeds: no verdict)"
@@ -267,7 +267,7 @@ def test_a_bad_sweep_stops_at_the_config_check(edit, message):
 
 
 def test_the_readme_shows_the_curves_and_the_picks():
-    from maskbench.report.readme import selection_markdown, tradeoff_curves_markdown
+    from maskbench.tracks.nlu.report.readme_sections import selection_markdown, tradeoff_curves_markdown
 
     md = tradeoff_curves_markdown(long_form(hand_made_evals(), POINTS))
     lines = md.splitlines()
@@ -290,7 +290,7 @@ def test_a_rows_own_run_sits_on_every_one_of_its_knobs_lines():
 
 
 def test_selection_rows_are_labelled_after_their_row():
-    from maskbench.report.table1 import row_label
+    from maskbench.tracks.nlu.report.table1_builder import row_label
 
     assert row_label("md_hyponly_selected") == "HypOnly MD (selected)"
     assert row_label("sd_x_selected", {"sd_x": "My SD"}) == "My SD (selected)"
@@ -302,7 +302,7 @@ def test_the_figure_names_every_marker_and_its_title_fits_the_canvas():
     legend lie inside the saved canvas (a one-line title wider than the axes was clipped at its start)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from maskbench.report.tradeoff import build_tradeoff_figure
+    from maskbench.tracks.nlu.report.tradeoff import build_tradeoff_figure
 
     long = long_form(hand_made_evals(), POINTS)
     fig = build_tradeoff_figure(long, "mnli", "mnli_dev", "hans", LINES,

@@ -12,7 +12,7 @@ from maskbench.masking.deciders import MovementSigmoid
 from maskbench.masking.engine import attach
 from maskbench.masking.selectors import ENCODER_KINDS
 from maskbench.objectives import logits_objective
-from maskbench.tracks.nlu.training import classification_objective
+from maskbench.text.classifier_training import classification_objective
 from maskbench.train import EvalHook, Hook, TrainHParams, fit, trainable_groups
 
 

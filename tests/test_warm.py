@@ -13,13 +13,21 @@ from maskbench import warm
 from maskbench.step_timing import read_timing
 
 
-def test_only_step_modules_run_by_python_dash_m_are_handed_over():
-    assert warm.step_of(["python", "-m", "maskbench.steps.table1", "--rows", "x"]) == ("maskbench.steps.table1",
-                                                                                      ["--rows", "x"])
-    assert warm.step_of(["python", "-X", "importtime", "-m", "maskbench.steps.table1"]) is None
-    assert warm.step_of(["python", "-m", "maskbench.warm", "sock", "1"]) is None
-    assert warm.step_of(["python", "script.py"]) is None
-    assert warm.step_of(["python"]) is None
+def test_only_the_launcher_without_interpreter_options_hands_over():
+    assert not warm._has_interpreter_options(["python", "-m", "maskbench.steps", "nlu.table1", "--rows", "x"])
+    assert warm._has_interpreter_options(["python", "-X", "importtime", "-m", "maskbench.steps", "nlu.table1"])
+    assert warm._has_interpreter_options(["python", "-m", "maskbench.steps.nlu.table1"])
+    assert warm._has_interpreter_options(["python", "-m", "maskbench.warm", "sock", "1"])
+    assert warm._has_interpreter_options(["python", "script.py"])
+    assert warm._has_interpreter_options(["python"])
+
+
+def test_the_launcher_names_a_step_that_does_not_exist(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "maskbench.steps", "nlu.no_such_step"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "no step 'nlu.no_such_step'" in done.stderr and "Traceback" not in done.stderr
+    done = subprocess.run([sys.executable, "-m", "maskbench.steps"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.startswith("usage: python -m maskbench.steps <track>.<step>")
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +61,7 @@ def table1_args(folder):
         path.write_text(json.dumps({"row": row, "task": "mnli", "seed": 1, "eval_set": "mnli_dev",
                                     "metrics": {"accuracy": score}}))
         evals.append(path.name)
-    return ["maskbench.steps.table1", "--evals", *evals, "--rows", '["baseline", "md"]', "--columns",
+    return ["maskbench.steps", "nlu.table1", "--evals", *evals, "--rows", '["baseline", "md"]', "--columns",
             '{"acc": {"task": "mnli", "eval_set": "mnli_dev", "metric": "accuracy"}}',
             "--out-csv", "out/t.csv", "--out-md", "out/t.md", "--out-tex", "out/t.tex"]
 
@@ -72,12 +80,12 @@ def test_a_handed_over_step_writes_what_a_process_of_its_own_writes(server, tmp_
 
 
 def test_a_handed_over_step_keeps_its_exit_code_stdout_and_stderr(server, tmp_path):
-    done = step(["maskbench.steps.table1", "--rows", "[]"], tmp_path, server)
+    done = step(["maskbench.steps", "nlu.table1", "--rows", "[]"], tmp_path, server)
     out, err = done.communicate(timeout=60)
     assert done.returncode == 2 and "error: the following arguments are required: --evals" in err
-    done = step(["maskbench.steps.table1", "--help"], tmp_path, server)
+    done = step(["maskbench.steps", "nlu.table1", "--help"], tmp_path, server)
     out, err = done.communicate(timeout=60)
-    assert done.returncode == 0 and "usage: python -m maskbench.steps.table1" in out
+    assert done.returncode == 0 and "usage: python -m maskbench.steps nlu.table1" in out
 
 
 def test_no_server_means_the_step_runs_in_its_own_process(tmp_path):
@@ -89,7 +97,7 @@ def test_no_server_means_the_step_runs_in_its_own_process(tmp_path):
 
 def test_killing_the_jobs_process_kills_the_job(server, tmp_path):
     """snakemake cancels a job by killing its process: the forked job must go with it and write nothing."""
-    args = ["maskbench.steps.mask_benchmark", "--out", "bench.json", "--step-repeats", "100000",
+    args = ["maskbench.steps", "nlu.mask_benchmark", "--out", "bench.json", "--step-repeats", "100000",
             "--step-hidden", "32", "--step-layers", "1", "--step-heads", "2", "--step-intermediate", "64",
             "--step-vocab", "100", "--step-batch", "2", "--step-seq", "8"]
     client = step(args, tmp_path, server)

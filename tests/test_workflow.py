@@ -642,7 +642,7 @@ def test_smoke_dag_builds_masks_figure_2_and_the_benchmark(smoke_run):
     assert bench["revert_bit_exact"] is True
     # the README's targets, each judged against its own value; the file-size target does not depend on the machine's
     # load and must hold (the timed ones are reported, never asserted: a test is not a benchmark)
-    from maskbench.steps.mask_benchmark import TARGETS
+    from maskbench.steps.nlu.mask_benchmark import TARGETS
     assert bench["targets"] == TARGETS
     assert bench["meets_targets"] == {key: bench[key] <= target for key, target in TARGETS.items()}
     assert bench["meets_targets"]["mask_bytes_over_entropy"] and bench["mask_bytes_over_fp32"] < 1 / 32
@@ -652,7 +652,7 @@ def test_smoke_dag_builds_masks_figure_2_and_the_benchmark(smoke_run):
 def test_smoke_dag_draws_paper_c_curves_table5_and_the_timing_study(smoke_run):
     from maskbench.masking.codec import read_mask_file
     from maskbench.masking.sparsity import prune_count
-    from maskbench.report.sparsity_curves import CURVE_COLUMNS
+    from maskbench.tracks.nlu.report.sparsity_curves import CURVE_COLUMNS
 
     tables, figures = smoke_run / "results/tables", smoke_run / "results/figures"
     curves = pd.read_csv(tables / "sparsity_curves.csv")
@@ -751,7 +751,7 @@ def test_smoke_rerun_does_nothing_and_resumes_only_what_is_missing(smoke_run):
 def test_smoke_dag_ran_in_the_warm_runner_and_its_overhead_is_measured(smoke_run, tmp_path):
     logs = sorted((smoke_run / ".snakemake/log").glob("*.snakemake.log"))  # the first: the smoke run itself
     out = tmp_path / "overhead.json"
-    done = subprocess.run([sys.executable, "-m", "maskbench.steps.overhead_report", "--out", str(out), "--log",
+    done = subprocess.run([sys.executable, "-m", "maskbench.tools.overhead_report", "--out", str(out), "--log",
                            str(logs[0]), "--workdir", str(smoke_run)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     record = json.loads(out.read_text())

@@ -27,7 +27,7 @@ rule gender_corpus:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.gender_corpus --source {params.source:q} --male {input.male:q}"
+        "python -m maskbench.steps gender.corpus --source {params.source:q} --male {input.male:q}"
         " --female {input.female:q} --stereotype {input.stereotype:q} --heldout {params.heldout}"
         " --seed {params.seed} --mixed {params.mixed}{params.dataset} --out {output:q} > {log:q} 2>&1"
 
@@ -51,7 +51,7 @@ rule gender_scratch_encoder:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.gender_encoder --corpus {input.corpus:q} --tests {input.tests:q}"
+        "python -m maskbench.steps gender.encoder --corpus {input.corpus:q} --tests {input.tests:q}"
         " --bert-config {params.bert_config} --seed {params.seed} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
@@ -75,5 +75,5 @@ rule gender_task_data:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.prepare --name {wildcards.gtask}_{wildcards.gsplit} --spec {params.spec}"
+        "python -m maskbench.steps prepare --name {wildcards.gtask}_{wildcards.gsplit} --spec {params.spec}"
         "{params.local} --out {output.data:q} --summary {output.summary:q} > {log:q} 2>&1"

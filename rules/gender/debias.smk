@@ -26,7 +26,7 @@ rule gender_prune_frozen:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.gender_debias --model {params.model:q} --corpus {input.corpus:q}"
+        "python -m maskbench.steps gender.debias --model {params.model:q} --corpus {input.corpus:q}"
         " --spec {params.spec} --hparams {params.hparams} --seed {wildcards.seed} --threads {threads}"
         " --checkpoint-every {params.checkpoint_every} --out {output.mask:q} --summary {output.summary:q}"
         " > {log:q} 2>&1"
@@ -59,7 +59,7 @@ rule gender_train_weights:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.gender_debias --model {params.model:q} --corpus {input.corpus:q}"
+        "python -m maskbench.steps gender.debias --model {params.model:q} --corpus {input.corpus:q}"
         " --spec {params.spec} --hparams {params.hparams} --seed {wildcards.seed} --threads {threads}"
         " --checkpoint-every {params.checkpoint_every} --out {params.out:q} --summary {output.summary:q}"
         " > {log:q} 2>&1"

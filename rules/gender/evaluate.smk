@@ -26,7 +26,7 @@ rule gender_seat:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.gender_seat --model {params.model:q} --run {params.run:q}"
+        "python -m maskbench.steps gender.seat --model {params.model:q} --run {params.run:q}"
         " --tests {input.tests:q} --n-samples {params.n_samples} --seed {params.seed} --threads {threads}"
         " --out {output:q} > {log:q} 2>&1"
 
@@ -52,7 +52,7 @@ rule gender_seat_original:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.gender_seat --model {params.model:q} --tests {input.tests:q}"
+        "python -m maskbench.steps gender.seat --model {params.model:q} --tests {input.tests:q}"
         " --n-samples {params.n_samples} --seed {params.seed} --threads {threads} --out {output:q} > {log:q} 2>&1"
 
 
@@ -86,7 +86,7 @@ rule gender_task:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.gender_task --model {params.model:q} --run {params.run:q} --task {wildcards.gtask}"
+        "python -m maskbench.steps gender.task --model {params.model:q} --run {params.run:q} --task {wildcards.gtask}"
         " --train {input.train:q} --dev {input.dev:q} --hparams {params.hparams} --seed {wildcards.seed}"
         " --metric {params.metric}"
         " --threads {threads} --out {output:q} > {log:q} 2>&1"
@@ -114,7 +114,7 @@ rule gender_task_original:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.gender_task --model {params.model:q} --task {wildcards.gtask}"
+        "python -m maskbench.steps gender.task --model {params.model:q} --task {wildcards.gtask}"
         " --train {input.train:q} --dev {input.dev:q} --hparams {params.hparams} --seed {wildcards.seed}"
         " --metric {params.metric}"
         " --threads {threads} --out {output:q} > {log:q} 2>&1"
@@ -147,7 +147,7 @@ rule gender_mlm_head:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.gender_mlm_head --model {params.model:q} --corpus {input.corpus:q}"
+        "python -m maskbench.steps gender.mlm_head --model {params.model:q} --corpus {input.corpus:q}"
         " --source {params.source} {params.hparams} --threads {threads} --out {output.head:q}"
         " --summary {output.summary:q} > {log:q} 2>&1"
 
@@ -178,7 +178,7 @@ rule gender_lm_bias:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.gender_lm_bias --model {params.model:q} --run {params.run:q} --head {input.head:q}"
+        "python -m maskbench.steps gender.lm_bias --model {params.model:q} --run {params.run:q} --head {input.head:q}"
         " {params.crows} {params.options} --threads {threads} --out {output:q} > {log:q} 2>&1"
 
 
@@ -204,5 +204,5 @@ rule gender_lm_bias_original:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.gender_lm_bias --model {params.model:q} --head {input.head:q}"
+        "python -m maskbench.steps gender.lm_bias --model {params.model:q} --head {input.head:q}"
         " {params.crows} {params.options} --threads {threads} --out {output:q} > {log:q} 2>&1"

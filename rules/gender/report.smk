@@ -34,7 +34,7 @@ rule gender_report:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.gender_report --runs {params.runs} --original-seat {input.original:q}"
+        "python -m maskbench.steps gender.report --runs {params.runs} --original-seat {input.original:q}"
         " --tests {params.tests} --tables-dir {params.tables_dir:q} --figures-dir {params.figures_dir:q}"
         " {params.original_tasks} {params.original_lm}"
         " > {log:q} 2>&1"

@@ -23,6 +23,6 @@ rule gender_shrink:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.gender_shrink --model {params.model:q} --masks {input.masks:q}"
+        "python -m maskbench.steps gender.shrink --model {params.model:q} --masks {input.masks:q}"
         " --batch {params.batch} --length {params.length} --repeats {params.repeats} --rounds {params.rounds}"
         " --threads {threads} --out {output:q} > {log:q} 2>&1"

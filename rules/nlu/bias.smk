@@ -31,7 +31,7 @@ rule train_bias_model:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
+        "python -m maskbench.steps nlu.finetune --train {input.train:q} --dev {input.dev:q}"
         " --model-spec {params.model_spec} --hparams {params.hparams} --loss ce {params.options}"
         " --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} --out-dir {params.out_dir:q}"
         " --train-probs-out {output.probs:q} > {log:q} 2>&1"
@@ -65,7 +65,7 @@ for _task in TASKS:
         conda:
             "../../envs/maskbench.yaml"
         shell:
-            "python -m maskbench.steps.bias_overlap --train {input.train:q} --eval-data {input.data:q}"
+            "python -m maskbench.steps nlu.bias_overlap --train {input.train:q} --eval-data {input.data:q}"
             " --eval-sets {params.eval_sets} {params.options} --task {params.task} --seed {wildcards.seed}"
             " --out {output.probs:q} --eval-dir {params.eval_dir:q} > {log:q} 2>&1"
 
@@ -98,7 +98,7 @@ rule finetune_debiased:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
+        "python -m maskbench.steps nlu.finetune --train {input.train:q} --dev {input.dev:q}"
         " --bias-probs {input.bias:q} --model-spec {params.model_spec} --hparams {params.hparams} --loss {wildcards.loss} {params.head}"
         " --loss-hparams {params.loss_hparams} {params.teacher} --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"
@@ -116,5 +116,5 @@ rule bias_models_table:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.bias_models_table --evals {input.evals:q} --out {output.csv:q}"
+        "python -m maskbench.steps nlu.bias_models_table --evals {input.evals:q} --out {output.csv:q}"
         " > {log:q} 2>&1"

@@ -21,7 +21,7 @@ rule prepare_dataset:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.prepare --name {wildcards.dataset:q} --spec {params.spec}{params.options}"
+        "python -m maskbench.steps prepare --name {wildcards.dataset:q} --spec {params.spec}{params.options}"
         " --out {output.data:q} --summary {output.summary:q} > {log:q} 2>&1"
 
 
@@ -44,7 +44,7 @@ rule negation_subset:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.negation_subset --input {input:q} --out {output.data:q}"
+        "python -m maskbench.steps nlu.negation_subset --input {input:q} --out {output.data:q}"
         " --summary {output.summary:q} {params.options} > {log:q} 2>&1"
 
 
@@ -63,5 +63,5 @@ rule dataset_summary:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.dataset_summary --summaries {input.prepared:q} --out {output.csv:q}"
+        "python -m maskbench.steps nlu.dataset_summary --summaries {input.prepared:q} --out {output.csv:q}"
         " > {log:q} 2>&1"

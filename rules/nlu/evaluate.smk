@@ -38,7 +38,7 @@ for _task in TASKS:
             conda:
                 "../../envs/maskbench.yaml"
             shell:
-                "python -m maskbench.steps.evaluate --model-dirs {params.model_dirs} --rows {params.rows}"
+                "python -m maskbench.steps nlu.evaluate --model-dirs {params.model_dirs} --rows {params.rows}"
                 " --out-dirs {params.out_dirs} --data {input.data:q} --eval-sets {params.eval_sets}"
                 " --task {params.task} --seed {wildcards.seed} --max-length {params.max_length}"
                 " --batch-size {params.batch_size} --length-sorted {params.length_sorted} --threads {threads} > {log:q} 2>&1"

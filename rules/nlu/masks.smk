@@ -33,7 +33,7 @@ rule search_mask:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.mask_search --model-dir {params.model_dir:q}"
+        "python -m maskbench.steps nlu.mask_search --model-dir {params.model_dir:q}"
         " --train {input.train:q} --dev {input.dev:q} --spec {params.spec} --hparams {params.hparams} --loss {wildcards.loss}"
         " --loss-hparams {params.loss_hparams} {params.bias} {params.teacher} --seed {wildcards.seed}"
         " --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} --out {output.mask:q} --summary {output.summary:q} > {log:q} 2>&1"
@@ -69,7 +69,7 @@ for _task in TASKS if MASK_ROWS else []:
         conda:
             "../../envs/maskbench.yaml"
         shell:
-            "python -m maskbench.steps.evaluate_masks --model-dir {params.model_dir:q} --masks {input.masks:q}"
+            "python -m maskbench.steps nlu.evaluate_masks --model-dir {params.model_dir:q} --masks {input.masks:q}"
             " --rows {params.rows} --out-dirs {params.out_dirs} --data {input.data:q} --eval-sets {params.eval_sets}"
             " --task {params.task} --seed {wildcards.seed} --max-length {params.max_length}"
             " --batch-size {params.batch_size} --length-sorted {params.length_sorted} --threads {threads} > {log:q} 2>&1"
@@ -94,7 +94,7 @@ rule mask_report:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.mask_report --masks {input.masks:q} --keys {params.mask_keys}"
+        "python -m maskbench.steps nlu.mask_report --masks {input.masks:q} --keys {params.mask_keys}"
         " --out-rates {output.rates:q} --out-figure {output.figure:q} --out-overlap {output.overlap:q}"
         " --out-overlap-summary {output.overlap_summary:q} > {log:q} 2>&1"
 
@@ -119,5 +119,5 @@ rule mask_benchmark:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.mask_benchmark --out {output.json:q} {params.mask_files} {params.options}"
+        "python -m maskbench.steps nlu.mask_benchmark --out {output.json:q} {params.mask_files} {params.options}"
         " --threads {threads} > {log:q} 2>&1"

@@ -21,7 +21,7 @@ rule table1:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.table1 --evals {input.evals:q} {input.sweep_evals:q} --columns {params.columns}"
+        "python -m maskbench.steps nlu.table1 --evals {input.evals:q} {input.sweep_evals:q} --columns {params.columns}"
         " --rows {params.rows} {params.selected}"
         " --out-csv {output.csv:q} --out-md {output.md:q} --out-tex {output.tex:q} > {log:q} 2>&1"
 
@@ -41,7 +41,7 @@ rule baseline_curve:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.baseline_curve --models {params.models} --tasks {params.tasks}"
+        "python -m maskbench.steps nlu.baseline_curve --models {params.models} --tasks {params.tasks}"
         " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
 
 
@@ -59,5 +59,5 @@ rule figure_id_ood:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.figure_id_ood --table {input.table:q} --columns {params.columns}"
+        "python -m maskbench.steps nlu.figure_id_ood --table {input.table:q} --columns {params.columns}"
         " --out {output.png:q} --out-csv {output.csv:q} > {log:q} 2>&1"

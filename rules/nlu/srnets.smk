@@ -1,5 +1,5 @@
 # Paper C (sparse and robust subnetworks), planned only when the config has `srnets:` (helpers: rules/nlu/srnets_common.smk).
-# Each srnet job runs one sweep of one (task, seed) in one process (`maskbench.steps.srnet --sparsities/--masks/--runs`);
+# Each srnet job runs one sweep of one (task, seed) in one process (`maskbench.steps.nlu.srnet --sparsities/--masks/--runs`);
 # evaluate_srnets scores every subnetwork of a (task, seed), srnet_report draws the curves and Table 5.
 
 if SRN:
@@ -42,7 +42,7 @@ if SRN:
             conda:
                 "../../envs/maskbench.yaml"
             shell:
-                "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
+                "python -m maskbench.steps nlu.finetune --train {input.train:q} --dev {input.dev:q}"
                 " --model-spec {params.model_spec} --hparams {params.hparams} --loss {params.loss}{params.loss_inputs} {params.head}"
                 " --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} --out-dir {params.out_dir:q}"
                 " --train-probs-out {output.probs:q} {params.extra} > {log:q} 2>&1"
@@ -72,7 +72,7 @@ if SRN:
             conda:
                 "../../envs/maskbench.yaml"
             shell:
-                "python -m maskbench.steps.srnet {params.options} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} > {log:q} 2>&1"
+                "python -m maskbench.steps nlu.srnet {params.options} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} > {log:q} 2>&1"
 
     for _task in SRN_TASKS:
 
@@ -102,7 +102,7 @@ if SRN:
             conda:
                 "../../envs/maskbench.yaml"
             shell:
-                "python -m maskbench.steps.evaluate_srnets {params.subnetworks} --data {input.data:q}"
+                "python -m maskbench.steps nlu.evaluate_srnets {params.subnetworks} --data {input.data:q}"
                 " --eval-sets {params.eval_sets} --task {params.task} --seed {wildcards.seed}"
                 " --max-length {params.max_length} --batch-size {params.batch_size} --length-sorted {params.length_sorted} --threads {threads} > {log:q} 2>&1"
 
@@ -125,6 +125,6 @@ if SRN:
         conda:
             "../../envs/maskbench.yaml"
         shell:
-            "python -m maskbench.steps.srnet_report --evals {input.evals:q} --reference {input.reference:q}"
+            "python -m maskbench.steps nlu.srnet_report --evals {input.evals:q} --reference {input.reference:q}"
             " --runs {params.runs} --metrics {params.metrics} --table5 {params.table5}"
             " --results {params.out_dir:q} > {log:q} 2>&1"

@@ -284,7 +284,7 @@ def srn_inputs_of(run):
 
 
 def srn_options_of(run):
-    """A params function: the `python -m maskbench.steps.srnet` options of a run for the job's task and seed."""
+    """A params function: the `python -m maskbench.steps nlu.srnet` options of a run for the job's task and seed."""
 
     def options(wildcards, input):
         task, seed = wildcards.task, wildcards.seed

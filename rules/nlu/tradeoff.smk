@@ -41,7 +41,7 @@ if SWEEPS:
         conda:
             "../../envs/maskbench.yaml"
         shell:
-            "python -m maskbench.steps.mask_search --model-dir {params.model_dir:q}"
+            "python -m maskbench.steps nlu.mask_search --model-dir {params.model_dir:q}"
             " --train {input.train:q} --dev {input.dev:q} --spec {params.spec} --hparams {params.hparams} --loss {params.loss}"
             " --loss-hparams {params.loss_hparams} {params.bias} {params.teacher} --seed {wildcards.seed}"
             " --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} --out {output.mask:q} --summary {output.summary:q} > {log:q} 2>&1"
@@ -77,7 +77,7 @@ if SWEEPS:
         conda:
             "../../envs/maskbench.yaml"
         shell:
-            "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
+            "python -m maskbench.steps nlu.finetune --train {input.train:q} --dev {input.dev:q}"
             " --bias-probs {input.bias:q} --model-spec {params.model_spec} --hparams {params.hparams} --loss {params.loss} {params.head}"
             " --loss-hparams {params.loss_hparams} {params.teacher} --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic}"
             " --out-dir {params.out_dir:q} > {log:q} 2>&1"
@@ -150,7 +150,7 @@ if SWEEPS:
         conda:
             "../../envs/maskbench.yaml"
         shell:
-            "python -m maskbench.steps.tradeoff_report --evals {input.evals:q} --points {params.points}"
+            "python -m maskbench.steps nlu.tradeoff_report --evals {input.evals:q} --points {params.points}"
             " --lines {params.lines} --id-sets {params.id_sets} --columns {params.columns} --delta {params.delta}"
             " --drops {params.drops} --out-csv {output.csv:q} --out-summary {output.summary:q}"
             " --out-summary-md {output.summary_md:q} --out-selection {output.selection:q}"

@@ -3,7 +3,7 @@
 from types import SimpleNamespace
 
 from maskbench.loss_needs import HYPERPARAMETERS
-from maskbench.report.tradeoff import point_name, value_text
+from maskbench.tracks.nlu.sweep_points import point_name, value_text
 
 
 TRADEOFF = config.get("tradeoff") or {}
@@ -69,9 +69,9 @@ def sweep_eval_head(kind, input):
     """The start of an evaluate_sweep_<kind>s_<task> command: the masks on the frozen baseline (evaluate_masks, one
     model loaded), or the points' checkpoints (evaluate)."""
     if kind == "mask":
-        return (f"python -m maskbench.steps.evaluate_masks --model-dir {quoted(os.path.dirname(input.model))}"
+        return (f"python -m maskbench.steps nlu.evaluate_masks --model-dir {quoted(os.path.dirname(input.model))}"
                 f" --masks {quoted(list(input.points))}")
-    return f"python -m maskbench.steps.evaluate --model-dirs {quoted([os.path.dirname(m) for m in input.points])}"
+    return f"python -m maskbench.steps nlu.evaluate --model-dirs {quoted([os.path.dirname(m) for m in input.points])}"
 
 
 def sweep_point_evals():

@@ -31,7 +31,7 @@ rule finetune_baseline:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.finetune --train {input.train:q} --dev {input.dev:q}"
+        "python -m maskbench.steps nlu.finetune --train {input.train:q} --dev {input.dev:q}"
         " --model-spec {params.model_spec} --hparams {params.hparams} --loss ce {params.head}"
         " --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} --out-dir {params.out_dir:q}"
         " --train-probs-out {output.probs:q} {params.extra} > {log:q} 2>&1"

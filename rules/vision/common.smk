@@ -110,7 +110,7 @@ def vision_prepared():
 
 
 def vision_table_numbers():
-    """Which of paper D's tables the config reproduces (as steps/vision_report.py decides)."""
+    """Which of paper D's tables the config reproduces (as steps/vision/report.py decides)."""
     numbers = {spec["table"] for spec in VDATA.values()}
     numbers |= {1} if VCFG.get("gamma_sweep") else set()
     numbers |= {6} if VCFG.get("epochs_ablation") else set()

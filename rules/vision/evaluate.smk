@@ -22,6 +22,6 @@ rule evaluate_vision:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.vision_evaluate --runs {params.runs} --head-train {input.unbiased_train:q}"
+        "python -m maskbench.steps vision.evaluate --runs {params.runs} --head-train {input.unbiased_train:q}"
         " --test {input.test:q} --biased-test {input.biased_test:q} --head-settings {params.head}"
         " --name {wildcards.vdataset} --level {wildcards.level:q} --seed {wildcards.seed} --threads {threads} --out {output.evals:q} > {log:q} 2>&1"

@@ -25,7 +25,7 @@ rule ffw:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.vision_ffw --model-dir {params.model_dir:q} --train {input.train:q}"
+        "python -m maskbench.steps vision.ffw --model-dir {params.model_dir:q} --train {input.train:q}"
         " --val {input.val:q} --settings {params.settings} --method {wildcards.ffw_method} --seed {wildcards.seed}"
         " --threads {threads} --out {output.mask:q} --summary {output.summary:q} > {log:q} 2>&1"
 
@@ -51,7 +51,7 @@ rule magnitude_vision:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.vision_magnitude --model-dir {params.model_dir:q} --sparsities {params.sparsities}"
+        "python -m maskbench.steps vision.magnitude --model-dir {params.model_dir:q} --sparsities {params.sparsities}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
@@ -70,5 +70,5 @@ rule shrink_vision:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.vision_shrink --masks {input.masks:q} --test {input.test:q} --threads {threads}"
+        "python -m maskbench.steps vision.shrink --masks {input.masks:q} --test {input.test:q} --threads {threads}"
         " --out {output.benchmark:q} > {log:q} 2>&1"

@@ -25,6 +25,6 @@ rule vision_report:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.vision_report --evals {input.evals:q} --samples {input.samples:q}"
+        "python -m maskbench.steps vision.report --evals {input.evals:q} --samples {input.samples:q}"
         " --config {params.config} --tables-dir {params.tables_dir:q} --figures-dir {params.figures_dir:q}"
         " > {log:q} 2>&1"

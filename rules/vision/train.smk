@@ -29,7 +29,7 @@ rule train_vision:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps.vision_train --train {input.train:q} --val {input.val:q}"
+        "python -m maskbench.steps vision.train --train {input.train:q} --val {input.val:q}"
         " --model-spec {params.model_spec} --hparams {params.hparams} --seed {wildcards.seed}"
         " {params.snapshots} --checkpoint-every {params.checkpoint_every}"
         " --deterministic {params.deterministic} --threads {threads} --out-dir {params.out_dir:q} > {log:q} 2>&1"

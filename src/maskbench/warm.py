@@ -2,8 +2,8 @@
 
 Importing torch and transformers costs about 9 s per process on the 2-core CPU machine (transformers pulls in
 torch.distributed and torch._dynamo), and a job's own work is often under a second. So a local `snakemake` run
-starts one server (`onstart` in rules/common.smk) that imports them, and every `python -m maskbench.steps.<step>`
-job hands itself to the server from `maskbench/steps/__init__.py`, before the step imports anything heavy: the
+starts one server (`onstart` in rules/common.smk) that imports them, and every `python -m maskbench.steps <step>`
+job hands itself to the server from the launcher (`maskbench/steps/__main__.py`), before anything heavy is imported: the
 job's process sends its arguments, working directory, environment and its stdin/stdout/stderr (the rule's log)
 over a Unix socket and waits; the server forks a worker, which forks the job, waits for it and sends back its exit
 code. Runs of fewer than MIN_JOBS shell jobs start no server. The job runs the same code on the same inputs as a process of its own would: its environment, working
@@ -38,7 +38,8 @@ from maskbench.step_timing import process_started
 SOCKET_ENV = "MASKBENCH_WARM_SOCKET"
 SOCKET_NAME = "socket"
 SWITCH_ENV = "MASKBENCH_WARM"
-STEP_PREFIX = "maskbench.steps."
+LAUNCHER = "maskbench.steps"
+STEP_PREFIX = LAUNCHER + "."
 # imported once by the server, with every maskbench library module (not the steps); a module that fails to import
 # is skipped (a job that needs it imports it itself, and fails there with its own message)
 PRELOAD = ("numpy", "pandas", "torch", "safetensors.torch", "transformers", "transformers.models.bert.modeling_bert",
@@ -56,21 +57,12 @@ _KILL_GRACE_S = 10.0
 
 # -- the job's side ----------------------------------------------------------------------------------------------
 
-def step_of(orig_argv: list[str]) -> tuple[str, list[str]] | None:
-    """`python -m maskbench.steps.X ARGS` -> (module, ARGS); None for any other command line (interpreter options
-    such as `-X importtime` mean the caller wants a process of its own)."""
-    if len(orig_argv) >= 3 and orig_argv[1] == "-m" and orig_argv[2].startswith(STEP_PREFIX):
-        return orig_argv[2], list(orig_argv[3:])
-    return None
-
-
-def delegate_if_warm() -> None:
-    """Run this step in the warm server and exit with its code, when a server is listening; otherwise return."""
+def delegate_if_warm(module: str, args: list[str]) -> None:
+    """Run step `module` (maskbench.steps.<track>.<step>) with `args` in the warm server and exit with its code, when
+    a server is listening; otherwise return (the caller then runs it in this process). Interpreter options on the
+    command line (`python -X importtime -m ...`) mean the caller wants a process of its own."""
     path = os.environ.get(SOCKET_ENV)
-    if not path or os.environ.get(SWITCH_ENV) == "0":
-        return
-    step = step_of(getattr(sys, "orig_argv", []))
-    if step is None:
+    if not path or os.environ.get(SWITCH_ENV) == "0" or _has_interpreter_options(getattr(sys, "orig_argv", [])):
         return
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -78,7 +70,6 @@ def delegate_if_warm() -> None:
     except OSError:
         conn.close()
         return  # no server (not started yet, or gone): run here
-    module, args = step
     body = json.dumps({"module": module, "argv": args, "cwd": os.getcwd(), "env": dict(os.environ),
                        "started": process_started() or time.time()}).encode()
     sys.stdout.flush()
@@ -91,6 +82,11 @@ def delegate_if_warm() -> None:
               file=sys.stderr)
         os._exit(1)
     os._exit(_CODE.unpack(reply)[0])
+
+
+def _has_interpreter_options(orig_argv: list[str]) -> bool:
+    """Anything but `python -m maskbench.steps ...`: e.g. `python -X importtime -m maskbench.steps ...`."""
+    return orig_argv[1:3] != ["-m", LAUNCHER]
 
 
 def _recv_exactly(conn: socket.socket, n: int) -> bytes | None:
@@ -133,8 +129,6 @@ def serve(path: str, parent_pid: int, preload: tuple[str, ...] = PRELOAD, librar
     per job until the parent process is gone."""
     import importlib
 
-    # first, and required: a job's own `import maskbench.steps` must find it imported and not hand the job over again
-    importlib.import_module("maskbench.steps")
     for name in (*preload, *(_library_modules() if library else ())):
         try:
             importlib.import_module(name)
@@ -177,7 +171,7 @@ def _library_modules() -> list[str]:
     import maskbench
 
     return [m.name for m in pkgutil.walk_packages(maskbench.__path__, "maskbench.")
-            if not m.name.startswith(("maskbench.steps", "maskbench.warm"))]
+            if not m.name.startswith(("maskbench.steps", "maskbench.tools", "maskbench.warm"))]
 
 
 def _alive(pid: int) -> bool:

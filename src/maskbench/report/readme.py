@@ -1,9 +1,8 @@
 """The README's measured sections, generated from a run's tables: never typed by hand.
 
 A generated section sits between two markers, ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->``;
-``replace_section`` swaps what is between them and nothing else. ``effects`` turns Table 1's long frame into the
-change of every row against the baseline with its spread over seeds, so that a claim in prose can point at a
-number that says whether it is larger than the noise.
+``replace_section`` swaps what is between them and nothing else. The tracks' sections are built in
+``tracks/<track>/report/readme_sections.py``; this module holds what they share (a cell, the data caption).
 """
 
 from __future__ import annotations
@@ -11,11 +10,6 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-
-from maskbench.report.table1 import COLUMN_LABELS, ROW_LABELS, TASK_LABELS, row_label
-
-# a difference of means counts as an effect when it exceeds this many standard errors
-NOISE_SE = 2.0
 
 
 def markers(name: str) -> tuple[str, str]:
@@ -34,207 +28,11 @@ def replace_section(text: str, name: str, body: str, where: str = "README") -> s
     return text[:i] + "\n" + body.strip("\n") + "\n" + text[j:]
 
 
-def effects(long: pd.DataFrame, baseline: str = "baseline") -> pd.DataFrame:
-    """Per row and column of Table 1: delta = mean - the baseline's mean, its standard error
-    se = sqrt(s_row^2 / n_row + s_base^2 / n_base) from the sample stds over seeds, and whether |delta| exceeds
-    NOISE_SE standard errors ("up" / "down"), does not ("within noise"), or cannot be told (a single seed)."""
-    base = long[long["row"] == baseline].set_index("column")
-    records = []
-    for rec in long[long["row"] != baseline].itertuples(index=False):
-        if rec.column not in base.index:
-            continue
-        ref = base.loc[rec.column]
-        delta = float(rec.mean) - float(ref["mean"])
-        se = math.sqrt(float(rec.std) ** 2 / int(rec.n_seeds) + float(ref["std"]) ** 2 / int(ref["n_seeds"]))
-        if math.isnan(se):
-            verdict = "one seed"
-        elif abs(delta) > NOISE_SE * se:
-            verdict = "up" if delta > 0 else "down"
-        else:
-            verdict = "within noise"
-        records.append({"row": rec.row, "column": rec.column, "task": rec.task, "delta": delta, "se": se,
-                        "verdict": verdict})
-    return pd.DataFrame(records, columns=["row", "column", "task", "delta", "se", "verdict"])
-
-
-def format_effect(delta: float, se: float, verdict: str) -> str:
-    """``"+1.03 ± 0.62"`` (delta ± its standard error); prefixed ``≈`` when within noise."""
-    if math.isnan(delta):
-        return "–"
-    text = f"{delta:+.2f}" + ("" if math.isnan(se) else f" ± {se:.2f}")
-    return f"≈ {text}" if verdict == "within noise" else text
-
-
-def effects_markdown(table: pd.DataFrame, row_labels: dict | None = None) -> str:
-    """One line per row, one column per Table 1 column, in Table 1's order."""
-    labels = {**ROW_LABELS, **(row_labels or {})}
-    columns = list(dict.fromkeys(table["column"]))
-    task_of = dict(zip(table["column"], table["task"], strict=False))
-    head = ["Row vs baseline"] + [f"{TASK_LABELS.get(task_of[c], task_of[c])} {COLUMN_LABELS.get(c, c)}"
-                                  for c in columns]
-    lines = ["| " + " | ".join(head) + " |", "|:---|" + "---:|" * len(columns)]
-    cells = table.set_index(["row", "column"])
-    for row in dict.fromkeys(table["row"]):
-        out = [row_label(row, labels)]
-        for column in columns:
-            if (row, column) in cells.index:
-                rec = cells.loc[(row, column)]
-                out.append(format_effect(float(rec["delta"]), float(rec["se"]), str(rec["verdict"])))
-            else:
-                out.append("–")
-        lines.append("| " + " | ".join(out) + " |")
-    return "\n".join(lines)
-
-
-def _cell(mean: float, std: float) -> str:
+def cell(mean: float, std: float) -> str:
     """``"72.0 ± 0.5"``; the std left out for a single seed (NaN)."""
     if math.isnan(mean):
         return "–"
     return f"{mean:.1f}" if math.isnan(std) else f"{mean:.1f} ± {std:.1f}"
-
-
-def sparsity_curves_markdown(curves: pd.DataFrame, full: pd.DataFrame | None = None) -> str:
-    """Paper C's curves as tables: per task and OOD evaluation set, one line per (paradigm, method, loss), one
-    column per sparsity, each cell "ID / OOD" (mean ± std over seeds); the task's ID set is ``<task>_dev`` (else
-    its first evaluation set). ``full`` (columns task, eval_set, mean, std: the full fine-tuned model) adds its
-    "ID / OOD" to each table's heading."""
-    blocks = []
-    for task in dict.fromkeys(curves["task"]):
-        of_task = curves[curves["task"] == task]
-        sets = list(dict.fromkeys(of_task["eval_set"]))
-        id_set, ood_sets = _id_set(task, sets), [s for s in sets if s != _id_set(task, sets)]
-        sparsities = sorted(set(of_task["sparsity"]))
-        for ood in ood_sets:
-            metric = of_task[of_task["eval_set"] == ood]["metric"].iloc[0]
-            head = f"**{TASK_LABELS.get(task, task)}: {id_set} / {ood}** ({metric}; mean ± std over " \
-                   f"{'/'.join(str(n) for n in sorted(set(of_task['n_seeds'])))} seeds"
-            if full is not None:
-                ref = full[full["task"] == task].set_index("eval_set")
-                if id_set in ref.index and ood in ref.index:
-                    head += (f"; the full model θ_ft: {_cell(ref.loc[id_set, 'mean'], ref.loc[id_set, 'std'])} / "
-                             f"{_cell(ref.loc[ood, 'mean'], ref.loc[ood, 'std'])}")
-            lines = [head + ")", "", "| paradigm · method · loss | " + " | ".join(f"{100 * s:.0f}%" for s in sparsities)
-                     + " |", "|:---|" + "---:|" * len(sparsities)]
-            keyed = of_task.set_index(["paradigm", "method", "loss", "eval_set", "sparsity"])
-            for key in dict.fromkeys(zip(of_task["paradigm"], of_task["method"], of_task["loss"], strict=True)):
-                cells = []
-                for s in sparsities:
-                    pair = [keyed.loc[(*key, e, s)] if (*key, e, s) in keyed.index else None for e in (id_set, ood)]
-                    cells.append(" / ".join("–" if p is None else _cell(float(p["mean"]), float(p["std"]))
-                                            for p in pair))
-                lines.append(f"| {' · '.join(key)} | " + " | ".join(cells) + " |")
-            blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
-
-
-def tradeoff_curves_markdown(long: pd.DataFrame) -> str:
-    """The trade-off curves (``tradeoff.csv``) as one table per task: a line per (method, knob, value), the
-    baseline first, one column per evaluation set (accuracy, mean ± std over seeds; the task's ID set first) and
-    per gold label of the OOD sets (e.g. HANS entailed / non-entailed)."""
-    blocks = []
-    long = long.assign(knob=long["knob"].fillna(""))  # the baseline's empty knob reads back as NaN
-    for task in dict.fromkeys(long["task"]):
-        of_task = long[long["task"] == task]
-        sets = list(dict.fromkeys(of_task["eval_set"]))
-        id_set = _id_set(task, sets)
-        columns = [(id_set, "accuracy")] + [(e, m) for e in sets if e != id_set
-                                            for m in sorted(set(of_task.loc[of_task["eval_set"] == e, "metric"]))]
-        heads = [e if m == "accuracy" else f"{e} {m.removeprefix('accuracy/label=')}" for e, m in columns]
-        lines = [f"**{TASK_LABELS.get(task, task)}** (accuracy %, mean ± std over "
-                 f"{of_task['seed'].nunique()} seeds; {id_set} is in distribution)", "",
-                 "| method | knob | value | " + " | ".join(heads) + " |", "|:---|:---|---:|" + "---:|" * len(columns)]
-        keys = of_task[["method", "knob", "value"]].drop_duplicates()
-        keys = pd.concat([keys[keys["method"] == "baseline"], keys[keys["method"] != "baseline"]])
-        for key in keys.itertuples(index=False):
-            same = of_task[(of_task["method"] == key.method) & (of_task["knob"] == key.knob)
-                           & ((of_task["value"] == key.value) | (of_task["value"].isna() & pd.isna(key.value)))]
-            cells = []
-            for e, m in columns:
-                values = same.loc[(same["eval_set"] == e) & (same["metric"] == m), "score"].to_numpy(float)
-                cells.append(_cell(float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else math.nan)
-                             if len(values) else "–")
-            value = "" if pd.isna(key.value) else format(float(key.value), "g")
-            lines.append(f"| {key.method} | {key.knob or '–'} | {value} | " + " | ".join(cells) + " |")
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
-
-
-def selection_markdown(selection: pd.DataFrame) -> str:
-    """The selection rule's pick per task and swept row (``tradeoff_selection.csv``)."""
-    lines = ["| task | row | knob | values tried | picked | its ID dev | baseline ID dev | within delta |",
-             "|:---|:---|:---|:---|---:|---:|---:|:---|"]
-    for rec in selection.itertuples(index=False):
-        picked = "none" if pd.isna(rec.value) else format(float(rec.value), "g")
-        lines.append(f"| {rec.task} | {rec.method} | {rec.knob} | {rec.candidates} | {picked} | "
-                     f"{_cell(float(rec.id_mean), math.nan)} | {_cell(float(rec.baseline_id), math.nan)} | "
-                     f"{'yes' if bool(rec.within_delta) else 'no'} (δ = {format(float(rec.delta), 'g')}) |")
-    return "\n".join(lines) + "\n"
-
-
-def _id_set(task: str, sets: list[str]) -> str:
-    """The in-distribution set of a task: ``<task>_dev`` when present, else the first."""
-    return f"{task}_dev" if f"{task}_dev" in sets else sets[0]
-
-
-def shrunk_models_markdown(records: list[dict]) -> str:
-    """Structured subnetworks as smaller dense models (results/benchmarks/vision_structured.json): parameters,
-    median CPU latency and the largest logit difference, one line per mask."""
-    lines = ["| mask | params dense → shrunk (ratio) | CPU latency dense → shrunk, median (ratio) | batch | "
-             "max abs logit diff |", "|---|---|---|---:|---:|"]
-    for rec in records:
-        short = rec["mask"].split("/vision/", 1)[-1]  # <dataset>/<level>/masks/...
-        lines.append(f"| `{short}` | {rec['params_dense']:,} → {rec['params_shrunk']:,} ({rec['params_ratio']:.3f}) | "
-                     f"{1000 * rec['latency_dense_s']:.2f} → {1000 * rec['latency_shrunk_s']:.2f} ms "
-                     f"({rec['latency_ratio']:.3f}) | {rec['batch']} | {rec['max_abs_logit_diff']:.1e} |")
-    return "\n".join(lines)
-
-
-def shrunk_encoders_markdown(bench: dict) -> str:
-    """Gender-track masks as smaller dense encoders (results/benchmarks/structured.json): heads and FFN neurons
-    removed, parameters, median one-process CPU latency and the largest hidden-state difference, one line per mask."""
-    lines = [f"Batch {bench['batch']} × {bench['length']} tokens, {bench['threads'] or 'default'} torch thread(s), "
-             f"dense and shrunk alternating over {bench['rounds']} rounds of {bench['repeats']} passes.", "",
-             "| mask | heads removed | FFN neurons removed | params dense → shrunk (ratio) | CPU latency dense → shrunk, "
-             "median (ratio) | max abs diff float32 / float64 |", "|---|---:|---:|---|---|---:|"]
-    for rec in bench["records"]:
-        short = rec["mask"].split("/gender/", 1)[-1].split("/", 1)[-1]  # <granularity>/layers~/mode~/seed~.mask
-        lines.append(f"| `{short}` | {rec['heads_removed']} / {rec['heads_total']} | "
-                     f"{rec['ffn_removed']:,} / {rec['ffn_total']:,} | {rec['params_dense']:,} → "
-                     f"{rec['params_shrunk']:,} ({rec['params_ratio']:.3f}) | {1000 * rec['latency_dense_s']:.0f} → "
-                     f"{1000 * rec['latency_shrunk_s']:.0f} ms ({rec['latency_ratio']:.3f}) | "
-                     f"{rec['max_abs_diff']:.1e} / {rec['max_abs_diff_float64']:.1e} |")
-    return "\n".join(lines)
-
-
-def mask_benchmark_markdown(bench: dict) -> str:
-    """The mask benchmark (results/benchmarks/masks.json) as measure | value | target, medians of one process."""
-    step, mask, apply = bench["step_model"], bench["mask_file"], bench["apply"]
-    targets = bench["targets"]
-    rows = [
-        (f"mask-search step ÷ fine-tuning step (MiniLM-L6 shape: hidden {step['hidden']}, {step['layers']} layers; "
-         "steps interleaved, both through `maskbench.train.train_step`)",
-         f"{bench['search_step_ratio']:.3f}", f"≤ {targets['search_step_ratio']}"),
-        ("that fine-tuning step ÷ a plain torch loop's step (same batch, interleaved)",
-         f"{bench['finetune_over_plain_ratio']:.3f}", f"≤ {targets['finetune_over_plain_ratio']}"),
-        (f"mask file bytes ÷ entropy bound ({mask['n_modules']} matrices, {mask['n_elements'] / 1e6:.1f}M weights, "
-         f"iid density {mask['nominal_density']}; header aside)",
-         f"{bench['mask_bytes_over_entropy']:.3f}", f"≤ {targets['mask_bytes_over_entropy']}"),
-        ("mask file bytes ÷ fp32 weight bytes (the same file, header included)", f"{bench['mask_bytes_over_fp32']:.4f}",
-         "–"),
-        (f"apply + revert of that mask on a {apply['model']['n_parameters'] / 1e6:.0f}M-parameter BERT-base "
-         f"(decoding apart: {apply['decode_ms']:.0f} ms; a switch between two masks: {apply['switch_ms']:.1f} ms; "
-         f"revert bit-exact: {'yes' if apply['revert_bit_exact'] else 'NO'})",
-         f"{bench['apply_revert_ms']:.1f} ms", f"≤ {targets['apply_revert_ms']:.0f} ms"),
-    ]
-    lines = ["| measure | value | target |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows]
-    met = all(bench["meets_targets"].values())
-    real = bench.get("real_masks") or {}
-    lines += ["", ("All the targets are met." if met else "NOT all targets are met: "
-                   + ", ".join(k for k, v in bench["meets_targets"].items() if not v) + ".")
-              + (f" On the run's {len(real['files'])} real masks (median density {real['median_density']:.2f}) the "
-                 f"payload is {real['median_payload_over_entropy']:.3f} times the per-module entropy bound (median)."
-                 if real.get("files") else "")]
-    return "\n".join(lines)
 
 
 def demote_headings(markdown: str, levels: int = 1) -> str:

@@ -1,9 +1,11 @@
-"""The `python -m maskbench.steps.<step>` entry points: each parses its arguments, calls the library and writes
-its outputs. None imports another; each ends with `run_step(main)`.
+"""The rule entry points, one module per step, grouped by track: `steps/nlu/` (papers A and C), `steps/gender/`
+(paper B), `steps/vision/` (paper D); `steps/prepare.py` serves both text tracks. Each parses its arguments, calls
+the library, writes its outputs and ends with `run_step(main)`; none imports another.
 
-Imported before the step itself: in a local snakemake run the step is handed to the warm runner here
-(maskbench/warm.py), which has torch and transformers imported already; otherwise this returns and the step runs
-in this process."""
+Rules start a step through the launcher, `python -m maskbench.steps <track>.<step> ARGS` (steps/__main__.py), which
+hands the job to the warm runner (maskbench/warm.py) when one listens and otherwise runs it in its own process.
+`python -m maskbench.steps.<track>.<step> ARGS` runs the same step, always in its own process. Entry points that no
+rule calls live in maskbench/tools/."""
 
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ from typing import NoReturn
 from maskbench import step_timing, warm
 
 _IMPORTED = time.time()
-warm.delegate_if_warm()
 
 
 def run_step(main: Callable[[], int | None]) -> NoReturn:

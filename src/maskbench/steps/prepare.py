@@ -1,6 +1,6 @@
 """Prepare one dataset: load it through the registry, validate, write parquet + summary JSON.
 
-python -m maskbench.steps.prepare --name NAME --spec JSON --out OUT.parquet --summary OUT.json [--task TASK]
+python -m maskbench.steps prepare --name NAME --spec JSON --out OUT.parquet --summary OUT.json [--task TASK]
     [--local-file PATH] [--single-text]
 """
 
@@ -41,7 +41,7 @@ def _spec_json(text: str) -> dict:
 
 
 def parse_args(argv=None) -> PrepareArgs:
-    parser = argparse.ArgumentParser(prog="python -m maskbench.steps.prepare", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m maskbench.steps prepare", description=__doc__.splitlines()[0])
     parser.add_argument("--name", required=True, help="dataset name (config key); used for default ids")
     parser.add_argument("--spec", required=True, type=_spec_json, help="the dataset's spec as a JSON object")
     parser.add_argument("--out", required=True, type=Path, help="prepared parquet to write")

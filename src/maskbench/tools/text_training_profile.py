@@ -65,8 +65,8 @@ def grouped_batches(lengths, batch_size: int, group: int, count: int, seed: int 
 def load(args: ProfileArgs, max_length: int, first_rows: int | None = None):
     """The pretrained classifier and the training part (its first ``first_rows`` pairs, or all) as EncodedPairs."""
     from maskbench.data.schema import read_prepared
-    from maskbench.tracks.nlu.batches import EncodedPairs
-    from maskbench.tracks.nlu.models import build_model_and_tokenizer
+    from maskbench.text.batches import EncodedPairs
+    from maskbench.text.models import build_model_and_tokenizer
 
     frame, labels, _ = read_prepared(args.train)
     frame = frame.iloc[:first_rows]
@@ -105,7 +105,7 @@ def eval_seconds_per_1000(args: ProfileArgs, threads: int, max_length: int, leng
     """Seconds to score 1,000 pairs (the first 4 evaluation batches of the training part)."""
     import torch
 
-    from maskbench.tracks.nlu.batches import predict_proba
+    from maskbench.text.batches import predict_proba
 
     torch.set_num_threads(threads)
     model, data = load(args, max_length, first_rows=4 * args.eval_batch_size)
@@ -119,8 +119,8 @@ def length_stats(args: ProfileArgs) -> dict:
     from transformers import AutoTokenizer
 
     from maskbench.data.schema import read_prepared
-    from maskbench.tracks.nlu.batches import EncodedPairs
-    from maskbench.tracks.nlu.models import resolve_model_path
+    from maskbench.text.batches import EncodedPairs
+    from maskbench.text.models import resolve_model_path
 
     frame, _, _ = read_prepared(args.train)
     tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(args.model))

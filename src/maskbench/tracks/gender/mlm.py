@@ -138,7 +138,7 @@ def check_head_file(path) -> dict[str, str]:
 
     path = Path(path)
     if not path.is_file():
-        raise HeadError(f"{path}: the head file does not exist (fit one with maskbench.steps.gender_mlm_head, or "
+        raise HeadError(f"{path}: the head file does not exist (fit one with maskbench.steps.gender.mlm_head, or "
                         "pass --head from-model for a model that ships a masked-LM head)")
     try:
         with safe_open(str(path), framework="pt") as handle:
@@ -169,7 +169,7 @@ def head_from_model(model: str) -> MLMHead:
     from transformers import BertForMaskedLM
     from transformers.utils import logging as hf_logging
 
-    from maskbench.tracks.nlu.models import resolve_model_path
+    from maskbench.text.models import resolve_model_path
 
     where = resolve_model_path(str(model))
     verbosity = hf_logging.get_verbosity()
@@ -182,7 +182,7 @@ def head_from_model(model: str) -> MLMHead:
               and not k.endswith("decoder.weight") and not k.endswith("decoder.bias")]
     if absent:
         raise HeadError(f"{model}: ships no trained masked-LM head ({sorted(absent)[:3]} not in its weights); fit "
-                        "one with maskbench.steps.gender_mlm_head")
+                        "one with maskbench.steps.gender.mlm_head")
     config = mlm.config
     head = MLMHead(config.hidden_size, config.vocab_size, config.hidden_act, config.layer_norm_eps)
     source = mlm.cls.state_dict()

@@ -10,7 +10,7 @@ def load_encoder(path: str | Path):
     """``(AutoModel, tokenizer)`` from ``path`` (``package:<module>`` resolves to the folder the package ships)."""
     from transformers import AutoModel, AutoTokenizer
 
-    from maskbench.tracks.nlu.models import resolve_model_path
+    from maskbench.text.models import resolve_model_path
 
     where = resolve_model_path(str(path))
     return AutoModel.from_pretrained(where), AutoTokenizer.from_pretrained(where)

@@ -14,8 +14,8 @@ import pandas as pd
 from maskbench import runtime
 from maskbench.data.schema import DataError, read_prepared
 from maskbench.metrics import compute_metrics
-from maskbench.tracks.nlu.batches import EncodedPairs, predict_proba
-from maskbench.tracks.nlu.models import input_view, model_labels
+from maskbench.text.batches import EncodedPairs, predict_proba
+from maskbench.text.models import input_view, model_labels
 
 log = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from maskbench.masking.sparsity import (
     rewind_weights,
 )
 from maskbench.resume import Resume
-from maskbench.tracks.nlu.batches import EncodedPairs
+from maskbench.text.batches import EncodedPairs
+from maskbench.text.classifier_training import classification_objective
 from maskbench.tracks.nlu.paths import level_name
-from maskbench.tracks.nlu.training import classification_objective
 from maskbench.train import TrainHParams, fit, total_steps
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from maskbench.tracks.nlu.models import words
+from maskbench.text.models import words
 
 FEATURE_NAMES = ("all_in_premise", "contiguous_subsequence", "fraction_in_premise", "mean_max_cosine",
                  "min_max_cosine")

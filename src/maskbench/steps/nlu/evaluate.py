@@ -1,0 +1,69 @@
+"""Predictions and metrics of models on every evaluation set of their task.
+
+    python -m maskbench.steps nlu.evaluate --model-dirs M1 M2 --rows baseline sd_x --out-dirs O1 O2 \
+        --data mnli_dev.parquet hans.parquet \
+        --eval-sets '[{"name": "mnli_dev", "metric": "accuracy"},
+                      {"name": "hans", "metric": "hans", "merge": {"neutral": "non-entailment",
+                                                                   "contradiction": "non-entailment"}}]' \
+        --task mnli --seed 1
+
+writes, for each model, ``<out-dir>/<name>.json`` (metrics) and ``<out-dir>/<name>.predictions.parquet`` for
+each set. A model predicts in its own label space; ``merge`` maps its label names onto the evaluation set's (HANS
+has only entailment / non-entailment, FEVER-Symmetric no NOT ENOUGH INFO). The sets are read once and checked
+against a model before its first forward pass. One process scores several models (e.g. every row of a seed),
+paying the start-up (~6 s of imports) once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from maskbench import runtime
+from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
+from maskbench.steps import run_step
+from maskbench.text.models import load_classifier, model_labels
+from maskbench.tracks.nlu.evaluation import (
+    EvalSetArgs,
+    load_eval_sets,
+    parse_eval_sets,
+    score_all,
+)
+
+log = logging.getLogger("maskbench.steps.nlu.evaluate")
+
+
+@dataclass
+class EvaluateArgs(EvalSetArgs):
+    model_dirs: list[Path] = field(metadata={"help": "checkpoint folders written by maskbench.steps.nlu.finetune"})
+    rows: list[str] = field(metadata={"help": "Table 1 row of each model, in the order of --model-dirs (recorded)"})
+    out_dirs: list[Path] = field(metadata={"help": "output folder of each model, in the order of --model-dirs"})
+
+
+def evaluate(args: EvaluateArgs) -> list[str]:
+    """Score every model on every set; return the JSON paths written."""
+    require_same_lengths(model_dirs=args.model_dirs, rows=args.rows, out_dirs=args.out_dirs)
+    eval_sets = parse_eval_sets(args.eval_sets, args.data)
+    runtime.set_threads(args.threads)
+    device = runtime.pick_device(args.device)
+    written, loaded_for = [], {}
+    for model_dir, row, out_dir in zip(args.model_dirs, args.rows, args.out_dirs, strict=True):
+        model, tokenizer = load_classifier(model_dir)
+        labels = tuple(model_labels(model))
+        if labels not in loaded_for:  # read and checked once per label set, before that model's first forward
+            loaded_for[labels] = load_eval_sets(eval_sets, list(labels))
+        written += score_all(model, tokenizer, loaded_for[labels], args, device, out_dir,
+                             {"task": args.task, "row": row, "seed": args.seed}, model_dir)
+    return written
+
+
+def main(argv=None) -> int:
+    setup_logging()
+    args = parse_dataclass(EvaluateArgs, argv, "python -m maskbench.steps nlu.evaluate", __doc__.splitlines()[0])
+    evaluate(args)
+    return 0
+
+
+if __name__ == "__main__":
+    run_step(main)

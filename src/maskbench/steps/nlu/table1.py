@@ -1,0 +1,131 @@
+"""Build paper A's Table 1 from evaluation JSONs.
+
+    python -m maskbench.steps nlu.table1 --evals A.json B.json ... --columns COLUMNS --rows ROWS \\
+        --out-csv T.csv --out-md T.md --out-tex T.tex
+
+COLUMNS is inline JSON or a JSON file: {"mnli_val": {"task": "mnli", "eval_set": "mnli_dev",
+"metric": "accuracy"}, ...}. ROWS is a JSON list of row ids in display order, or a mapping
+row id -> display label; --row-labels overrides labels. All three outputs are written atomically.
+With --selected (the trade-off report's tradeoff_selection.csv), every swept row gets a "<row>_selected" row right
+after it: per task, the scores of the point the selection rule picked (its evaluation JSONs must be among --evals),
+empty for a task where no point kept the ID dev accuracy within delta of the baseline's.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from maskbench.report import json_arg
+from maskbench.runtime import atomic_path
+from maskbench.steps import run_step
+from maskbench.tracks.nlu.report.table1_builder import (
+    ROW_LABELS,
+    build_table1,
+    load_evals,
+    row_label,
+    to_latex,
+    to_markdown,
+)
+
+
+@dataclass
+class Args:
+    evals: list[Path]
+    columns: dict[str, dict]
+    rows: list[str]
+    out_csv: Path
+    out_md: Path
+    out_tex: Path
+    row_labels: dict[str, str] = field(default_factory=dict)
+    selected: Path | None = None
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
+    parser = argparse.ArgumentParser(prog="python -m maskbench.steps nlu.table1", description=__doc__.splitlines()[0])
+    parser.add_argument("--evals", nargs="+", type=Path, required=True, help="evaluation JSON files")
+    parser.add_argument("--columns", required=True, help="columns config (inline JSON or JSON file)")
+    parser.add_argument("--rows", required=True, help="row ids (JSON list, or mapping id -> label)")
+    parser.add_argument("--row-labels", default=None, help="optional mapping row id -> display label")
+    parser.add_argument("--out-csv", type=Path, required=True)
+    parser.add_argument("--out-md", type=Path, required=True)
+    parser.add_argument("--out-tex", type=Path, required=True)
+    parser.add_argument("--selected", type=Path, default=None,
+                        help="tradeoff_selection.csv: a '<row>_selected' row after each swept row")
+    ns = parser.parse_args(argv)
+
+    columns = json_arg(ns.columns)
+    if not isinstance(columns, dict) or not columns:
+        parser.error("--columns must be a non-empty JSON object")
+    rows_value = json_arg(ns.rows)
+    if isinstance(rows_value, dict):
+        rows, labels = [str(r) for r in rows_value], {str(k): str(v) for k, v in rows_value.items()}
+    elif isinstance(rows_value, list):
+        rows, labels = [str(r) for r in rows_value], {}
+    else:
+        parser.error("--rows must be a JSON list of row ids or an object row id -> label")
+    if ns.row_labels is not None:
+        labels.update({str(k): str(v) for k, v in json_arg(ns.row_labels).items()})
+    return Args(
+        evals=ns.evals,
+        columns=columns,
+        rows=rows,
+        out_csv=ns.out_csv,
+        out_md=ns.out_md,
+        out_tex=ns.out_tex,
+        row_labels=labels,
+        selected=ns.selected,
+    )
+
+
+def add_selected_rows(evals: list[dict], rows: list[str], labels: dict[str, str], selection: pd.DataFrame
+                      ) -> tuple[list[dict], list[str], dict[str, str]]:
+    """Copies of the selected points' evaluation JSONs under "<row>_selected", that row placed right after its
+    row, labelled "<label> (selected)"."""
+    needed = {"task", "method", "point", "within_delta"}
+    if not needed <= set(selection.columns):
+        raise ValueError(f"--selected: the selection table lacks {sorted(needed - set(selection.columns))}")
+    added = []
+    for rec in selection.itertuples(index=False):
+        name = f"{rec.method}_selected"
+        if bool(rec.within_delta):
+            copies = [{**ev, "row": name} for ev in evals if str(ev["task"]) == str(rec.task)
+                      and str(ev["row"]) == str(rec.point)]
+            if not copies:
+                raise ValueError(f"--selected: no evaluation JSON among --evals for point {rec.point!r} of task "
+                                 f"{rec.task!r}")
+            added += copies
+        if name not in rows:
+            at = rows.index(rec.method) + 1 if rec.method in rows else len(rows)
+            rows = rows[:at] + [name] + rows[at:]
+            labels = {**labels, name: f"{row_label(rec.method, {**ROW_LABELS, **labels})} (selected)"}
+    return evals + added, rows, labels
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    evals, rows, labels = load_evals(args.evals), args.rows, args.row_labels
+    if args.selected is not None:
+        evals, rows, labels = add_selected_rows(evals, rows, labels, pd.read_csv(args.selected))
+    long = build_table1(evals, args.columns, rows)
+    if long.empty:
+        # an empty table almost always means the rows/columns config does not match the eval JSONs
+        raise ValueError(
+            f"none of the {len(args.evals)} evaluation JSONs matches a configured row "
+            f"({', '.join(args.rows)}) and column ({', '.join(args.columns)})"
+        )
+    row_labels = {**ROW_LABELS, **labels}
+    with atomic_path(args.out_csv) as tmp:
+        long.to_csv(tmp, index=False)
+    with atomic_path(args.out_md) as tmp:
+        tmp.write_text(to_markdown(long, args.columns, row_labels), encoding="utf-8")
+    with atomic_path(args.out_tex) as tmp:
+        tmp.write_text(to_latex(long, args.columns, row_labels), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    run_step(main)

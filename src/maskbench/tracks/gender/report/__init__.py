@@ -1,0 +1,1 @@
+"""Paper B's tables and figures, built from the gender track's JSON outputs."""
