@@ -17,13 +17,14 @@ from snakemake.utils import validate
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
 from maskbench.warm import Server as WarmServer, jobs_run_here  # noqa: E402
-from maskbench.workflow_config import check_references, tracks_of  # noqa: E402
+from maskbench.workflow_config import check_references, check_renamed_keys, tracks_of  # noqa: E402
 
 # schemas/config.schema.yaml holds the shared keys and applies schemas/<track>.schema.yaml for every track the
 # config names, so a key that is neither shared nor of a named track is refused. Each track's schema is applied
 # once more on its own for its defaults: jsonschema fills defaults only in the file validate() is given (inside
 # a file reached by $ref it switches to a validator of that file's $schema, which sets none).
 SCHEMAS = os.path.join(workflow.basedir, "schemas")
+check_renamed_keys(config)
 validate(config, os.path.join(SCHEMAS, "config.schema.yaml"))
 for _track in tracks_of(config):
     validate(config, os.path.join(SCHEMAS, f"{_track}.schema.yaml"))

@@ -230,7 +230,7 @@ def test_a_short_run_of_each_kind(corpus, granularity, freeze):
     model = tiny_bert(len(tok))
     frozen_before = {k: v.clone() for k, v in model.state_dict().items()}
     spec = DebiasSpec(variant="paper_b", layers="last", mode="token", granularity=granularity, block=8,
-                      freeze_weights=freeze, score_lr=0.5)
+                      freeze_weights=freeze, score_learning_rate=0.5)
     result = run_debias(model, sets, spec, TrainHParams(epochs=2, batch_size=16, learning_rate=1e-3, warmup=0,
                                                         log_every=1), seed=1, device="cpu")
     curve = result["curve"]
@@ -278,7 +278,7 @@ def test_head_matrices_choose_which_scores_train(corpus):
     tok, sets = corpus
     model = tiny_bert(len(tok))
     spec = DebiasSpec(variant="paper_b", layers="last", mode="token", granularity="head", head_matrices=["value"],
-                      score_lr=0.5)
+                      score_learning_rate=0.5)
     result = run_debias(model, sets, spec, TrainHParams(epochs=1, batch_size=16, learning_rate=1e-3, warmup=0,
                                                         log_every=1), seed=1, device="cpu")
     masked = result["masked"]

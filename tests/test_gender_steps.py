@@ -62,7 +62,7 @@ def test_corpus_table(workdir):
 def test_frozen_block_run_writes_a_mask_of_that_encoder(workdir):
     root, corpus, encoder = workdir
     out, summary = root / "block.mask", root / "block.json"
-    spec = {"granularity": "block", "block": 8, "layers": "last", "mode": "token", "score_lr": 1.0}
+    spec = {"granularity": "block", "block": 8, "layers": "last", "mode": "token", "score_learning_rate": 1.0}
     gender_debias.main(["--model", str(encoder), "--corpus", str(corpus), "--spec", json.dumps(spec),
                         "--hparams", json.dumps({"epochs": 2, "batch_size": 16, "max_length": 24, "warmup": 0}),
                         "--seed", "1", "--out", str(out), "--summary", str(summary), "--threads", "1"])
@@ -143,7 +143,7 @@ def test_task_performance_keeps_pruned_weights_at_zero(workdir, tmp_path):
 
     root, corpus, encoder = workdir
     mask = tmp_path / "head.mask"
-    spec = {"granularity": "head", "layers": "all", "mode": "token", "score_lr": 2.0}
+    spec = {"granularity": "head", "layers": "all", "mode": "token", "score_learning_rate": 2.0}
     gender_debias.main(["--model", str(encoder), "--corpus", str(corpus), "--spec", json.dumps(spec),
                         "--hparams", json.dumps({"epochs": 2, "batch_size": 16, "max_length": 24, "warmup": 0}),
                         "--seed", "1", "--out", str(mask), "--summary", str(tmp_path / "head.json"),
@@ -226,7 +226,7 @@ def test_unfrozen_checkpoint_holds_zeros_exactly_where_its_mask_prunes(workdir, 
 
     root, corpus, encoder = workdir
     out = tmp_path / "unfrozen"
-    spec = {"granularity": "head", "layers": "all", "mode": "sentence", "freeze_weights": False, "score_lr": 0.5}
+    spec = {"granularity": "head", "layers": "all", "mode": "sentence", "freeze_weights": False, "score_learning_rate": 0.5}
     gender_debias.main(["--model", str(encoder), "--corpus", str(corpus), "--spec", json.dumps(spec),
                         "--hparams", json.dumps({"epochs": 2, "batch_size": 16, "max_length": 24, "warmup": 0}),
                         "--seed", "1", "--out", str(out), "--summary", str(tmp_path / "unfrozen.json"),

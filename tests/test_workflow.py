@@ -257,7 +257,7 @@ def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):
     assert '"source": "hf:nyu-mll/glue"' in data and '"config": "cola"' in data and '"split": "validation"' in data
     frozen = next(b for b in blocks if "rule gender_prune_frozen:" in b and "block64/layers~all/mode~sentence" in b
                   and "seed~12" in b)
-    assert '"granularity": "block", "block": 64' in frozen and '"score_lr": 0.01' in frozen
+    assert '"granularity": "block", "block": 64' in frozen and '"score_learning_rate": 0.01' in frozen
     assert '"epochs": 100, "batch_size": 128' in frozen and "--model bert-base-uncased" in frozen
     assert "gpu=1" in frozen and "slurm_partition=gpu" in frozen
     unfrozen = next(b for b in blocks if "rule gender_train_weights:" in b and "unfrozen/head/layers~last" in b)

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maskbench.workflow_config import TRACK_CHECKS, ConfigError, check_references, tracks_of
+from maskbench.workflow_config import (
+    TRACK_CHECKS,
+    ConfigError,
+    check_references,
+    check_renamed_keys,
+    tracks_of,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -16,7 +22,9 @@ SHIPPED = ["config.yaml", "configs/smoke.yaml", "configs/minilm.yaml", "configs/
 
 @pytest.mark.parametrize("path", SHIPPED)
 def test_shipped_configs_pass(path):
-    check_references(yaml.safe_load((REPO / path).read_text()))
+    config = yaml.safe_load((REPO / path).read_text())
+    check_renamed_keys(config)
+    check_references(config)
 
 
 def validated(config):
@@ -198,3 +206,20 @@ def test_the_gender_schema_refuses_bad_values(edit, message):
     with pytest.raises(WorkflowError) as err:
         validated(config)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize("config,old,new", [
+    ({"mask_search": {"hparams": {"learning_rate": 0.1}}}, "mask_search.hparams.learning_rate",
+     "mask_search.score_learning_rate"),
+    ({"gender": {"pruning": {"score_lr": 0.01}}}, "gender.pruning.score_lr", "gender.pruning.score_learning_rate"),
+])
+def test_an_old_name_of_the_score_learning_rate_is_refused_naming_the_new_one(config, old, new):
+    with pytest.raises(ConfigError) as err:
+        check_renamed_keys(config)
+    assert str(err.value).startswith(f"config: {old} was renamed; write it as {new} ")
+
+
+def test_the_new_names_and_other_learning_rates_pass():
+    check_renamed_keys({"mask_search": {"score_learning_rate": 0.1, "hparams": {"epochs": 1}},
+                        "finetune": {"learning_rate": 1e-3}, "gender": {"pruning": {"score_learning_rate": 0.5}},
+                        "srnets": {"mask_training": {"tasks": {"qqp": {"hparams": {"epochs": 2}}}}}})

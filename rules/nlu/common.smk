@@ -362,7 +362,12 @@ def mask_loss_hparams(wildcards):
 
 
 def mask_search_spec():
-    return as_json({k: v for k, v in MASK_SEARCH.items() if k != "hparams"})
+    return as_json({k: v for k, v in MASK_SEARCH.items() if k not in ("hparams", "score_learning_rate")})
+
+
+def mask_search_hparams():
+    """The scores' optimiser: `mask_search.hparams`, at the rate `mask_search.score_learning_rate`."""
+    return {**MASK_SEARCH["hparams"], "learning_rate": MASK_SEARCH["score_learning_rate"]}
 
 
 def evaluate_masks_inputs_of(task):

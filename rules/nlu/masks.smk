@@ -17,7 +17,7 @@ rule search_mask:
         deterministic=int(COMPUTE["deterministic"]),
         model_dir=model_dir_of,
         spec=mask_search_spec(),
-        hparams=as_json(MASK_SEARCH["hparams"]),
+        hparams=as_json(mask_search_hparams()),
         loss_hparams=mask_loss_hparams,
         bias=bias_option,
         teacher=teacher_option,

@@ -22,9 +22,10 @@ if SWEEPS:
             checkpoint_every=COMPUTE["checkpoint_every"],
             deterministic=int(COMPUTE["deterministic"]),
             model_dir=model_dir_of,
-            spec=lambda wildcards: as_json(with_knob({k: v for k, v in MASK_SEARCH.items() if k != "hparams"},
+            spec=lambda wildcards: as_json(with_knob({k: v for k, v in MASK_SEARCH.items()
+                                                      if k not in ("hparams", "score_learning_rate")},
                                                      wildcards, ("l1_lambda",))),
-            hparams=lambda wildcards: as_json(with_knob(MASK_SEARCH["hparams"], wildcards, ("learning_rate", "epochs"))),
+            hparams=lambda wildcards: as_json(with_knob(mask_search_hparams(), wildcards, ("learning_rate", "epochs"))),
             loss=lambda wildcards: MD[wildcards.row]["loss"],
             loss_hparams=sweep_loss_hparams,
             bias=bias_option,

@@ -17,7 +17,7 @@ def knob_current(task, row, knob):
     if knob in LOSS_KNOBS:
         return float((spec.get("loss_hparams") or {}).get(knob, HYPERPARAMETERS[spec["loss"]][knob]))
     if row in MD:
-        return float(MASK_SEARCH[knob] if knob == "l1_lambda" else MASK_SEARCH["hparams"][knob])
+        return float(MASK_SEARCH[knob] if knob == "l1_lambda" else mask_search_hparams()[knob])
     return float(finetune_hparams(task)[knob])
 
 

@@ -45,3 +45,32 @@ def check_parts(datasets: Mapping) -> None:
         if first_split != split:
             raise ConfigError(f"config: {name}.part cuts {spec['source']!r} with {split}, but {first}.part cuts it "
                               f"with {first_split}: the parts would overlap; give both the same sizes and seed")
+
+
+# keys a config may no longer use -> the key that replaced them ("*" matches any one key, e.g. a task)
+RENAMED_KEYS = {
+    "mask_search.hparams.learning_rate": "mask_search.score_learning_rate",
+    "gender.pruning.score_lr": "gender.pruning.score_learning_rate",
+}
+
+
+def _found(config, parts: list[str], prefix: list[str]):
+    """Every concrete key path of `config` that matches `parts` (with "*" for any key)."""
+    if not parts:
+        yield prefix
+        return
+    if not isinstance(config, Mapping):
+        return
+    head, rest = parts[0], parts[1:]
+    for key in (config if head == "*" else [head] if head in config else []):
+        yield from _found(config[key], rest, [*prefix, str(key)])
+
+
+def check_renamed_keys(config: Mapping) -> None:
+    """Refuse a key that was renamed, naming the key that replaced it (before the schema's generic message)."""
+    for old, new in RENAMED_KEYS.items():
+        for path in _found(config, old.split("."), []):
+            concrete = new.split(".")
+            concrete = [path[i] if part == "*" else part for i, part in enumerate(concrete)]
+            raise ConfigError(f"config: {'.'.join(path)} was renamed; write it as {'.'.join(concrete)} (one name "
+                              "for the learning rate of mask scores in every track)")

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from maskbench.config_checks import ConfigError, check_datasets
+from maskbench.config_checks import ConfigError, check_datasets, check_renamed_keys
 from maskbench.tracks.gender.config_checks import check_gender
 from maskbench.tracks.nlu.config_checks import check_nlu
 from maskbench.tracks.vision.config_checks import check_vision
 
 DEFAULT_TRACK = "nlu"
+__all__ = ["TRACK_CHECKS", "ConfigError", "check_references", "check_renamed_keys", "tracks_of"]
 
 # track -> its cross-reference checks (schemas/<track>.schema.yaml describes its keys)
 TRACK_CHECKS: dict[str, Callable[[Mapping], None]] = {"nlu": check_nlu, "vision": check_vision, "gender": check_gender}

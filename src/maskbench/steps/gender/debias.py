@@ -8,7 +8,7 @@ alone with the weights training (a checkpoint).
         --out results/gender/.../seed~1.mask --summary results/gender/.../seed~1.json
 
 ``--spec`` holds ``DebiasSpec`` fields, ``--hparams`` ``TrainHParams`` fields (the weights' learning rate when
-they train; the scores have ``spec.score_lr``). The summary (JSON) is written last.
+they train; the scores have ``spec.score_learning_rate``). The summary (JSON) is written last.
 """
 
 from __future__ import annotations

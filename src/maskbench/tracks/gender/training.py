@@ -52,7 +52,7 @@ class DebiasSpec:
     threshold_start: float = 0.0    # tau rises from here ...
     threshold_end: float = 0.1      # ... to here (paper B: 0 -> 0.1)
     threshold_schedule: str = "linear"
-    score_lr: float = 0.01          # learning rate of the pruning scores (paper B 0.01)
+    score_learning_rate: float = 0.01  # learning rate of the pruning scores (paper B 0.01)
     l1_lambda: float = 1.0          # nn_pruning's L1 on sigmoid(S), added unweighted by paper B's code
     # granularity head: the matrices whose head scores train (the others keep score 0, sigmoid 0.5 > tau: kept)
     head_matrices: tuple[str, ...] = HEAD_MATRICES
@@ -140,11 +140,11 @@ def head_size_of(model) -> int:
 
 
 def debias_groups(model, masked: MaskedModules | None, spec: DebiasSpec, hp: TrainHParams) -> list[dict]:
-    """Scores at ``spec.score_lr`` (no decay); with trainable weights, every other parameter at the run's rate."""
+    """Scores at ``spec.score_learning_rate`` (no decay); with trainable weights, every other parameter at the run's rate."""
     groups = []
     scores = [p for p in masked.parameters() if p.requires_grad] if masked is not None else []
     if scores:
-        groups.append({"name": "scores", "params": scores, "lr": spec.score_lr, "weight_decay": 0.0})
+        groups.append({"name": "scores", "params": scores, "lr": spec.score_learning_rate, "weight_decay": 0.0})
     if not spec.freeze_weights:
         known = {id(p) for p in scores}
         rest = [p for p in model.parameters() if p.requires_grad and id(p) not in known]
