@@ -16,6 +16,7 @@ from snakemake.utils import validate
 # need the package installed: pip install -e . , or the conda env in envs/)
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
+from maskbench.cli import Json, shell_args  # noqa: E402,F401 - the rules render their settings with these
 from maskbench.warm import Server as WarmServer, jobs_run_here  # noqa: E402
 from maskbench.workflow_config import check_references, check_renamed_keys, tracks_of  # noqa: E402
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
+import shlex
 import sys
 import typing
 from pathlib import Path
@@ -45,3 +47,31 @@ def require_same_lengths(**lists: list) -> None:
 def setup_logging() -> None:
     """Log lines go to stderr, which every rule redirects into its log file."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+
+
+class Json:
+    """A value a step reads as one JSON argument (`--words '["a", "b"]'`); a dict is JSON without it."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def shell_args(**values) -> str:
+    """A step's command-line options from typed values, the one place a rule's settings become shell words: key
+    `max_length` -> `--max-length`; a dict or a `Json` -> one JSON argument; a list or tuple -> one word per item
+    (nargs); True -> the bare flag; None and False -> left out; anything else -> its `str`. Every word is
+    shell-quoted, so a path with spaces stays one word."""
+    words: list[str] = []
+    for key, value in values.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, Json | dict):
+            words += [flag, shlex.quote(json.dumps(value.value if isinstance(value, Json) else value))]
+        elif isinstance(value, list | tuple):
+            words += [flag, *(shlex.quote(str(v)) for v in value)]
+        else:
+            words += [flag, shlex.quote(str(value))]
+    return " ".join(words)
