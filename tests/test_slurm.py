@@ -114,31 +114,23 @@ def gpuless_set_resources() -> list[str]:
 # mark them) and `all`, which runs no command; every other job goes through sbatch
 LOCAL_RULES = {"all", "table1", "figure_id_ood", "dataset_summary", "bias_models_table", "mask_report", "srnet_report",
                "vision_report", "fetch_mnist_wheel", "tradeoff_report", "gender_report"}
-# the smoke DAG's every job is short: beyond the profile's groups, the test groups the rest (a config with hours-long
-# jobs keeps them apart), all paper C runs of a task together and every evaluation together
-GROUP_OF = ((re.compile(r"^srnet_(?!report$)\w+$"), "srnet"),
-            (re.compile(r"^(evaluate_\w+|mask_benchmark)$"), "evaluate"),
-            (re.compile(r"^gender_(?!report$)\w+$"), "gender"))
-JOBS_PER_GROUP_JOB = 12
+# the smoke DAG's every job is short, so the test submits few group jobs (a config with hours-long jobs keeps them
+# apart): the baseline fine-tuning alone (the job it cancels and SLURM must resubmit), the debiased fine-tunings
+# together (a group of 4 or more starts a warm server on its node), and every other job in one submission
+OWN_GROUPS = ("finetune_baseline", "finetune_debiased")
+SHARED_GROUP = "smoke"
 
 
 def smoke_group_args(planned: collections.Counter, node_cpus: int) -> list[str]:
-    """--groups / --group-components for the smoke DAG: the profile's lists (given on the command line, these replace
-    them) and one group per other rule, or the shared groups of GROUP_OF; up to JOBS_PER_GROUP_JOB jobs of a group in
-    one submission; --cores: a group job asks for at most the node's CPUs."""
-    profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
-    groups = dict(item.split("=") for item in profile["groups"])
-    components = {g: int(n) for g, n in (item.split("=") for item in profile["group-components"])}
-    for rule in planned:
-        if rule not in groups:
-            groups[rule] = next((name for pattern, name in GROUP_OF if pattern.match(rule)), rule)
+    """--groups / --group-components for the forced jobs (given on the command line, these replace the profile's
+    lists): OWN_GROUPS apart, every other rule in SHARED_GROUP, each group's jobs in one submission; --cores: a group
+    job asks for at most the node's CPUs."""
+    groups = {rule: rule if rule in OWN_GROUPS else SHARED_GROUP for rule in planned}
     jobs_per_group = collections.Counter()
     for rule, group in groups.items():
-        jobs_per_group[group] += planned.get(rule, 0)
-    for group, jobs in jobs_per_group.items():
-        components.setdefault(group, min(jobs, JOBS_PER_GROUP_JOB) or 1)
+        jobs_per_group[group] += planned[rule]
     return ["--groups", *(f"{rule}={group}" for rule, group in groups.items()),
-            "--group-components", *(f"{group}={n}" for group, n in components.items()), "--cores", str(node_cpus)]
+            "--group-components", *(f"{group}={n}" for group, n in jobs_per_group.items()), "--cores", str(node_cpus)]
 
 
 def squeue(run_name: str) -> list[list[str]]:
@@ -146,8 +138,8 @@ def squeue(run_name: str) -> list[list[str]]:
     return [line.split("|") for line in result.stdout.splitlines() if line.count("|") == 2]
 
 
-def planned_outputs(stdout: str) -> dict[str, list[tuple[list[str], str]]]:
-    """The jobs of a dry run, per rule: (outputs, log) of each job, in the order printed."""
+def planned_outputs(stdout: str) -> dict[str, list[tuple[list[str], str, list[str]]]]:
+    """The jobs of a dry run, per rule: (outputs, log, inputs) of each job, in the order printed."""
     jobs = collections.defaultdict(list)
     heads = list(re.finditer(r"^\s*(?:local)?rule (\w+):$", stdout, re.M))
     for head, after in zip(heads, [*heads[1:], None], strict=True):
@@ -155,7 +147,9 @@ def planned_outputs(stdout: str) -> dict[str, list[tuple[list[str], str]]]:
         out = re.search(r"^\s+output: (.*)$", block, re.M)
         if out:
             log = re.search(r"^\s+log: (.*)$", block, re.M)
-            jobs[head.group(1)].append((out.group(1).split(", "), log.group(1) if log else ""))
+            inputs = re.search(r"^\s+input: (.*)$", block, re.M)
+            jobs[head.group(1)].append((out.group(1).split(", "), log.group(1) if log else "",
+                                        inputs.group(1).split(", ") if inputs else []))
     return jobs
 
 
@@ -164,15 +158,94 @@ def planned_outputs(stdout: str) -> dict[str, list[tuple[list[str], str]]]:
 DEBIASED_JOBS = 4
 
 
-def chosen_jobs(plan: dict[str, list[tuple[list[str], str]]]) -> dict[str, list[tuple[list[str], str]]]:
-    """Per rule that runs through sbatch, the job(s) to rerun there: the first by output path (deterministic)."""
-    chosen = {}
-    for rule, jobs in plan.items():
-        if rule in LOCAL_RULES:
-            continue
-        ordered = sorted(jobs)
-        chosen[rule] = ordered[:DEBIASED_JOBS if rule == "finetune_debiased" else 1]
-    return chosen
+def lineage(plan: dict[str, list[tuple[list[str], str, list[str]]]]) -> dict[tuple[str, int], set[tuple[str, int]]]:
+    """Job (rule, index) -> every job it depends on, directly or not (an input of it is an output of that job)."""
+    producer = {path: (rule, i) for rule, jobs in plan.items() for i, (outs, _, _) in enumerate(jobs) for path in outs}
+    parents = {(rule, i): {producer[p] for p in ins if p in producer}
+               for rule, jobs in plan.items() for i, (_, _, ins) in enumerate(jobs)}
+    ancestors: dict[tuple[str, int], set[tuple[str, int]]] = {}
+
+    def of(job):
+        if job not in ancestors:
+            ancestors[job] = set()
+            for parent in parents[job]:
+                ancestors[job] |= {parent, *of(parent)}
+        return ancestors[job]
+
+    for job in parents:
+        of(job)
+    return ancestors
+
+
+def forced_closure(chosen_ids: list, ancestors: dict) -> tuple[set, int]:
+    """What forcing `chosen_ids` runs (them, and every job between two of them: a descendant of one that another
+    depends on) and in how many waves (the longest chain of those jobs)."""
+    chosen = set(chosen_ids)
+    run_set = chosen | {job for job, above in ancestors.items()
+                        if above & chosen and any(job in ancestors[c] for c in chosen)}
+    depth: dict = {}
+
+    def wave(job):
+        if job not in depth:
+            depth[job] = 1 + max((wave(a) for a in ancestors[job] if a in run_set), default=0)
+        return depth[job]
+
+    return run_set, max((wave(j) for j in run_set), default=0)
+
+
+def _allowed(job: tuple[str, int], chosen_ids: list, ancestors: dict) -> bool:
+    """Not chosen yet, no ancestor of a job of OWN_GROUPS, and for those rules themselves free of every chosen job."""
+    if job in chosen_ids or any(job in ancestors[p] for p in chosen_ids if p[0] in OWN_GROUPS):
+        return False
+    return job[0] not in OWN_GROUPS or not any(c in ancestors[job] or job in ancestors[c] for c in chosen_ids)
+
+
+def _added(job: tuple[str, int], chosen_ids: list, ancestors: dict) -> tuple[int, int]:
+    """The waves and jobs that forcing `job` beside `chosen_ids` runs."""
+    run_set, waves = forced_closure([*chosen_ids, job], ancestors)
+    return waves, len(run_set)
+
+
+def chosen_jobs(plan: dict[str, list[tuple[list[str], str, list[str]]]]) -> dict[str, list[tuple[list[str], str]]]:
+    """Per rule that runs through sbatch, the job(s) to rerun there, chosen so that forcing them runs as few waves
+    (chains of jobs that wait for another's outputs) and as few jobs as can be. The rules of OWN_GROUPS choose first,
+    jobs that depend on none of each other; then the other rules, fewest jobs first (they have the least choice),
+    each the job that adds the least (first by outputs among equals) and is no ancestor of those first ones, so that
+    their group jobs never wait for the shared one."""
+    ancestors = lineage(plan)
+    chosen_ids: list[tuple[str, int]] = []
+    pinned = [r for r in OWN_GROUPS if r in plan]
+    rest = sorted((r for r in plan if r not in LOCAL_RULES and r not in OWN_GROUPS), key=lambda r: (len(plan[r]), r))
+    for rule in [*pinned, *rest]:
+        order = sorted(range(len(plan[rule])), key=lambda i: plan[rule][i][0])
+        for _ in range(DEBIASED_JOBS if rule == "finetune_debiased" else 1):
+            candidates = [(rule, i) for i in order if _allowed((rule, i), chosen_ids, ancestors)]
+            assert candidates, f"no job of {rule} can be chosen"
+            chosen_ids.append(min(candidates, key=lambda job: _added(job, chosen_ids, ancestors)))
+    chosen = collections.defaultdict(list)
+    for rule, i in chosen_ids:
+        outs, log, _ = plan[rule][i]
+        chosen[rule].append((outs, log))
+    return dict(chosen)
+
+
+def test_the_chosen_jobs_force_as_little_as_can_be():
+    """On a hand-made plan (prepare -> train -> evaluate): each rule gets a job outside the lineage of the others'
+    chosen jobs when there is one, rules with fewer jobs choosing first; what forcing them runs, and in how many
+    waves."""
+    plan = {"prep": [(["d1"], "l1", []), (["d2"], "l2", []), (["d3"], "l3", [])],
+            "train": [(["m1"], "l4", ["d1"]), (["m2"], "l5", ["d2"])],
+            "eval": [(["e1"], "l6", ["m1", "d1"])]}
+    # eval (one job) takes e1; train (two) takes m2, not e1's parent; prep takes d3, the parent of neither
+    assert chosen_jobs(plan) == {"eval": [(["e1"], "l6")], "train": [(["m2"], "l5")], "prep": [(["d3"], "l3")]}
+    ancestors = lineage(plan)
+    assert ancestors[("eval", 0)] == {("train", 0), ("prep", 0)}
+    assert forced_closure([("eval", 0), ("train", 1), ("prep", 2)], ancestors) == (
+        {("eval", 0), ("train", 1), ("prep", 2)}, 1)
+    # forcing d1 and e1 reruns m1 between them: three jobs in three waves
+    assert forced_closure([("prep", 0), ("eval", 0)], ancestors) == ({("prep", 0), ("train", 0), ("eval", 0)}, 3)
+    del plan["prep"][2]  # no free choice left for prep: the one that adds the fewest jobs and waves
+    assert chosen_jobs(plan)["prep"] == [(["d2"], "l2")]
 
 
 @pytest.fixture(scope="module")
@@ -220,12 +293,12 @@ def slurm_run(tmp_path_factory, smoke_run):
             if log:
                 (workdir / log).unlink(missing_ok=True)
     before = {path: digest(smoke_run / path) for path in targets if (smoke_run / path).is_file()}
-    # what snakemake will run: the forced jobs and, between two of them, the jobs whose inputs they rewrite
+    # what snakemake will run: the forced jobs and the few between two of them (chosen_jobs keeps them few)
     forced_plan = run(snakemake_cmd(workdir, "-n", *args, "--force", *targets), timeout=300)
     assert forced_plan.returncode == 0, forced_plan.stderr[-3000:]
     remote = collections.Counter({rule: n for rule, n in planned_jobs(forced_plan.stdout).items()
                                   if rule not in LOCAL_RULES and rule != "total"})
-    assert set(remote) == planned_remote and sum(remote.values()) < len(jobs), remote
+    assert set(remote) == planned_remote and sum(remote.values()) <= sum(map(len, chosen.values())) + 5, remote
     args += smoke_group_args(remote, node_cpus)
 
     log_path = workdir / "snakemake.log"
@@ -295,10 +368,12 @@ def test_one_job_of_every_rule_kind_completed_through_sbatch_in_group_jobs(slurm
     assert sum(finished.values()) == sum(remote.values())  # those jobs and nothing else
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
     assert sorted(submitted, key=int) == sorted((r[0] for r in records), key=int)
-    # grouped: the debiased fine-tunings in one submission, every paper C run together, ...
-    assert len(completed) < sum(remote.values())
+    # grouped: the baseline fine-tuning alone (resubmitted once), the debiased fine-tunings in one submission,
+    # every other job in one more
     groups = collections.Counter(comment for _, _, _, comment in completed)
+    assert groups["rule_finetune_baseline_finetune_baseline"] == 1
     assert groups["rule_finetune_debiased_finetune_debiased"] == 1
+    assert len(completed) == 3, groups
 
 
 @pytest.mark.slurm
