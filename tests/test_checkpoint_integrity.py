@@ -158,6 +158,19 @@ def test_sealing_rewrites_the_header_only(tmp_path, tokenizer):
     assert (tmp_path / "again" / "model.safetensors").read_bytes() == raw
 
 
+def test_a_file_with_several_metadata_fields_is_written_byte_for_byte_the_same(tmp_path):
+    """safetensors writes metadata in hash-map order, which changes between runs; sealing sorts it, so the bytes
+    (and the checksum) of a head file depend on its content only."""
+    torch.manual_seed(0)
+    head = MLMHead(16, 50, "gelu", 1e-12)
+    for name in "abcdef":
+        save_head(head, tmp_path / f"{name}.safetensors")
+    assert len({(tmp_path / f"{name}.safetensors").read_bytes() for name in "abcdef"}) == 1
+    raw = (tmp_path / "a.safetensors").read_bytes()
+    keys = list(json.loads(raw[8:header_bytes(tmp_path / "a.safetensors")])["__metadata__"])  # the file's order
+    assert keys[:-1] == sorted(keys[:-1]) and keys[-1] == DIGEST_KEY
+
+
 def test_a_vision_model_keeps_its_config_beside_the_checksum(tmp_path):
     torch.manual_seed(0)
     model = build_model("mlp", 3, in_features=12, hidden=8, layers=2)

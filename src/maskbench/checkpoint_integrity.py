@@ -5,7 +5,8 @@ Every model file maskbench writes — a fine-tuned classifier, a bias model or a
 safetensors file whose header metadata holds ``maskbench_sha256``: the sha256 of the whole file as written, with
 the 64 hex digits of the digest itself read as ``0`` (the 8-byte header length, the JSON header with every
 tensor's name, dtype, shape and offsets and every other metadata field, and all tensor bytes). ``seal_safetensors``
-adds it to a file just written (only the header is rewritten; the tensor bytes stay as the writer left them), and
+adds it to a file just written (only the header is rewritten, its metadata in sorted order so that the same model
+always gives the same bytes; the tensor bytes stay as the writer left them), and
 ``verify_safetensors`` refuses, naming the file, a file whose bytes hash to anything else — a flipped bit anywhere
 is found before the loader reads a tensor, not as a strange accuracy later.
 
@@ -90,7 +91,9 @@ def seal_safetensors(path: str | Path) -> str:
     metadata = header.get(METADATA_KEY) or {}
     if not isinstance(metadata, dict):
         raise CheckpointError(f"{path}: corrupted: field {METADATA_KEY!r} of the header is not an object")
-    metadata = {key: value for key, value in metadata.items() if key != DIGEST_KEY}
+    # in a fixed order (safetensors writes its metadata in hash-map order, which changes from run to run), so that
+    # the same tensors and metadata always give the same bytes and the same checksum
+    metadata = {key: metadata[key] for key in sorted(metadata) if key != DIGEST_KEY}
     metadata[DIGEST_KEY] = _PLACEHOLDER
     tensors = {name: entry for name, entry in header.items() if name != METADATA_KEY}
     text = json.dumps({METADATA_KEY: metadata, **tensors}, separators=(",", ":")).encode()
