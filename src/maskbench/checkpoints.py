@@ -1,6 +1,6 @@
-"""Writing a checkpoint folder the way every entry point does: weights (checksummed, maskbench/checkpoint_integrity.py),
-config and tokenizer through a staging folder, ``train_summary.json`` last — a folder without the summary is an
-unfinished run."""
+"""Writing a checkpoint folder the way every entry point does: weights (with their checksum,
+maskbench/checkpoint_integrity.py), config and tokenizer through a staging folder, ``train_summary.json`` last — a
+folder without the summary is an unfinished run."""
 
 from __future__ import annotations
 
@@ -42,8 +42,9 @@ def sweep_staging(out_dir: Path) -> list[Path]:
 
 def write_checkpoint(out_dir: Path, model: nn.Module, tokenizer, summary: dict, mask_set=None,
                      curve: list[dict] | None = None, files_from: Path | None = None) -> None:
-    """Weights (with their checksum), config and tokenizer (and ``mask.mask`` from a ``MaskSet``, ``train_curve.csv``, the files of
-    ``files_from``, e.g. a from-scratch tokenizer's vocab.txt) via a staging folder, then ``train_summary.json``."""
+    """Weights (with their checksum), config and tokenizer (and ``mask.mask`` from a ``MaskSet``,
+    ``train_curve.csv``, the files of ``files_from``, e.g. a from-scratch tokenizer's vocab.txt) via a staging
+    folder, then ``train_summary.json``."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     sweep_staging(out_dir)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
