@@ -223,3 +223,38 @@ def test_the_new_names_and_other_learning_rates_pass():
     check_renamed_keys({"mask_search": {"score_learning_rate": 0.1, "hparams": {"epochs": 1}},
                         "finetune": {"learning_rate": 1e-3}, "gender": {"pruning": {"score_learning_rate": 0.5}},
                         "srnets": {"mask_training": {"tasks": {"qqp": {"hparams": {"epochs": 2}}}}}})
+
+
+def first_model(config):
+    return next(iter(config["vision"]["models"].values()))
+
+
+@pytest.mark.parametrize("edit,key", [
+    (lambda c: c["srnets"].update(seeds=[]), "['srnets']['seeds']"),  # failed last, in srnet_report, before
+    (lambda c: c["srnets"].update(tasks=[]), "['srnets']['tasks']"),
+    (lambda c: c["srnets"]["timing"].update(tasks=[]), "['srnets']['timing']['tasks']"),
+    (lambda c: c["srnets"].update(sparsities=[]), "['srnets']['sparsities']"),
+    (lambda c: c["srnets"]["debias"].update(losses=[]), "['srnets']['debias']['losses']"),
+    (lambda c: c["srnets"]["ood_informed"].update(train={}), "['srnets']['ood_informed']['train']"),
+    (lambda c: c["report"]["table1"].update(rows=[]), "['report']['table1']['rows']"),
+    (lambda c: c["report"]["table1"].update(columns={}), "['report']['table1']['columns']"),
+    (lambda c: c["negation_subsets"]["mnli_negation"].update(words=[]),
+     "['negation_subsets']['mnli_negation']['words']"),
+    (lambda c: c["tasks"]["mnli"].update(eval_sets={}), "['tasks']['mnli']['eval_sets']"),
+    (lambda c: c["mask_search"].update(modules=[]), "['mask_search']['modules']"),
+    (lambda c: c["vision"]["ffw"].update(methods=[]), "['vision']['ffw']['methods']"),
+    (lambda c: first_model(c).update(normalize={"mean": [], "std": 0.5}), "['normalize']['mean']"),
+    (lambda c: c.update(seeds=[]), "['seeds']"),
+])
+def test_a_list_that_must_not_be_empty_is_refused_at_config_load_naming_its_key(edit, key):
+    """Every list (and name -> value table) that must hold something says so in the schema: an empty one stops the
+    workflow when the config loads, the message naming the key — not a job at the end with an argparse error."""
+    from snakemake.exceptions import WorkflowError
+
+    config = copy.deepcopy(SMOKE)
+    edit(config)
+    with pytest.raises(WorkflowError) as err:
+        validated(config)
+    message = str(err.value)
+    assert key in message and re.search(r"should be non-empty|does not have enough properties|is not valid under",
+                                        message), message

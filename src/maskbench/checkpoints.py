@@ -1,5 +1,6 @@
-"""Writing a checkpoint folder the way every entry point does: weights, config and tokenizer through a staging
-folder, ``train_summary.json`` last — a folder without the summary is an unfinished run."""
+"""Writing a checkpoint folder the way every entry point does: weights (with their checksum,
+maskbench/checkpoint_integrity.py), config and tokenizer through a staging folder, ``train_summary.json`` last — a
+folder without the summary is an unfinished run."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pandas as pd
 from torch import nn
 
 from maskbench import runtime
+from maskbench.checkpoint_integrity import seal_safetensors
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +42,9 @@ def sweep_staging(out_dir: Path) -> list[Path]:
 
 def write_checkpoint(out_dir: Path, model: nn.Module, tokenizer, summary: dict, mask_set=None,
                      curve: list[dict] | None = None, files_from: Path | None = None) -> None:
-    """Weights, config and tokenizer (and ``mask.mask`` from a ``MaskSet``, ``train_curve.csv``, the files of
-    ``files_from``, e.g. a from-scratch tokenizer's vocab.txt) via a staging folder, then ``train_summary.json``."""
+    """Weights (with their checksum), config and tokenizer (and ``mask.mask`` from a ``MaskSet``,
+    ``train_curve.csv``, the files of ``files_from``, e.g. a from-scratch tokenizer's vocab.txt) via a staging
+    folder, then ``train_summary.json``."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     sweep_staging(out_dir)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
@@ -50,6 +53,8 @@ def write_checkpoint(out_dir: Path, model: nn.Module, tokenizer, summary: dict, 
             for item in Path(files_from).iterdir():
                 shutil.copy2(item, staging / item.name)
         model.save_pretrained(staging, safe_serialization=True)
+        for weights in sorted(staging.glob("*.safetensors")):  # model.safetensors (or its shards): its checksum
+            seal_safetensors(weights)
         tokenizer.save_pretrained(staging)
         if curve:
             pd.DataFrame(curve).to_csv(staging / "train_curve.csv", index=False)

@@ -14,21 +14,31 @@ import time
 from collections.abc import Callable
 from typing import NoReturn
 
-from maskbench import step_timing, warm
+from maskbench import errors, step_timing, warm
 
 _IMPORTED = time.time()
 
 
 def run_step(main: Callable[[], int | None]) -> NoReturn:
-    """Run a step's `main()`, write its timing line to stderr (maskbench/step_timing.py) and exit with its code."""
+    """Run a step's `main()`, write its timing line to stderr (maskbench/step_timing.py) and exit with its code.
+
+    A user-facing error of the library (a bad data, mask or checkpoint file, a mask of another model, ...;
+    maskbench/errors.py) ends the step with one line, ``<step module>: error: <message>``, and exit code 1; any
+    other exception is a bug and keeps its traceback."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    module = main.__module__ if main.__module__ != "__main__" else (spec.name if spec is not None else "?")
     work_started = time.time()
     code: int | None = 1
     try:
         code = main()
+    except Exception as err:
+        if not errors.is_user_error(err):
+            raise
+        print(f"{module}: error: {errors.one_line(err)}", file=sys.stderr, flush=True)
+        code = 1
     finally:
         ended = time.time()
-        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-        step = spec.name.rsplit(".", 1)[-1] if spec is not None else "?"
+        step = module.rsplit(".", 1)[-1]
         started = warm.JOB_STARTED or step_timing.process_started() or _IMPORTED
         print(step_timing.timing_line(step, started, work_started, ended, warm.JOB_STARTED is not None),
               file=sys.stderr, flush=True)

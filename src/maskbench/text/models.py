@@ -10,12 +10,16 @@ A model spec (config ``model:``) is one of
 from __future__ import annotations
 
 import importlib
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+# the checkpoint checks live with the checksums; imported here for the callers that know them from this module
+from maskbench.checkpoint_integrity import CheckpointError as CheckpointError
+from maskbench.checkpoint_integrity import check_safetensors as check_safetensors
+from maskbench.checkpoint_integrity import verify_checkpoint_folder
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)
@@ -23,10 +27,6 @@ _WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 class ModelSpecError(ValueError):
     pass
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be loaded (cut, damaged); the message names the file."""
 
 
 def resolve_model_path(path: str) -> str:
@@ -100,40 +100,19 @@ def build_model_and_tokenizer(spec: dict[str, Any], labels: list[str], train_tex
     return model, tokenizer
 
 
-def check_safetensors(path: Path) -> None:
-    """Refuse a cut or garbled safetensors file, naming it: the header length, the JSON header and the tensors'
-    extent must agree with the file's size (safetensors itself says only "incomplete metadata")."""
-    size = path.stat().st_size
-    with open(path, "rb") as handle:
-        length_field = handle.read(8)
-        if len(length_field) < 8:
-            raise CheckpointError(f"{path}: truncated: {size} bytes, less than the 8-byte header length")
-        header_len = int.from_bytes(length_field, "little")
-        if 8 + header_len > size:
-            raise CheckpointError(f"{path}: truncated or corrupted: the header claims {header_len} bytes but the "
-                                  f"file has {size}")
-        try:
-            header = json.loads(handle.read(header_len))
-            ends = [int(entry["data_offsets"][1]) for name, entry in header.items() if name != "__metadata__"]
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as err:
-            raise CheckpointError(f"{path}: corrupted: the safetensors header does not parse ({err})") from err
-    needed = 8 + header_len + max(ends, default=0)
-    if needed != size:
-        raise CheckpointError(f"{path}: {'truncated' if needed > size else 'corrupted'}: its tensors end at byte "
-                              f"{needed} but the file has {size} bytes")
-
-
 def load_classifier(checkpoint_dir: str | Path):
     """A fine-tuned checkpoint written by ``maskbench.steps.nlu.finetune`` (safetensors + config + tokenizer).
 
-    A cut or damaged checkpoint is a CheckpointError naming the file, not a bare loader error."""
+    A cut or damaged checkpoint, or one changed since it was written (its checksum:
+    maskbench/checkpoint_integrity.py), is a CheckpointError naming the file, not a bare loader error."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     checkpoint_dir = Path(checkpoint_dir)
     weights = checkpoint_dir / "model.safetensors"
     if not weights.is_file():
         raise FileNotFoundError(f"{checkpoint_dir}: no model.safetensors — is this a finished fine-tuning run?")
-    check_safetensors(weights)
+    if not verify_checkpoint_folder(checkpoint_dir):  # a finished maskbench checkpoint: its checksum
+        check_safetensors(weights)
     try:
         model = AutoModelForSequenceClassification.from_pretrained(str(checkpoint_dir))
         tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_dir))

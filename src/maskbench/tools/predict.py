@@ -23,10 +23,9 @@ from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.local_source import decode_line
 from maskbench.data.schema import DataError
 from maskbench.masking.apply import MaskSet, MaskSwitch
-from maskbench.masking.codec import MaskFileError
 from maskbench.steps import run_step
 from maskbench.text.batches import EncodedPairs, predict_proba
-from maskbench.text.models import CheckpointError, input_view, load_classifier, model_labels
+from maskbench.text.models import input_view, load_classifier, model_labels
 
 log = logging.getLogger("maskbench.tools.predict")
 
@@ -124,8 +123,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        run_step(main)
-    except (DataError, MaskFileError, CheckpointError) as err:  # bad input: the message, not a traceback
-        print(f"maskbench.tools.predict: error: {err}", file=sys.stderr)
-        sys.exit(1)
+    run_step(main)  # a bad input (data, mask file, checkpoint): one line and exit code 1, not a traceback

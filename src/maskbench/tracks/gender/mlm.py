@@ -13,7 +13,8 @@ can use it instead (``head_from_model``). ``masked_lm`` puts any encoder of the 
 written in, a debiased checkpoint) under a head: the decoder reads that encoder's own word embeddings.
 
 A head is saved as safetensors with BERT's names below ``cls.`` (``predictions.transform.dense.weight``, ...,
-``predictions.bias``) and its activation, LayerNorm epsilon and sizes in the metadata.
+``predictions.bias``) and its activation, LayerNorm epsilon and sizes in the metadata, with its checksum
+(maskbench/checkpoint_integrity.py), verified before the head is read.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from maskbench.checkpoint_integrity import seal_safetensors, verify_checkpoint_folder, verify_safetensors
 from maskbench.tracks.gender.encoding import encoder_of
 
 HEAD_FORMAT = "maskbench-mlm-head-1"
@@ -129,17 +131,19 @@ def save_head(head: MLMHead, path) -> None:
     state = {k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()}
     with runtime.atomic_path(path) as tmp:
         save_file(state, str(tmp), metadata=head.metadata())
+        seal_safetensors(tmp)
 
 
 def check_head_file(path) -> dict[str, str]:
-    """The metadata of a head file, read without loading its tensors; a missing file, another format or missing
-    tensors stop with the file named."""
+    """The metadata of a head file, checked against its checksum without loading its tensors; a missing, damaged
+    or changed file, another format or missing tensors stop with the file named."""
     from safetensors import safe_open
 
     path = Path(path)
     if not path.is_file():
         raise HeadError(f"{path}: the head file does not exist (fit one with maskbench.steps.gender.mlm_head, or "
                         "pass --head from-model for a model that ships a masked-LM head)")
+    verify_safetensors(path)
     try:
         with safe_open(str(path), framework="pt") as handle:
             meta, keys = handle.metadata() or {}, set(handle.keys())
@@ -172,6 +176,7 @@ def head_from_model(model: str) -> MLMHead:
     from maskbench.text.models import resolve_model_path
 
     where = resolve_model_path(str(model))
+    verify_checkpoint_folder(where)  # a checkpoint maskbench wrote: its checksum (a pretrained model has none)
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the "newly initialized" warning is what is checked below
     try:

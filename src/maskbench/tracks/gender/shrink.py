@@ -39,8 +39,8 @@ inside the kept matrices. Constants are folded in float64 and cast back to the b
 
 Saving. The shrunk encoder's layers differ in width, which a ``BertConfig`` cannot express; ``save_shrunk`` writes
 the original config (its head size stays valid), the weights as safetensors and ``shrunk_layers.json`` (per layer
-the kept heads by original index and the FFN width); ``load_shrunk`` rebuilds the same modules and loads the weights
-strictly, bit for bit.
+the kept heads by original index and the FFN width); ``load_shrunk`` checks the weights against their checksum
+(maskbench/checkpoint_integrity.py), rebuilds the same modules and loads the weights strictly, bit for bit.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from maskbench import runtime
+from maskbench.checkpoint_integrity import seal_safetensors, verify_safetensors
 
 WEIGHTS_FILE = "model.safetensors"
 LAYERS_FILE = "shrunk_layers.json"
@@ -282,6 +283,7 @@ def save_shrunk(model, folder: str | Path) -> Path:
     state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
     with runtime.atomic_path(folder / WEIGHTS_FILE) as tmp:
         save_file(state, str(tmp), metadata={"format": "pt"})
+        seal_safetensors(tmp)
     runtime.atomic_write_json(folder / LAYERS_FILE, {"layers": model.shrunk_layers})
     return folder
 
@@ -295,6 +297,7 @@ def load_shrunk(folder: str | Path):
     for name in ("config.json", WEIGHTS_FILE, LAYERS_FILE):
         if not (folder / name).is_file():
             raise FileNotFoundError(f"{folder / name}: missing — is {folder} a save_shrunk folder?")
+    verify_safetensors(folder / WEIGHTS_FILE)
     layers = json.loads((folder / LAYERS_FILE).read_text())["layers"]
     model = AutoModel.from_config(AutoConfig.from_pretrained(folder))
     _resize(model, layers)

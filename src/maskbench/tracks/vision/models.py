@@ -23,7 +23,7 @@ and ``linear`` select all of them.
 ``save_model`` / ``load_model``: one safetensors file holding every parameter and buffer (BatchNorm running
 statistics included) and, in its header metadata, the JSON config (model name, class count, constructor kwargs,
 the caller's ``meta``) that rebuilds the architecture — one file, written atomically, so weights and config never
-disagree.
+disagree — and its checksum, verified before anything is read from it (maskbench/checkpoint_integrity.py).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from maskbench.checkpoint_integrity import CheckpointError, seal_safetensors, verify_safetensors
 from maskbench.runtime import atomic_path
 
 CONFIG_KEY = "maskbench_model"
@@ -253,24 +254,28 @@ def save_model(model: VisionModel, path: str | Path, meta: dict[str, Any] | None
     tensors = {k: v.detach().cpu().contiguous() for k, v in state.items()}
     with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata={CONFIG_KEY: json.dumps(config, sort_keys=True)})
+        seal_safetensors(tmp)
 
 
-def read_model_config(path: str | Path) -> dict[str, Any]:
-    """The config ``save_model`` wrote (name, num_classes, kwargs, meta), without reading the tensors."""
+def read_model_config(path: str | Path, metadata: dict[str, str] | None = None) -> dict[str, Any]:
+    """The config ``save_model`` wrote (name, num_classes, kwargs, meta), without reading the tensors (from
+    ``metadata``, the file's header metadata, when the caller has read it)."""
     from safetensors import safe_open
 
-    with safe_open(str(path), framework="pt") as handle:
-        metadata = handle.metadata() or {}
+    if metadata is None:
+        with safe_open(str(path), framework="pt") as handle:
+            metadata = handle.metadata() or {}
     if CONFIG_KEY not in metadata:
-        raise ValueError(f"{path}: not a maskbench vision model (no {CONFIG_KEY!r} in the safetensors header)")
+        raise CheckpointError(f"{path}: not a maskbench vision model (no {CONFIG_KEY!r} in the safetensors header)")
     return json.loads(metadata[CONFIG_KEY])
 
 
 def load_model(path: str | Path) -> VisionModel:
-    """The model ``save_model`` wrote, rebuilt from its config, every tensor loaded (strict), in eval mode."""
+    """The model ``save_model`` wrote, checked against its checksum, rebuilt from its config, every tensor loaded
+    (strict), in eval mode."""
     from safetensors.torch import load_file
 
-    config = read_model_config(path)
+    config = read_model_config(path, verify_safetensors(path))
     model = build_model(config["name"], config["num_classes"], **config["kwargs"])
     model.load_state_dict(load_file(str(path)), strict=True)
     return model.eval()

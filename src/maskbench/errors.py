@@ -1,0 +1,48 @@
+"""The library's user-facing errors: what a step reports as one line on stderr and exit code 1, not a traceback.
+
+Each of these is raised on a bad input — a data file, a mask file, a mask of another model, a checkpoint, a word
+list, a config value — and its message already names the file (or config key), the field and the value. Every
+step's ``run_step`` (maskbench/steps/__init__.py) turns them into ``<step module>: error: <message>``; any other
+exception is a bug and keeps its traceback.
+
+They are known here by class name (``USER_ERRORS``), not imported: the step package must stay light (the warm
+runner takes the job over before torch is imported), and an error's class is defined wherever its module
+lives. A class is matched only when it is defined in maskbench, anywhere in an exception's class hierarchy.
+tests/test_error_path.py checks that every name is a ValueError subclass somewhere in src/ and that every such
+``*Error`` class of src/ is either listed here or in ``INTERNAL_ERRORS``.
+"""
+
+from __future__ import annotations
+
+import re
+
+USER_ERRORS = frozenset({
+    "BiasDataError",      # tracks/gender/crows_pairs.py: CrowS-Pairs and StereoSet files
+    "CheckpointError",    # checkpoint_integrity.py: a model checkpoint that is cut, damaged or unsealed
+    "ConfigError",        # workflow_config.py: a config value
+    "CorpusError",        # tracks/gender/corpus.py: the gender corpus
+    "DataError",          # data/schema.py: a dataset, a prepared file, a probability file
+    "DeparturesError",    # report/departures.py: docs/departures.yaml
+    "GranularityError",   # masking/granularity.py: a granularity that does not fit the model
+    "HeadError",          # tracks/gender/mlm.py: a masked-LM head file
+    "MaskFileError",      # masking/codec.py: a mask file
+    "MaskMismatchError",  # masking/apply.py: a mask of another model
+    "ModelSpecError",     # text/models.py: a model spec (config model:)
+    "SeatFileError",      # tracks/gender/seat.py: a SEAT file
+    "SelectorError",      # masking/module_kinds.py, masking/selectors.py: module selectors of the config
+    "VisionDataError",    # tracks/vision/mnist_wheel.py: the MNIST wheel, a prepared image file
+    "WordListError",      # tracks/gender/wordlists.py: a gender word list
+})
+# *Error classes of src/ that are not about an input (none today); listed so that the test above sees every class
+INTERNAL_ERRORS: frozenset[str] = frozenset()
+
+
+def is_user_error(err: BaseException) -> bool:
+    """Whether ``err`` is one of the library's user-facing errors (a subclass of one counts too)."""
+    return any(cls.__name__ in USER_ERRORS and cls.__module__.startswith("maskbench.")
+               for cls in type(err).__mro__)
+
+
+def one_line(err: BaseException) -> str:
+    """The error's message on one line (a message that spans lines is joined with spaces)."""
+    return re.sub(r"\s*\n\s*", " ", str(err).strip()) or type(err).__name__
