@@ -3,13 +3,17 @@
 
 rule prepare_dataset:
     input:
-        local=local_source_file,
+        # the file of a `local:` source, so that a changed file reruns what reads it (rules/common.smk's local_file)
+        local=lambda w: local_file(config["datasets"][w.dataset]["source"], f"dataset {w.dataset!r}",
+                                   f"datasets.{w.dataset}.source"),
     output:
         data=f"{R}/{NLU}/data/prepared/{{dataset}}.parquet",
         summary=f"{R}/{NLU}/data/prepared/{{dataset}}.summary.json",
     params:
-        spec=dataset_spec,
-        options=prepare_options,
+        args=lambda w, input, output: shell_args(
+            name=w.dataset, spec=config["datasets"][w.dataset], local_file=input.local or None,
+            single_text=bool(config["tasks"].get(config["datasets"][w.dataset]["task"], {}).get("single_text")),
+            out=output.data, summary=output.summary),
     log:
         f"{R}/logs/prepare_dataset/{{dataset}}.log",
     benchmark:
@@ -21,18 +25,20 @@ rule prepare_dataset:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps prepare --name {wildcards.dataset:q} --spec {params.spec}{params.options}"
-        " --out {output.data:q} --summary {output.summary:q} > {log:q} 2>&1"
+        "python -m maskbench.steps prepare {params.args} > {log:q} 2>&1"
 
 
 rule negation_subset:
     input:
-        subset_source,
+        lambda w: prepared_path(config["negation_subsets"][w.subset]["from"]),
     output:
         data=f"{R}/{NLU}/data/subsets/{{subset}}.parquet",
         summary=f"{R}/{NLU}/data/subsets/{{subset}}.summary.json",
     params:
-        options=subset_options,
+        args=lambda w, input, output: shell_args(
+            input=input[0], out=output.data, summary=output.summary,
+            entailment_label=config["negation_subsets"][w.subset].get("entailment_label", "entailment"),
+            words=Json(config["negation_subsets"][w.subset]["words"]) if config["negation_subsets"][w.subset].get("words") else None),
     log:
         f"{R}/logs/negation_subset/{{subset}}.log",
     benchmark:
@@ -44,13 +50,12 @@ rule negation_subset:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps nlu.negation_subset --input {input:q} --out {output.data:q}"
-        " --summary {output.summary:q} {params.options} > {log:q} 2>&1"
+        "python -m maskbench.steps nlu.negation_subset {params.args} > {log:q} 2>&1"
 
 
 rule dataset_summary:
     input:
-        prepared=[f"{p[: -len('.parquet')]}.summary.json" for p in prepared_datasets()],
+        prepared=[f"{p.removesuffix('.parquet')}.summary.json" for p in P.prepared_datasets()],
     output:
         csv=report(
             f"{R}/tables/datasets.csv",

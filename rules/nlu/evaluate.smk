@@ -16,17 +16,10 @@ for _task in TASKS:
             input:
                 unpack(eval_inputs_of(_task, _rows)),
             output:
-                metrics=evaluation_rule_outputs(_task, _rows, "metrics"),
-                predictions=evaluation_rule_outputs(_task, _rows, "predictions"),
+                metrics=P.evaluation_outputs(_task, _rows, "{seed}", "metrics"),
+                predictions=P.evaluation_outputs(_task, _rows, "{seed}", "predictions"),
             params:
-                model_dirs=model_dirs_of,
-                rows=" ".join(_rows),
-                out_dirs=eval_dirs_of(_task, _rows),
-                eval_sets=as_json(eval_set_specs(_task)),
-                task=_task,
-                max_length=config["finetune"]["max_length"],
-                batch_size=config["finetune"]["eval_batch_size"],
-                length_sorted=LENGTH_SORTED_EVAL,
+                args=evaluate_args(_task, _rows, checkpoints_of("models")),
             log:
                 f"{R}/logs/evaluate_{_kind}{_task}/seed~{{seed}}.log",
             benchmark:
@@ -38,7 +31,4 @@ for _task in TASKS:
             conda:
                 "../../envs/maskbench.yaml"
             shell:
-                "python -m maskbench.steps nlu.evaluate --model-dirs {params.model_dirs} --rows {params.rows}"
-                " --out-dirs {params.out_dirs} --data {input.data:q} --eval-sets {params.eval_sets}"
-                " --task {params.task} --seed {wildcards.seed} --max-length {params.max_length}"
-                " --batch-size {params.batch_size} --length-sorted {params.length_sorted} --threads {threads} > {log:q} 2>&1"
+                "python -m maskbench.steps nlu.evaluate {params.args} > {log:q} 2>&1"

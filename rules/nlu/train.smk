@@ -1,23 +1,20 @@
-# Baseline fine-tuning (Table 1 "Baseline"), one job per task and seed.
+# Baseline fine-tuning (Table 1 "Baseline"), one job per task and seed: the one definition of a fine-tuning job,
+# which the bias models, the debiased models and the sweep points reuse (`use rule finetune_baseline as ...`).
 
 
 rule finetune_baseline:
     input:
         unpack(task_train_data),
     output:
-        model=f"{R}/{NLU}/{{task}}/{MODEL}/models/method~finetune/loss~ce/seed~{{seed}}/model.safetensors",
-        summary=f"{R}/{NLU}/{{task}}/{MODEL}/models/method~finetune/loss~ce/seed~{{seed}}/train_summary.json",
+        model=f"{checkpoint_dir('{task}', '{seed}')}/model.safetensors",
+        summary=f"{checkpoint_dir('{task}', '{seed}')}/train_summary.json",
         # the baseline's own training-set probabilities: the teacher of confidence regularisation
-        probs=f"{R}/{NLU}/{{task}}/{MODEL}/models/method~finetune/loss~ce/seed~{{seed}}/train_probs.parquet",
+        probs=f"{checkpoint_dir('{task}', '{seed}')}/train_probs.parquet",
         # with `srnets:` also paper C's theta_pt (the untrained start) and the timing study's snapshots
         **finetune_extra_outputs(),
     params:
-        checkpoint_every=COMPUTE["checkpoint_every"],
-        deterministic=int(COMPUTE["deterministic"]),
-        model_spec=as_json(config["model"]),
-        hparams=finetune_hparams_of,
-        head=classifier_option,
-        out_dir=folder_of_output("model"),
+        args=lambda wildcards, input, output, threads: finetune_args(wildcards, input, output, threads,
+                                                                     train_probs_out=output.probs),
         extra=finetune_extra_options,
     log:
         f"{R}/logs/finetune_baseline/{{task}}/seed~{{seed}}.log",
@@ -31,7 +28,4 @@ rule finetune_baseline:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps nlu.finetune --train {input.train:q} --dev {input.dev:q}"
-        " --model-spec {params.model_spec} --hparams {params.hparams} --loss ce {params.head}"
-        " --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} --out-dir {params.out_dir:q}"
-        " --train-probs-out {output.probs:q} {params.extra} > {log:q} 2>&1"
+        "python -m maskbench.steps nlu.finetune {params.args} {params.extra} > {log:q} 2>&1"
