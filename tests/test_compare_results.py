@@ -62,3 +62,20 @@ def test_bad_arguments_are_named(tmp_path, capsys):
     assert f"{tmp_path / 'nope'} is not a folder" in capsys.readouterr().err
     assert compare_results.main([str(tmp_path), str(tmp_path), "--rename", "x"]) == 2
     assert "--rename 'x' is not OLD=NEW" in capsys.readouterr().err
+
+
+def test_mask_files_equal_but_for_their_command_line_are_equal(tmp_path):
+    import numpy as np
+
+    from maskbench.masking.codec import write_mask_file
+
+    mask = {"layer.0.query": np.array([[True, False], [False, True]])}
+    for name, argv, m in (("a", ["--x", "1", "--y", "2"], mask), ("b", ["--y", "2", "--x", "1"], mask),
+                          ("c", ["--x", "1"], {"layer.0.query": np.array([[True, True], [False, True]])})):
+        (tmp_path / name).mkdir()
+        write_mask_file(tmp_path / name / "m.mask", m, {"seed": 1, "provenance": {"argv": argv}})
+    assert compare_results.compare_file(tmp_path / "a" / "m.mask", tmp_path / "b" / "m.mask") == (
+        "mask without provenance", None)
+    assert compare_results.compare_file(tmp_path / "a" / "m.mask", tmp_path / "a" / "m.mask") == ("bytes", None)
+    assert compare_results.compare_file(tmp_path / "a" / "m.mask", tmp_path / "c" / "m.mask") == (
+        "mask without provenance", "1 of 1 masks differ, e.g. layer.0.query")

@@ -11,6 +11,8 @@ same relative path or at the path a `--rename OLD=NEW` prefix rule gives, and ho
   out of the paths the documents name;
 - `.csv` that differ in bytes (training curves): equal once the timing columns (`seconds`, `*_seconds`) are
   dropped, and counted apart ("csv without timing") so that a report shows which files needed it;
+- `.mask` that differ in bytes: every mask equal and the metadata equal once its `provenance` (the step's command
+  line, which a change of the rules may reorder) is dropped, counted apart ("mask without provenance");
 - anything else (Markdown / LaTeX tables, mask files, figures): byte for byte.
 Files only AFTER has are listed, not failed (a change may add outputs). Exit code 0 when every file matches, 1
 otherwise; the report lists each mismatch with what differs.
@@ -103,6 +105,8 @@ def compare_file(before: Path, after: Path, projects: tuple[str, str] = ("", "")
                 return "json", None
             return "json", "values differ (timing and provenance keys ignored)"
     same = hashlib.sha256(before.read_bytes()).digest() == hashlib.sha256(after.read_bytes()).digest()
+    if not same and before.suffix == ".mask":
+        return "mask without provenance", _mask_difference(before, after, projects)
     if same or before.suffix != ".csv":
         return "bytes", None if same else "bytes differ"
     import pandas as pd
@@ -116,6 +120,22 @@ def compare_file(before: Path, after: Path, projects: tuple[str, str] = ("", "")
     except (AssertionError, KeyError) as err:
         return "csv without timing", str(err).splitlines()[0]
     return "csv without timing", None
+
+
+def _mask_difference(before: Path, after: Path, projects: tuple[str, str]) -> str | None:
+    import numpy as np
+
+    from maskbench.masking.codec import read_mask_file
+
+    (masks_a, meta_a), (masks_b, meta_b) = read_mask_file(before), read_mask_file(after)
+    if masks_a.keys() != masks_b.keys():
+        return f"masked modules differ: {sorted(set(masks_a) ^ set(masks_b))[:5]}"
+    bad = [k for k in masks_a if not np.array_equal(masks_a[k], masks_b[k])]
+    if bad:
+        return f"{len(bad)} of {len(masks_a)} masks differ, e.g. {bad[0]}"
+    if not _json_equal(without_ignored(meta_a, projects[0]), without_ignored(meta_b, projects[1])):
+        return "metadata differs (provenance ignored)"
+    return None
 
 
 def compare_trees(before: Path, after: Path, rules: list[tuple[str, str]]) -> dict:
