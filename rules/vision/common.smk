@@ -16,8 +16,23 @@ wildcard_constraints:
 
 
 # training jobs (models, FFW gates) ask for the training compute and a GPU; the others for the evaluation compute
-TRAINING = {"mem_mb": COMPUTE["train_mem_mb"], "runtime": COMPUTE["train_runtime_min"], "gpu": training_gpus()}
-LIGHT = {"mem_mb": COMPUTE["eval_mem_mb"], "runtime": COMPUTE["eval_runtime_min"]}
+VISION_TRAINING = {"mem_mb": COMPUTE["train_mem_mb"], "runtime": COMPUTE["train_runtime_min"],
+                   "gpu": training_gpus()}
+VISION_LIGHT = {"mem_mb": COMPUTE["eval_mem_mb"], "runtime": COMPUTE["eval_runtime_min"]}
+
+
+# an FFW run's files (.mask, .json); the wildcards of a model's jobs and of an FFW job in the log folders
+FFW_RUN = VISION.ffw_stem("{vdataset}", "{level}", "{ffw_method}", "{gamma}", "{start}", "{seed}")
+SEED_JOB = "{vdataset}/{level}/seed~{seed}"
+FFW_JOB = "{vdataset}/{level}/{ffw_method}/gamma~{gamma}/start~{start}/seed~{seed}"
+
+
+def ffw_args(wildcards, input, output, threads):
+    """The FFW run its mask's path names, looked up in the plan: its start model, typed gamma and settings."""
+    job = VISION.ffw_job(wildcards.vdataset, wildcards.level, wildcards.ffw_method, wildcards.gamma, wildcards.start,
+                         wildcards.seed)
+    return shell_args(**job, train=input.train, val=input.val, seed=wildcards.seed, threads=threads,
+                      out=output.mask, summary=output.summary)
 
 
 def vision_prepare_inputs(wildcards):

@@ -31,7 +31,7 @@ rule prepare_vision:
         f"{R}/benchmarks/rules/prepare_vision/{{vdataset}}/{{level}}.tsv"
     threads: 1
     resources:
-        **LIGHT,
+        **VISION_LIGHT,
     conda:
         "../../envs/maskbench.yaml"
     shell:

@@ -15,12 +15,12 @@ rule evaluate_vision:
             head_settings=VISION.head_settings, name=wildcards.vdataset, level=wildcards.level, seed=wildcards.seed,
             threads=threads, out=output.evals),
     log:
-        f"{R}/logs/evaluate_vision/{{vdataset}}/{{level}}/seed~{{seed}}.log",
+        f"{R}/logs/evaluate_vision/{SEED_JOB}.log",
     benchmark:
-        f"{R}/benchmarks/rules/evaluate_vision/{{vdataset}}/{{level}}/seed~{{seed}}.tsv"
+        f"{R}/benchmarks/rules/evaluate_vision/{SEED_JOB}.tsv"
     threads: 1
     resources:
-        **LIGHT,
+        **VISION_LIGHT,
     conda:
         "../../envs/maskbench.yaml"
     shell:

@@ -1,14 +1,5 @@
 # FFW (paper D): gates trained on each model with the MI loss, one job per (dataset, level, method, gamma, start
 # model, seed); and the magnitude-pruning baseline (figure 6), all sparsities of a model in one job.
-FFW_RUN = VISION.ffw_stem("{vdataset}", "{level}", "{ffw_method}", "{gamma}", "{start}", "{seed}")
-
-
-def ffw_args(wildcards, input, output, threads):
-    gates = VISION.gates_at(wildcards.vdataset, wildcards.level, wildcards.ffw_method, wildcards.gamma,
-                            wildcards.start)
-    return shell_args(model_dir=VISION.model_dir(wildcards.vdataset, wildcards.level, wildcards.seed, gates.start),
-                      train=input.train, val=input.val, settings=VISION.ffw_settings(gates), method=gates.method,
-                      seed=wildcards.seed, threads=threads, out=output.mask, summary=output.summary)
 
 
 rule ffw:
@@ -22,12 +13,12 @@ rule ffw:
     params:
         args=ffw_args,
     log:
-        f"{R}/logs/ffw/{{vdataset}}/{{level}}/{{ffw_method}}/gamma~{{gamma}}/start~{{start}}/seed~{{seed}}.log",
+        f"{R}/logs/ffw/{FFW_JOB}.log",
     benchmark:
-        f"{R}/benchmarks/rules/ffw/{{vdataset}}/{{level}}/{{ffw_method}}/gamma~{{gamma}}/start~{{start}}/seed~{{seed}}.tsv"
+        f"{R}/benchmarks/rules/ffw/{FFW_JOB}.tsv"
     threads: COMPUTE["train_threads"]
     resources:
-        **TRAINING,
+        **VISION_TRAINING,
     conda:
         "../../envs/maskbench.yaml"
     shell:
@@ -45,12 +36,12 @@ rule magnitude_vision:
             sparsities=VISION.magnitude_sparsities or None,
             out_dir=VISION.magnitude_dir(wildcards.vdataset, wildcards.level, wildcards.seed)),
     log:
-        f"{R}/logs/magnitude_vision/{{vdataset}}/{{level}}/seed~{{seed}}.log",
+        f"{R}/logs/magnitude_vision/{SEED_JOB}.log",
     benchmark:
-        f"{R}/benchmarks/rules/magnitude_vision/{{vdataset}}/{{level}}/seed~{{seed}}.tsv"
+        f"{R}/benchmarks/rules/magnitude_vision/{SEED_JOB}.tsv"
     threads: 1
     resources:
-        **LIGHT,
+        **VISION_LIGHT,
     conda:
         "../../envs/maskbench.yaml"
     shell:
@@ -70,7 +61,7 @@ rule shrink_vision:
         f"{R}/logs/shrink_vision/shrink.log",
     threads: 1
     resources:
-        **LIGHT,
+        **VISION_LIGHT,
     conda:
         "../../envs/maskbench.yaml"
     shell:

@@ -9,7 +9,8 @@ rule vision_report:
     output:
         runs=report(VISION.tables[0], caption="captions/vision_runs.rst", category="Paper D"),
         tables=[report(path, caption="captions/vision_tables.rst", category="Paper D") for path in VISION.tables[1:]],
-        magnitude=report(VISION.figure("magnitude_vs_ffw"), caption="captions/vision_magnitude.rst", category="Paper D"),
+        magnitude=report(VISION.figure("magnitude_vs_ffw"), caption="captions/vision_magnitude.rst",
+                         category="Paper D"),
         layers=report(VISION.figure("layer_sparsity"), caption="captions/vision_layers.rst", category="Paper D"),
         samples=report(VISION.figure("samples"), caption="captions/vision_samples.rst", category="Paper D"),
     params:

@@ -16,12 +16,12 @@ rule train_vision:
             checkpoint_every=COMPUTE["checkpoint_every"], deterministic=int(COMPUTE["deterministic"]),
             threads=threads, out_dir=os.path.dirname(output.summary)),
     log:
-        f"{R}/logs/train_vision/{{vdataset}}/{{level}}/seed~{{seed}}.log",
+        f"{R}/logs/train_vision/{SEED_JOB}.log",
     benchmark:
-        f"{R}/benchmarks/rules/train_vision/{{vdataset}}/{{level}}/seed~{{seed}}.tsv"
+        f"{R}/benchmarks/rules/train_vision/{SEED_JOB}.tsv"
     threads: COMPUTE["train_threads"]
     resources:
-        **TRAINING,
+        **VISION_TRAINING,
     conda:
         "../../envs/maskbench.yaml"
     shell:

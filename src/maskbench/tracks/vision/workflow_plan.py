@@ -303,6 +303,12 @@ class VisionPlan:
         settings = {k: v for k, v in self.ffw.items() if k not in RUN_LISTS}
         return {**settings, "structured": gates.method == "ffw_structured", "gamma": gates.gamma}
 
+    def ffw_job(self, dataset: str, level: str, method: str, gamma: str, start: str, seed) -> dict[str, Any]:
+        """An FFW job's model folder and settings, from the parts of its mask's path (looked up, not parsed)."""
+        gates = self.gates_at(dataset, level, method, gamma, start)
+        return {"model_dir": self.model_dir(dataset, level, seed, gates.start), "settings": self.ffw_settings(gates),
+                "method": gates.method}
+
     @property
     def head_settings(self) -> dict[str, Any]:
         return dict(self.ffw.get("head", {}))
