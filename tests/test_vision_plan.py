@@ -92,6 +92,9 @@ def test_the_runs_an_evaluation_job_scores(plan):
     assert '"gamma": 10.0' in json.dumps([r.record() for r in runs])
     assert [r.name for r in plan.runs("cc", "1pct", 2)] == ["vanilla", "ffw_gamma~10_start~final",
                                                             "ffw_structured_gamma~10_start~final"]
+    settings = plan.evaluate_settings("bm", "0.99", "1")
+    assert settings["runs"].value == [r.record() for r in runs] and settings["head_settings"] == {"max_epochs": 5}
+    assert (settings["name"], settings["level"], settings["seed"]) == ("bm", "0.99", "1")
     inputs = plan.evaluate_inputs("bm", "0.99", 1)
     assert inputs["models"] == ["res/vision/bm/0.99/models/seed~1/train_summary.json"] and len(inputs["masks"]) == 6
     assert inputs["biased_test"] == "res/vision/data/bm/0.99/biased_test.safetensors"

@@ -10,10 +10,9 @@ rule evaluate_vision:
         evals=VISION.eval_json("{vdataset}", "{level}", "{seed}"),
     params:
         args=lambda wildcards, input, output, threads: shell_args(
-            runs=Json([run.record() for run in VISION.runs(wildcards.vdataset, wildcards.level, wildcards.seed)]),
-            head_train=input.unbiased_train, test=input.test, biased_test=input.biased_test,
-            head_settings=VISION.head_settings, name=wildcards.vdataset, level=wildcards.level, seed=wildcards.seed,
-            threads=threads, out=output.evals),
+            **VISION.evaluate_settings(wildcards.vdataset, wildcards.level, wildcards.seed),
+            head_train=input.unbiased_train, test=input.test, biased_test=input.biased_test, threads=threads,
+            out=output.evals),
     log:
         f"{R}/logs/evaluate_vision/{SEED_JOB}.log",
     benchmark:

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from maskbench.cli import Json
+
 TRACK = "vision"  # the track's folder under the results folder
 SPLITS = ("train", "unbiased_train", "unbiased_val", "test", "biased_test")
 EVAL_SPLITS = ("unbiased_train", "test", "biased_test")  # what an evaluation job reads besides models and masks
@@ -312,3 +314,8 @@ class VisionPlan:
     @property
     def head_settings(self) -> dict[str, Any]:
         return dict(self.ffw.get("head", {}))
+
+    def evaluate_settings(self, dataset: str, level: str, seed) -> dict[str, Any]:
+        """An evaluation job's runs (one JSON list), the fresh bias heads' settings and the names it records."""
+        return {"runs": Json([run.record() for run in self.runs(dataset, level, seed)]),
+                "head_settings": self.head_settings, "name": dataset, "level": level, "seed": seed}
