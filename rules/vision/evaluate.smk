@@ -7,21 +7,20 @@ rule evaluate_vision:
         unpack(vision_eval_inputs),
     output:
         # one JSON with a record per run (the runs of a level are config-derived and differ between levels)
-        evals=f"{R}/{VISION}/{{vdataset}}/{{level}}/eval/seed~{{seed}}.json",
+        evals=VISION.eval_json("{vdataset}", "{level}", "{seed}"),
     params:
-        runs=lambda wildcards: as_json(vision_runs(wildcards.vdataset, wildcards.level, wildcards.seed)),
-        head=as_json(VFFW.get("head", {})),
+        args=lambda wildcards, input, output, threads: shell_args(
+            **VISION.evaluate_settings(wildcards.vdataset, wildcards.level, wildcards.seed),
+            head_train=input.unbiased_train, test=input.test, biased_test=input.biased_test, threads=threads,
+            out=output.evals),
     log:
-        f"{R}/logs/evaluate_vision/{{vdataset}}/{{level}}/seed~{{seed}}.log",
+        f"{R}/logs/evaluate_vision/{SEED_JOB}.log",
     benchmark:
-        f"{R}/benchmarks/rules/evaluate_vision/{{vdataset}}/{{level}}/seed~{{seed}}.tsv"
+        f"{R}/benchmarks/rules/evaluate_vision/{SEED_JOB}.tsv"
     threads: 1
     resources:
-        mem_mb=COMPUTE["eval_mem_mb"],
-        runtime=COMPUTE["eval_runtime_min"],
+        **VISION_LIGHT,
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps vision.evaluate --runs {params.runs} --head-train {input.unbiased_train:q}"
-        " --test {input.test:q} --biased-test {input.biased_test:q} --head-settings {params.head}"
-        " --name {wildcards.vdataset} --level {wildcards.level:q} --seed {wildcards.seed} --threads {threads} --out {output.evals:q} > {log:q} 2>&1"
+        "python -m maskbench.steps vision.evaluate {params.args} > {log:q} 2>&1"

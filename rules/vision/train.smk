@@ -6,30 +6,23 @@
 
 rule train_vision:
     input:
-        train=split_path("{vdataset}", "{level}", "train"),
-        val=split_path("{vdataset}", "{level}", "unbiased_val"),
+        train=VISION.split("{vdataset}", "{level}", "train"),
+        val=VISION.split("{vdataset}", "{level}", "unbiased_val"),
     output:
-        summary=vmodel_marker("{vdataset}", "{level}", "{seed}"),
+        summary=VISION.model_marker("{vdataset}", "{level}", "{seed}"),
     params:
-        model_spec=lambda wildcards: as_json(vmodel_of(wildcards.vdataset)),
-        hparams=lambda wildcards: as_json(vmodel_of(wildcards.vdataset)["train"]),
-        snapshots=lambda wildcards: snapshot_option(vmodel_of(wildcards.vdataset).get("snapshot_epochs", [])),
-        checkpoint_every=COMPUTE["checkpoint_every"],
-        deterministic=int(COMPUTE["deterministic"]),
-        out_dir=folder_of_output("summary"),
+        args=lambda wildcards, input, output, threads: shell_args(
+            train=input.train, val=input.val, **VISION.train_settings(wildcards.vdataset), seed=wildcards.seed,
+            checkpoint_every=COMPUTE["checkpoint_every"], deterministic=int(COMPUTE["deterministic"]),
+            threads=threads, out_dir=os.path.dirname(output.summary)),
     log:
-        f"{R}/logs/train_vision/{{vdataset}}/{{level}}/seed~{{seed}}.log",
+        f"{R}/logs/train_vision/{SEED_JOB}.log",
     benchmark:
-        f"{R}/benchmarks/rules/train_vision/{{vdataset}}/{{level}}/seed~{{seed}}.tsv"
+        f"{R}/benchmarks/rules/train_vision/{SEED_JOB}.tsv"
     threads: COMPUTE["train_threads"]
     resources:
-        mem_mb=COMPUTE["train_mem_mb"],
-        runtime=COMPUTE["train_runtime_min"],
-        gpu=training_gpus(),
+        **VISION_TRAINING,
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps vision.train --train {input.train:q} --val {input.val:q}"
-        " --model-spec {params.model_spec} --hparams {params.hparams} --seed {wildcards.seed}"
-        " {params.snapshots} --checkpoint-every {params.checkpoint_every}"
-        " --deterministic {params.deterministic} --threads {threads} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "python -m maskbench.steps vision.train {params.args} > {log:q} 2>&1"
