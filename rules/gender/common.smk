@@ -34,19 +34,13 @@ def task_data_input(wildcards):
     return {split: GPLAN.task_data(wildcards.gtask, split) for split in ("train", "dev")}
 
 
-def planned_run(wildcards):
-    """The planned run a per-run evaluation (SEAT, task, masked-LM bias) scores; None in the original encoder's."""
-    return GPLAN.run(wildcards.grun, wildcards.seed) if hasattr(wildcards, "grun") else None
-
-
 def run_marker(wildcards):
-    """The finished output of the run a per-run evaluation reads: the mask, or the checkpoint's marker."""
-    run = planned_run(wildcards)
-    return [run.marker] if run else []
+    """The finished output of the planned run a per-run evaluation (SEAT, task, masked-LM bias) reads: the mask,
+    or the checkpoint's marker."""
+    return GPLAN.run(wildcards.grun, wildcards.seed).marker
 
 
 def run_out(wildcards):
-    """A run's output as its evaluation step reads it (--run): the mask file or checkpoint folder; None (no
-    --run) for the original encoder."""
-    run = planned_run(wildcards)
-    return run.out if run else None
+    """The run as its evaluation step reads it (--run): the mask file or checkpoint folder; None (no --run) in the
+    original encoder's jobs, which have no run."""
+    return GPLAN.run(wildcards.grun, wildcards.seed).out if hasattr(wildcards, "grun") else None

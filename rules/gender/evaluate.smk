@@ -1,5 +1,5 @@
 # Every run scored, and the pre-trained encoder itself (paper B's "original" row): each measure one rule for the
-# runs and the same rule again for the original (no --run). The runs' folders are the plan's (`grun`).
+# runs (`grun`: a planned run's folder) and the same rule for the original, which reads no run (no --run).
 GRUN = alternation(GPLAN.folders())
 
 
@@ -32,6 +32,9 @@ rule gender_seat:
 
 
 use rule gender_seat as gender_seat_original with:
+    input:
+        tests=GPLAN.seat_files,
+        encoder=GPLAN.encoder_input,
     output:
         GPLAN.original_seat,
     log:
@@ -71,6 +74,9 @@ rule gender_task:
 
 
 use rule gender_task as gender_task_original with:
+    input:
+        unpack(task_data_input),
+        encoder=GPLAN.encoder_input,
     output:
         f"{GBASE}/original/seed~{{seed}}.task~{{gtask}}.json",
     log:
@@ -136,6 +142,10 @@ rule gender_lm_bias:
 
 
 use rule gender_lm_bias as gender_lm_bias_original with:
+    input:
+        head=GPLAN.lm_head,
+        crows=GPLAN.crows,
+        encoder=GPLAN.encoder_input,
     output:
         f"{GBASE}/original.lm.json",
     log:
