@@ -90,9 +90,8 @@ def test_specs_merge_the_objective_the_pruning_and_the_grid_point():
     assert plan.spec(only) == {"layers": "intermediate", "mode": "token", "variant": "paper_b", "alpha": 0.2,
                                "beta": 0.8, "granularity": "none", "freeze_weights": False}
     assert debias_spec(plan.gender, row)["variant"] == "kaneko" and plan.spec(row)["batching"] == "context_debias"
-    assert plan.debias_settings(frozen) == {"spec": plan.spec(frozen), "hparams": {"epochs": 2}, "seed": 1,
-                                            "checkpoint_every": 7, "out": frozen.out}
-    assert plan.debias_settings(only)["hparams"] == {"epochs": 1}
+    assert plan.hparams("frozen") == plan.hparams("unfrozen") == {"epochs": 2} and plan.hparams(only.kind) == {"epochs": 1}
+    assert plan.checkpoint_every == 7 and GenderPlan(config() | {"compute": {}}, "r").checkpoint_every == 0
 
 
 def test_scratch_and_pretrained_encoders():
@@ -116,16 +115,18 @@ def test_project_files_are_found_below_the_project_folder():
 def test_corpus_settings_per_source():
     plan = GenderPlan(config(), "res")
     assert plan.corpus_source() == ("generate:10", "gender corpus", "gender.corpus.source")
-    assert plan.corpus_settings(None) == {"source": "generate:10", "heldout": 5, "seed": 3, "mixed": 2,
-                                          "dataset_spec": None, "local_file": None}
+    assert plan.corpus_source_arg(None) == "generate:10"
+    assert plan.corpus_settings(None) == {"heldout": 5, "seed": 3, "mixed": 2, "dataset_spec": None,
+                                          "local_file": None}
     local = GenderPlan(config(corpus={"source": "local:c.txt"}), "res")
-    assert local.corpus_settings("/proj/c.txt") == {"source": "/proj/c.txt", "heldout": 1000, "seed": 0, "mixed": 0,
-                                                    "dataset_spec": None, "local_file": None}
+    assert local.corpus_source_arg("/proj/c.txt") == "/proj/c.txt"
+    assert local.corpus_settings("/proj/c.txt") == {"heldout": 1000, "seed": 0, "mixed": 0, "dataset_spec": None,
+                                                    "local_file": None}
     entry = {"task": "mnli", "source": "local:m.tsv"}
     dataset = GenderPlan(config(corpus={"source": "dataset", "dataset": entry}), "res")
     assert dataset.corpus_source() == ("local:m.tsv", "gender corpus", "gender.corpus.dataset.source")
     settings = dataset.corpus_settings("/proj/m.tsv")
-    assert settings["source"] == "dataset" and settings["dataset_spec"] == entry
+    assert dataset.corpus_source_arg("/proj/m.tsv") == "dataset" and settings["dataset_spec"] == entry
     assert settings["local_file"] == "/proj/m.tsv"
 
 
@@ -140,8 +141,8 @@ def test_evaluation_settings_and_the_originals():
     assert plan.task_split("rte", "train") == {"source": "local:rte.tsv"}
     assert plan.task_split_source("rte", "train") == ("local:rte.tsv", "gender task rte train",
                                                       "gender.performance.tasks.rte.train.source")
-    assert plan.task_settings("cola") == {"hparams": {"epochs": 3}, "metric": "matthews"}
-    assert plan.task_settings("rte")["metric"] == "accuracy"
+    assert plan.task_hparams() == {"epochs": 3}
+    assert plan.task_metric("cola") == "matthews" and plan.task_metric("rte") == "accuracy"
     assert plan.task_data("rte", "dev") == "res/gender/data/tasks/rte/dev.parquet"
     assert plan.original_tasks == ["res/gender/tiny/original/seed~1.task~cola.json",
                                    "res/gender/tiny/original/seed~2.task~cola.json",

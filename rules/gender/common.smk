@@ -6,6 +6,7 @@ from maskbench.tracks.gender.workflow_plan import GenderPlan
 GPLAN = GenderPlan(config, R, workflow.basedir)
 GMODEL = GPLAN.model_name  # the model's folder in logs and benchmarks
 GBASE = GPLAN.base
+GRUNS = alternation(GPLAN.folders())  # the values of a per-run evaluation's {grun}: the planned runs' folders
 
 
 wildcard_constraints:

@@ -10,8 +10,8 @@ rule gender_corpus:
         GPLAN.corpus,
     params:
         args=lambda wildcards, input, output: shell_args(
-            **GPLAN.corpus_settings(input.local or None), male=input.male, female=input.female,
-            stereotype=input.stereotype, out=output[0]),
+            source=GPLAN.corpus_source_arg(input.local or None), male=input.male, female=input.female,
+            stereotype=input.stereotype, **GPLAN.corpus_settings(input.local or None), out=output[0]),
     log:
         f"{R}/logs/gender_corpus/corpus.log",
     benchmark:

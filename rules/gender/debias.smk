@@ -3,6 +3,14 @@
 # planned run's (found by the summary it writes).
 
 
+def debias_args(wildcards, input, output, threads):
+    """gender.debias's arguments, in the order its mask files record them (provenance.argv)."""
+    run = GPLAN.run_writing(output.summary)
+    return shell_args(model=GPLAN.model, corpus=input.corpus, spec=GPLAN.spec(run), hparams=GPLAN.hparams(run.kind),
+                      seed=run.seed, threads=threads, checkpoint_every=GPLAN.checkpoint_every, out=run.out,
+                      summary=output.summary)
+
+
 rule gender_prune_frozen:
     input:
         corpus=GPLAN.corpus,
@@ -11,9 +19,7 @@ rule gender_prune_frozen:
         mask=f"{GBASE}/frozen/{{granularity}}/layers~{{glayers}}/mode~{{gmode}}/seed~{{seed}}.mask",
         summary=f"{GBASE}/frozen/{{granularity}}/layers~{{glayers}}/mode~{{gmode}}/seed~{{seed}}.json",
     params:
-        args=lambda wildcards, input, output, threads: shell_args(
-            model=GPLAN.model, corpus=input.corpus, threads=threads,
-            **GPLAN.debias_settings(GPLAN.run_writing(output.summary)), summary=output.summary),
+        args=debias_args,
     log:
         f"{R}/logs/gender_prune_frozen/{GMODEL}/{{granularity}}/layers~{{glayers}}/mode~{{gmode}}/seed~{{seed}}.log",
     benchmark:

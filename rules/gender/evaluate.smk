@@ -1,6 +1,5 @@
 # Every run scored, and the pre-trained encoder itself (paper B's "original" row): each measure one rule for the
 # runs (`grun`: a planned run's folder) and the same rule for the original, which reads no run (no --run).
-GRUN = alternation(GPLAN.folders())
 
 
 # SEAT of every run and of the pre-trained model.
@@ -12,7 +11,7 @@ rule gender_seat:
     output:
         f"{GBASE}/{{grun}}/seed~{{seed}}.seat.json",
     wildcard_constraints:
-        grun=GRUN,
+        grun=GRUNS,
     params:
         args=lambda wildcards, input, output, threads: shell_args(
             model=GPLAN.model, run=run_out(wildcards), tests=input.tests, **GPLAN.seat_settings(), threads=threads,
@@ -53,11 +52,12 @@ rule gender_task:
     output:
         f"{GBASE}/{{grun}}/seed~{{seed}}.task~{{gtask}}.json",
     wildcard_constraints:
-        grun=GRUN,
+        grun=GRUNS,
     params:
         args=lambda wildcards, input, output, threads: shell_args(
             model=GPLAN.model, run=run_out(wildcards), task=wildcards.gtask, train=input.train, dev=input.dev,
-            **GPLAN.task_settings(wildcards.gtask), seed=int(wildcards.seed), threads=threads, out=output[0]),
+            hparams=GPLAN.task_hparams(), seed=int(wildcards.seed), metric=GPLAN.task_metric(wildcards.gtask),
+            threads=threads, out=output[0]),
     log:
         f"{R}/logs/gender_task/{GMODEL}/{{grun}}/seed~{{seed}}.task~{{gtask}}.log",
     benchmark:
@@ -122,7 +122,7 @@ rule gender_lm_bias:
     output:
         f"{GBASE}/{{grun}}/seed~{{seed}}.lm.json",
     wildcard_constraints:
-        grun=GRUN,
+        grun=GRUNS,
     params:
         args=lambda wildcards, input, output, threads: shell_args(
             model=GPLAN.model, run=run_out(wildcards), head=input.head, crows=input.crows[0] if input.crows else None,

@@ -214,10 +214,10 @@ class GenderPlan:
     def hparams(self, kind: str) -> dict:
         return self.gender["debias_only" if kind == "debias_only" else "pruning"]["hparams"]
 
-    def debias_settings(self, run: GenderRun) -> dict:
-        """gender.debias's arguments for a run but the model, corpus, threads and summary."""
-        return {"spec": self.spec(run), "hparams": self.hparams(run.kind), "seed": run.seed,
-                "checkpoint_every": self.config["compute"].get("checkpoint_every", 0), "out": run.out}
+    @property
+    def checkpoint_every(self) -> int:
+        """Training steps between a run's saved states (compute.checkpoint_every; 0: never)."""
+        return self.config["compute"].get("checkpoint_every", 0)
 
     def corpus_source(self) -> tuple[str, str, str]:
         """(source, owner, config key) of the corpus's file: gender.corpus.source, or the dataset's source."""
@@ -226,13 +226,17 @@ class GenderPlan:
             return corpus["dataset"]["source"], "gender corpus", "gender.corpus.dataset.source"
         return corpus["source"], "gender corpus", "gender.corpus.source"
 
+    def corpus_source_arg(self, local: str | None) -> str:
+        """gender.corpus's --source, given the corpus's local file (or None): a local: source's file, or the
+        source as named (generate:<n>, a URL, dataset)."""
+        source = self.gender["corpus"]["source"]
+        return local if source.startswith("local:") else source
+
     def corpus_settings(self, local: str | None) -> dict:
-        """gender.corpus's arguments but the word lists and output, given the corpus's local file (or None): a local:
-        source passes its file as the source, a dataset its registry entry (and the local file it names)."""
+        """gender.corpus's other settings: the held-out cut, and for a dataset its registry entry and local file."""
         corpus = self.gender["corpus"]
-        source, dataset = corpus["source"], corpus["source"] == "dataset"
-        return {"source": local if source.startswith("local:") else source, "heldout": corpus.get("heldout", 1000),
-                "seed": corpus.get("seed", 0), "mixed": corpus.get("mixed", 0),
+        dataset = corpus["source"] == "dataset"
+        return {"heldout": corpus.get("heldout", 1000), "seed": corpus.get("seed", 0), "mixed": corpus.get("mixed", 0),
                 "dataset_spec": corpus["dataset"] if dataset else None, "local_file": local if dataset else None}
 
     def encoder_settings(self) -> dict:
@@ -255,10 +259,13 @@ class GenderPlan:
         return (self.performance["tasks"][task][split]["source"], f"gender task {task} {split}",
                 f"gender.performance.tasks.{task}.{split}.source")
 
-    def task_settings(self, task: str) -> dict:
-        """gender.task's arguments of a task: the fine-tuning hparams and the dev metric (accuracy when unnamed)."""
-        return {"hparams": self.performance.get("hparams", {}),
-                "metric": self.performance["tasks"][task].get("metric", "accuracy")}
+    def task_hparams(self) -> dict:
+        """The fine-tuning hparams of every task (gender.performance.hparams)."""
+        return self.performance.get("hparams", {})
+
+    def task_metric(self, task: str) -> str:
+        """A task's dev metric (gender.performance.tasks.<task>.metric; accuracy when unnamed)."""
+        return self.performance["tasks"][task].get("metric", "accuracy")
 
     def mlm_head_settings(self) -> dict:
         return {"source": self.lm.get("head", "fit"), **self.lm.get("head_hparams", {})}
