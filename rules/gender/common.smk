@@ -45,3 +45,12 @@ def run_out(wildcards):
     """The run as its evaluation step reads it (--run): the mask file or checkpoint folder; None (no --run) in the
     original encoder's jobs, which have no run."""
     return GPLAN.run(wildcards.grun, wildcards.seed).out if hasattr(wildcards, "grun") else None
+
+
+def debias_args(wildcards, input, output, threads):
+    """gender.debias's arguments for the planned run whose summary the job writes, in the order its mask files
+    record them (provenance.argv)."""
+    run = GPLAN.run_writing(output.summary)
+    return shell_args(model=GPLAN.model, corpus=input.corpus, spec=GPLAN.spec(run), hparams=GPLAN.hparams(run.kind),
+                      seed=run.seed, threads=threads, checkpoint_every=GPLAN.checkpoint_every, out=run.out,
+                      summary=output.summary)

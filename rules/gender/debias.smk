@@ -3,14 +3,6 @@
 # planned run's (found by the summary it writes).
 
 
-def debias_args(wildcards, input, output, threads):
-    """gender.debias's arguments, in the order its mask files record them (provenance.argv)."""
-    run = GPLAN.run_writing(output.summary)
-    return shell_args(model=GPLAN.model, corpus=input.corpus, spec=GPLAN.spec(run), hparams=GPLAN.hparams(run.kind),
-                      seed=run.seed, threads=threads, checkpoint_every=GPLAN.checkpoint_every, out=run.out,
-                      summary=output.summary)
-
-
 rule gender_prune_frozen:
     input:
         corpus=GPLAN.corpus,
