@@ -4,16 +4,13 @@
 
 rule gender_shrink:
     input:
-        masks=GSHRINK_MASKS,
-        encoder=GENCODER_INPUT,
+        masks=GPLAN.shrink_masks,
+        encoder=GPLAN.encoder_input,
     output:
-        GENDER_STRUCTURED,
+        GPLAN.structured,
     params:
-        model=encoder_of_input,
-        batch=GSHRINK.get("batch", 32),
-        length=GSHRINK.get("length", 32),
-        repeats=GSHRINK.get("repeats", 20),
-        rounds=GSHRINK.get("rounds", 3),
+        args=lambda wildcards, input, output, threads: shell_args(
+            model=GPLAN.model, masks=input.masks, **GPLAN.shrink_settings(), threads=threads, out=output[0]),
     log:
         f"{R}/logs/gender_shrink/{GMODEL}.log",
     threads: 1
@@ -23,6 +20,4 @@ rule gender_shrink:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps gender.shrink --model {params.model:q} --masks {input.masks:q}"
-        " --batch {params.batch} --length {params.length} --repeats {params.repeats} --rounds {params.rounds}"
-        " --threads {threads} --out {output:q} > {log:q} 2>&1"
+        "python -m maskbench.steps gender.shrink {params.args} > {log:q} 2>&1"
