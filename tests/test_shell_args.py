@@ -15,5 +15,6 @@ def test_each_kind_of_value_becomes_the_words_argparse_reads():
 
 
 def test_nothing_gives_an_empty_line_and_zero_is_kept():
-    assert shell_args() == ""
+    assert shell_args() == "" and shell_args(masks=[], words=None, flag=False) == ""
+    assert shell_args(words=Json([])) == "--words '[]'"  # an empty JSON list is a value
     assert shell_args(seed=0, threshold=0.0) == "--seed 0 --threshold 0.0"

@@ -11,8 +11,8 @@ use rule finetune_baseline as train_bias_model with:
     wildcard_constraints:
         source=alternation(NEURAL_SOURCES),
     params:
-        args=lambda wildcards, input, output, threads: finetune_args(
-            wildcards, input, output, threads, model=SOURCES[wildcards.source].get("model", config["model"]),
+        args=lambda wildcards, input, output: finetune_args(
+            wildcards, input, output, model=SOURCES[wildcards.source].get("model", config["model"]),
             hparams=finetune_hparams(wildcards.task, SOURCES[wildcards.source]), train_probs_out=output.probs,
             input_view="text_b_only" if SOURCES[wildcards.source]["kind"] == "hypothesis_only" else None,
             train_subset=SOURCES[wildcards.source].get("train_subset", {}).get(wildcards.task)),
@@ -65,8 +65,8 @@ use rule finetune_baseline as finetune_debiased with:
         model=f"{P.debiased_dir('{task}', '{loss}', '{source}', '{seed}')}/model.safetensors",
         summary=f"{P.debiased_dir('{task}', '{loss}', '{source}', '{seed}')}/train_summary.json",
     params:
-        args=lambda wildcards, input, output, threads: finetune_args(
-            wildcards, input, output, threads, loss=wildcards.loss,
+        args=lambda wildcards, input, output: finetune_args(
+            wildcards, input, output, loss=wildcards.loss,
             loss_hparams=P.loss_hparams(SD, wildcards.loss, wildcards.source)),
         extra="",
     log:

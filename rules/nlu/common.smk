@@ -25,16 +25,17 @@ def task_train_data(wildcards):
     return {"train": prepared_path(spec["train"]), "dev": prepared_path(spec["dev"])}
 
 
-def training_args(wildcards, threads, **values):
-    """A training step's settings shared by every fine-tuning and mask search, with the job's own."""
-    return shell_args(seed=int(wildcards.seed), threads=threads, checkpoint_every=COMPUTE["checkpoint_every"],
+def training_args(wildcards, **values):
+    """A training step's settings shared by every fine-tuning and mask search, with the job's own (the shell adds
+    `--threads {threads}`: a params function that reads threads makes snakemake size resources while planning)."""
+    return shell_args(seed=int(wildcards.seed), checkpoint_every=COMPUTE["checkpoint_every"],
                       deterministic=int(COMPUTE["deterministic"]), **values)
 
 
-def finetune_args(wildcards, input, output, threads, loss="ce", hparams=None, model=None, **values):
+def finetune_args(wildcards, input, output, loss="ce", hparams=None, model=None, **values):
     """The `nlu.finetune` command line of a job (baseline, bias model, debiased model, sweep point, paper C's)."""
     return training_args(
-        wildcards, threads, train=input.train, dev=input.dev, bias_probs=input.get("bias"),
+        wildcards, train=input.train, dev=input.dev, bias_probs=input.get("bias"),
         teacher_probs=input.get("teacher"), model_spec=model or config["model"],
         hparams=hparams or finetune_hparams(wildcards.task), loss=loss, train_classifier=P.train_classifier(),
         out_dir=os.path.dirname(output.model), **values)
@@ -61,10 +62,10 @@ def mask_search_inputs(wildcards):
     return inputs
 
 
-def mask_search_args(wildcards, input, output, threads, spec, hparams, loss, loss_hparams):
+def mask_search_args(wildcards, input, output, spec, hparams, loss, loss_hparams):
     """The `nlu.mask_search` command line of a job (a Table 1 mask row or a sweep point)."""
     return training_args(
-        wildcards, threads, model_dir=os.path.dirname(input.model), train=input.train, dev=input.dev, spec=spec,
+        wildcards, model_dir=os.path.dirname(input.model), train=input.train, dev=input.dev, spec=spec,
         hparams=hparams, loss=loss, loss_hparams=loss_hparams, bias_probs=input.get("bias"),
         teacher_probs=input.get("teacher"), out=output.mask, summary=output.summary)
 
@@ -85,11 +86,11 @@ def evaluate_args(task, rows, loaded):
     """A params function: the command line of a job scoring `rows` of `task` on its evaluation sets; `loaded(input)`
     names what it loads: checkpoints (`--model-dirs`, nlu.evaluate) or masks on one model (nlu.evaluate_masks)."""
 
-    def args(wildcards, input, threads):
+    def args(wildcards, input):
         return shell_args(**loaded(input), rows=rows, out_dirs=[P.evaluation_dir(task, r, wildcards.seed) for r in rows],
                           data=input.data, eval_sets=Json(eval_set_specs(task)), task=task, seed=int(wildcards.seed),
                           max_length=config["finetune"]["max_length"], batch_size=config["finetune"]["eval_batch_size"],
-                          length_sorted=str(LENGTH_SORTED_EVAL), threads=threads)
+                          length_sorted=str(LENGTH_SORTED_EVAL))
 
     return args
 

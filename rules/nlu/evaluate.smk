@@ -31,4 +31,4 @@ for _task in TASKS:
             conda:
                 "../../envs/maskbench.yaml"
             shell:
-                "python -m maskbench.steps nlu.evaluate {params.args} > {log:q} 2>&1"
+                "python -m maskbench.steps nlu.evaluate {params.args} --threads {threads} > {log:q} 2>&1"

@@ -13,8 +13,8 @@ rule search_mask:
         method=MASK_METHOD,
         source=alternation(list(SOURCES) + ["none"]),
     params:
-        args=lambda wildcards, input, output, threads: mask_search_args(
-            wildcards, input, output, threads, P.mask_search_spec(), P.mask_search_hparams(), wildcards.loss,
+        args=lambda wildcards, input, output: mask_search_args(
+            wildcards, input, output, P.mask_search_spec(), P.mask_search_hparams(), wildcards.loss,
             P.loss_hparams(MD, wildcards.loss, wildcards.source)),
     log:
         f"{R}/logs/search_mask/{{task}}/method~{{method}}/loss~{{loss}}/bias~{{source}}/seed~{{seed}}.log",
@@ -28,7 +28,7 @@ rule search_mask:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps nlu.mask_search {params.args} > {log:q} 2>&1"
+        "python -m maskbench.steps nlu.mask_search {params.args} --threads {threads} > {log:q} 2>&1"
 
 
 for _task in TASKS if MASK_ROWS else []:
@@ -56,7 +56,7 @@ for _task in TASKS if MASK_ROWS else []:
         conda:
             "../../envs/maskbench.yaml"
         shell:
-            "python -m maskbench.steps nlu.evaluate_masks {params.args} > {log:q} 2>&1"
+            "python -m maskbench.steps nlu.evaluate_masks {params.args} --threads {threads} > {log:q} 2>&1"
 
 
 rule mask_report:
@@ -90,8 +90,8 @@ rule mask_benchmark:
     output:
         json=f"{R}/benchmarks/masks.json",
     params:
-        args=lambda wildcards, input, output, threads: shell_args(
-            out=output.json, mask_files=list(input.masks) or None, **config["mask_benchmark"], threads=threads),
+        args=lambda wildcards, input, output: shell_args(
+            out=output.json, mask_files=list(input.masks), **config["mask_benchmark"]),
     log:
         f"{R}/logs/mask_benchmark/masks.log",
     benchmark:
@@ -103,4 +103,4 @@ rule mask_benchmark:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps nlu.mask_benchmark {params.args} > {log:q} 2>&1"
+        "python -m maskbench.steps nlu.mask_benchmark {params.args} --threads {threads} > {log:q} 2>&1"

@@ -19,8 +19,8 @@ if SWEEPS:
         wildcard_constraints:
             row=alternation([r for r in SWEEPS if r in MD]),
         params:
-            args=lambda wildcards, input, output, threads: mask_search_args(
-                wildcards, input, output, threads, swept(P.mask_search_spec(), wildcards, ("l1_lambda",)),
+            args=lambda wildcards, input, output: mask_search_args(
+                wildcards, input, output, swept(P.mask_search_spec(), wildcards, ("l1_lambda",)),
                 swept(P.mask_search_hparams(), wildcards, ("learning_rate", "epochs")), MD[wildcards.row]["loss"],
                 sweep_loss_hparams(wildcards)),
         log:
@@ -35,7 +35,7 @@ if SWEEPS:
         conda:
             "../../envs/maskbench.yaml"
         shell:
-            "python -m maskbench.steps nlu.mask_search {params.args} > {log:q} 2>&1"
+            "python -m maskbench.steps nlu.mask_search {params.args} --threads {threads} > {log:q} 2>&1"
 
     use rule finetune_baseline as finetune_sweep with:
         input:
@@ -46,8 +46,8 @@ if SWEEPS:
         wildcard_constraints:
             row=alternation([r for r in SWEEPS if r in SD]),
         params:
-            args=lambda wildcards, input, output, threads: finetune_args(
-                wildcards, input, output, threads, loss=SD[wildcards.row]["loss"],
+            args=lambda wildcards, input, output: finetune_args(
+                wildcards, input, output, loss=SD[wildcards.row]["loss"],
                 hparams=swept(finetune_hparams(wildcards.task), wildcards, ("learning_rate", "epochs")),
                 loss_hparams=sweep_loss_hparams(wildcards)),
             extra="",
@@ -85,7 +85,7 @@ if SWEEPS:
                 conda:
                     "../../envs/maskbench.yaml"
                 shell:
-                    "python -m maskbench.steps {params.step} {params.args} > {log:q} 2>&1"
+                    "python -m maskbench.steps {params.step} {params.args} --threads {threads} > {log:q} 2>&1"
 
     rule tradeoff_report:
         input:

@@ -13,7 +13,7 @@ rule finetune_baseline:
         # with `srnets:` also paper C's theta_pt (the untrained start) and the timing study's snapshots
         **finetune_extra_outputs(),
     params:
-        args=lambda wildcards, input, output, threads: finetune_args(wildcards, input, output, threads,
+        args=lambda wildcards, input, output: finetune_args(wildcards, input, output,
                                                                      train_probs_out=output.probs),
         extra=finetune_extra_options,
     log:
@@ -28,4 +28,4 @@ rule finetune_baseline:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps nlu.finetune {params.args} {params.extra} > {log:q} 2>&1"
+        "python -m maskbench.steps nlu.finetune {params.args} --threads {threads} {params.extra} > {log:q} 2>&1"

@@ -59,11 +59,11 @@ class Json:
 def shell_args(**values) -> str:
     """A step's command-line options from typed values, the one place a rule's settings become shell words: key
     `max_length` -> `--max-length`; a dict or a `Json` -> one JSON argument; a list or tuple -> one word per item
-    (nargs); True -> the bare flag; None and False -> left out; anything else -> its `str`. Every word is
-    shell-quoted, so a path with spaces stays one word."""
+    (nargs); True -> the bare flag; None, False and an empty list -> left out (a bare nargs flag is an argparse
+    error); anything else -> its `str`. Every word is shell-quoted, so a path with spaces stays one word."""
     words: list[str] = []
     for key, value in values.items():
-        if value is None or value is False:
+        if value is None or value is False or (isinstance(value, list | tuple) and not value):
             continue
         flag = "--" + key.replace("_", "-")
         if value is True:
