@@ -47,10 +47,10 @@ def run_out(wildcards):
     return GPLAN.run(wildcards.grun, wildcards.seed).out if hasattr(wildcards, "grun") else None
 
 
-def debias_args(wildcards, input, output, threads):
+def debias_args(wildcards, input, output):
     """gender.debias's arguments for the planned run whose summary the job writes, in the order its mask files
     record them (provenance.argv)."""
     run = GPLAN.run_writing(output.summary)
     return shell_args(model=GPLAN.model, corpus=input.corpus, spec=GPLAN.spec(run), hparams=GPLAN.hparams(run.kind),
-                      seed=run.seed, threads=threads, checkpoint_every=GPLAN.checkpoint_every, out=run.out,
+                      seed=run.seed, checkpoint_every=GPLAN.checkpoint_every, out=run.out,
                       summary=output.summary)

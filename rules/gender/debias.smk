@@ -24,7 +24,7 @@ rule gender_prune_frozen:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps gender.debias {params.args} > {log:q} 2>&1"
+        "python -m maskbench.steps gender.debias {params.args} --threads {threads} > {log:q} 2>&1"
 
 
 use rule gender_prune_frozen as gender_train_weights with:

@@ -13,8 +13,8 @@ rule gender_seat:
     wildcard_constraints:
         grun=GRUNS,
     params:
-        args=lambda wildcards, input, output, threads: shell_args(
-            model=GPLAN.model, run=run_out(wildcards), tests=input.tests, **GPLAN.seat_settings(), threads=threads,
+        args=lambda wildcards, input, output: shell_args(
+            model=GPLAN.model, run=run_out(wildcards), tests=input.tests, **GPLAN.seat_settings(),
             out=output[0]),
     log:
         f"{R}/logs/gender_seat/{GMODEL}/{{grun}}/seed~{{seed}}.log",
@@ -27,7 +27,7 @@ rule gender_seat:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps gender.seat {params.args} > {log:q} 2>&1"
+        "python -m maskbench.steps gender.seat {params.args} --threads {threads} > {log:q} 2>&1"
 
 
 use rule gender_seat as gender_seat_original with:
@@ -54,10 +54,10 @@ rule gender_task:
     wildcard_constraints:
         grun=GRUNS,
     params:
-        args=lambda wildcards, input, output, threads: shell_args(
+        args=lambda wildcards, input, output: shell_args(
             model=GPLAN.model, run=run_out(wildcards), task=wildcards.gtask, train=input.train, dev=input.dev,
             hparams=GPLAN.task_hparams(), seed=int(wildcards.seed), metric=GPLAN.task_metric(wildcards.gtask),
-            threads=threads, out=output[0]),
+            out=output[0]),
     log:
         f"{R}/logs/gender_task/{GMODEL}/{{grun}}/seed~{{seed}}.task~{{gtask}}.log",
     benchmark:
@@ -70,7 +70,7 @@ rule gender_task:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps gender.task {params.args} > {log:q} 2>&1"
+        "python -m maskbench.steps gender.task {params.args} --threads {threads} > {log:q} 2>&1"
 
 
 use rule gender_task as gender_task_original with:
@@ -95,8 +95,8 @@ rule gender_mlm_head:
         head=GPLAN.lm_head,
         summary=f"{GBASE}/mlm_head.json",
     params:
-        args=lambda wildcards, input, output, threads: shell_args(
-            model=GPLAN.model, corpus=input.corpus, **GPLAN.mlm_head_settings(), threads=threads, out=output.head,
+        args=lambda wildcards, input, output: shell_args(
+            model=GPLAN.model, corpus=input.corpus, **GPLAN.mlm_head_settings(), out=output.head,
             summary=output.summary),
     log:
         f"{R}/logs/gender_mlm_head/{GMODEL}.log",
@@ -110,7 +110,7 @@ rule gender_mlm_head:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps gender.mlm_head {params.args} > {log:q} 2>&1"
+        "python -m maskbench.steps gender.mlm_head {params.args} --threads {threads} > {log:q} 2>&1"
 
 
 rule gender_lm_bias:
@@ -124,9 +124,9 @@ rule gender_lm_bias:
     wildcard_constraints:
         grun=GRUNS,
     params:
-        args=lambda wildcards, input, output, threads: shell_args(
+        args=lambda wildcards, input, output: shell_args(
             model=GPLAN.model, run=run_out(wildcards), head=input.head, crows=input.crows[0] if input.crows else None,
-            **GPLAN.lm_bias_settings(), threads=threads, out=output[0]),
+            **GPLAN.lm_bias_settings(), out=output[0]),
     log:
         f"{R}/logs/gender_lm_bias/{GMODEL}/{{grun}}/seed~{{seed}}.log",
     benchmark:
@@ -138,7 +138,7 @@ rule gender_lm_bias:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps gender.lm_bias {params.args} > {log:q} 2>&1"
+        "python -m maskbench.steps gender.lm_bias {params.args} --threads {threads} > {log:q} 2>&1"
 
 
 use rule gender_lm_bias as gender_lm_bias_original with:

@@ -9,8 +9,8 @@ rule gender_shrink:
     output:
         GPLAN.structured,
     params:
-        args=lambda wildcards, input, output, threads: shell_args(
-            model=GPLAN.model, masks=input.masks, **GPLAN.shrink_settings(), threads=threads, out=output[0]),
+        args=lambda wildcards, input, output: shell_args(
+            model=GPLAN.model, masks=input.masks, **GPLAN.shrink_settings(), out=output[0]),
     log:
         f"{R}/logs/gender_shrink/{GMODEL}.log",
     threads: 1
@@ -20,4 +20,4 @@ rule gender_shrink:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps gender.shrink {params.args} > {log:q} 2>&1"
+        "python -m maskbench.steps gender.shrink {params.args} --threads {threads} > {log:q} 2>&1"

@@ -27,11 +27,11 @@ SEED_JOB = "{vdataset}/{level}/seed~{seed}"
 FFW_JOB = "{vdataset}/{level}/{ffw_method}/gamma~{gamma}/start~{start}/seed~{seed}"
 
 
-def ffw_args(wildcards, input, output, threads):
+def ffw_args(wildcards, input, output):
     """The FFW run its mask's path names, looked up in the plan: its start model, typed gamma and settings."""
     job = VISION.ffw_job(wildcards.vdataset, wildcards.level, wildcards.ffw_method, wildcards.gamma, wildcards.start,
                          wildcards.seed)
-    return shell_args(**job, train=input.train, val=input.val, seed=wildcards.seed, threads=threads,
+    return shell_args(**job, train=input.train, val=input.val, seed=wildcards.seed,
                       out=output.mask, summary=output.summary)
 
 

@@ -9,9 +9,9 @@ rule evaluate_vision:
         # one JSON with a record per run (the runs of a level are config-derived and differ between levels)
         evals=VISION.eval_json("{vdataset}", "{level}", "{seed}"),
     params:
-        args=lambda wildcards, input, output, threads: shell_args(
+        args=lambda wildcards, input, output: shell_args(
             **VISION.evaluate_settings(wildcards.vdataset, wildcards.level, wildcards.seed),
-            head_train=input.unbiased_train, test=input.test, biased_test=input.biased_test, threads=threads,
+            head_train=input.unbiased_train, test=input.test, biased_test=input.biased_test,
             out=output.evals),
     log:
         f"{R}/logs/evaluate_vision/{SEED_JOB}.log",
@@ -23,4 +23,4 @@ rule evaluate_vision:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps vision.evaluate {params.args} > {log:q} 2>&1"
+        "python -m maskbench.steps vision.evaluate {params.args} --threads {threads} > {log:q} 2>&1"

@@ -22,7 +22,7 @@ rule ffw:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps vision.ffw {params.args} > {log:q} 2>&1"
+        "python -m maskbench.steps vision.ffw {params.args} --threads {threads} > {log:q} 2>&1"
 
 
 rule magnitude_vision:
@@ -55,8 +55,8 @@ rule shrink_vision:
     output:
         benchmark=VISION.shrink_benchmark,
     params:
-        args=lambda wildcards, input, output, threads: shell_args(
-            masks=VISION.structured_masks, test=input.test, threads=threads, out=output.benchmark),
+        args=lambda wildcards, input, output: shell_args(
+            masks=VISION.structured_masks, test=input.test, out=output.benchmark),
     log:
         f"{R}/logs/shrink_vision/shrink.log",
     threads: 1
@@ -65,4 +65,4 @@ rule shrink_vision:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps vision.shrink {params.args} > {log:q} 2>&1"
+        "python -m maskbench.steps vision.shrink {params.args} --threads {threads} > {log:q} 2>&1"

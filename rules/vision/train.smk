@@ -11,10 +11,10 @@ rule train_vision:
     output:
         summary=VISION.model_marker("{vdataset}", "{level}", "{seed}"),
     params:
-        args=lambda wildcards, input, output, threads: shell_args(
+        args=lambda wildcards, input, output: shell_args(
             train=input.train, val=input.val, **VISION.train_settings(wildcards.vdataset), seed=wildcards.seed,
             checkpoint_every=COMPUTE["checkpoint_every"], deterministic=int(COMPUTE["deterministic"]),
-            threads=threads, out_dir=os.path.dirname(output.summary)),
+            out_dir=os.path.dirname(output.summary)),
     log:
         f"{R}/logs/train_vision/{SEED_JOB}.log",
     benchmark:
@@ -25,4 +25,4 @@ rule train_vision:
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps vision.train {params.args} > {log:q} 2>&1"
+        "python -m maskbench.steps vision.train {params.args} --threads {threads} > {log:q} 2>&1"
