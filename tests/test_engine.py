@@ -33,7 +33,7 @@ from maskbench.masking.deciders import (
 )
 from maskbench.masking.engine import attach
 from maskbench.masking.granularity import GranularityError, Head
-from maskbench.masking.scores import MaskSearchSpec, attach_scores
+from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec, attach_scores
 from maskbench.masking.selectors import ENCODER_KINDS, module_kind, select_linear
 from maskbench.masking.sparsity import prune_count
 
