@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from maskbench.masking.sparsity import magnitude_masks, plain_parameter_name, prune_count
 from safetensors.torch import load_file
 
 from maskbench.data.schema import write_prepared
@@ -13,7 +14,6 @@ from maskbench.data.synthetic import generate
 from maskbench.masking.apply import MaskMismatchError, model_fingerprint
 from maskbench.masking.codec import read_mask_file, write_mask_file
 from maskbench.masking.selectors import ENCODER_KINDS, select_linear
-from maskbench.masking.sparsity import magnitude_masks, plain_parameter_name, prune_count
 from maskbench.steps import finetune as finetune_cli
 from maskbench.steps import srnet
 from maskbench.tracks.nlu.models import load_classifier

@@ -651,7 +651,7 @@ def test_smoke_dag_builds_masks_figure_2_and_the_benchmark(smoke_run):
 @pytest.mark.slow
 def test_smoke_dag_draws_paper_c_curves_table5_and_the_timing_study(smoke_run):
     from maskbench.masking.codec import read_mask_file
-    from maskbench.masking.sparsity import prune_count
+    from maskbench.masking.ranking import prune_count
     from maskbench.report.sparsity_curves import CURVE_COLUMNS
 
     tables, figures = smoke_run / "results/tables", smoke_run / "results/figures"
