@@ -133,7 +133,7 @@ def plain_weights(folder):
 
 def test_imp_writes_every_level_with_exact_nested_zeros(work):
     out = work / "imp"
-    assert srnet_imp.main([*common(work, hp=IMP_HP), "--out-dir", str(out)]) == 0
+    assert srnet_imp.main([*common(work, hp=IMP_HP), "--sweep-dir", str(out)]) == 0
     levels = sorted(p.name for p in out.iterdir() if p.name.startswith("sparsity~"))
     assert levels == [f"sparsity~{r / 10:.1f}" for r in range(1, 10)]
     assert json.loads((out / "imp_summary.json").read_text())["levels"][-1]["sparsity"] == pytest.approx(0.9)
@@ -182,7 +182,7 @@ def test_imp_rewind_rewinds_after_every_prune(work):
         seen.append((index, sparsity))
 
     args = srnet_imp.parse_args([*common(work, start="init", hp=IMP_HP, spec={"rewind": True, "final_sparsity": 0.3}),
-                                 "--out-dir", str(out)])
+                                 "--sweep-dir", str(out)])
     assert srnet_imp.run(args, srnet_imp.check(args), on_prune=on_prune) == 0
     assert seen == [(1, 0.1), (2, 0.2), (3, 0.3)]
     assert sorted(p.name for p in out.iterdir() if p.name.startswith("sparsity~")) == [
@@ -229,7 +229,7 @@ def test_errors_come_before_training_and_name_the_argument_or_file(work, tmp_pat
             srnet_retrain.main([*common(work, start="init", hp=RETRAIN_HP), "--mask", str(tmp_path / bad),
                                 "--out-dir", str(tmp_path / "out")])
     with pytest.raises(ValueError, match=r"imp: unknown field\(s\) \['prune'\]"):
-        srnet_imp.main([*common(work, spec={"prune": 1}), "--out-dir", str(tmp_path / "out")])
+        srnet_imp.main([*common(work, spec={"prune": 1}), "--sweep-dir", str(tmp_path / "out")])
     with pytest.raises(ValueError, match="needs --bias-probs"):
         mask_train(work, "x", {"sparsity": 0.5, "select_after": 0}, "--loss", "poe", out=tmp_path)
     with pytest.raises(ValueError, match="mask_training.sparsity must lie"):
@@ -239,9 +239,9 @@ def test_errors_come_before_training_and_name_the_argument_or_file(work, tmp_pat
     with pytest.raises(ValueError, match="mask_training.select_after must lie"):
         mask_train(work, "x", {"sparsity": 0.5, "select_after": 2}, out=tmp_path)
     with pytest.raises(ValueError, match="imp.final_sparsity 0.35 is not a multiple"):
-        srnet_imp.main([*common(work, spec={"final_sparsity": 0.35}), "--out-dir", str(tmp_path / "out")])
+        srnet_imp.main([*common(work, spec={"final_sparsity": 0.35}), "--sweep-dir", str(tmp_path / "out")])
     with pytest.raises(SystemExit):  # an argument of another method is refused by the parser
-        srnet_imp.main([*common(work), "--out-dir", str(tmp_path / "out"), "--mask", str(work / "m50.mask")])
+        srnet_imp.main([*common(work), "--sweep-dir", str(tmp_path / "out"), "--mask", str(work / "m50.mask")])
     assert not (tmp_path / "out").exists() and not (tmp_path / "x.mask").exists()
 
 

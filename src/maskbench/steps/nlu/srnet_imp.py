@@ -3,12 +3,12 @@ trainable weights, 10 % of every matrix's original weights per round (local), op
 (all but the classifier) to the start checkpoint after every prune::
 
     python -m maskbench.steps.nlu.srnet_imp --start-dir FT --train T.parquet --dev D.parquet --seed 1 \
-        --hparams JSON --spec '{"rewind": false, "final_sparsity": 0.9}' --out-dir results/.../imp/seed~1
+        --hparams JSON --spec '{"rewind": false, "final_sparsity": 0.9}' --sweep-dir results/.../imp/seed~1
 
 ``--spec`` holds the run's settings (``tracks.nlu.srnet_spec.ImpSpec``: rewinding, the last level, the rounds and
-the fraction pruned per round). Writes per level ``<out-dir>/sparsity~0.1/ ... sparsity~0.9/`` (a checkpoint with
-the mask baked in as zeros, ``mask.mask``, ``train_curve.csv``, ``train_summary.json`` last) and
-``<out-dir>/imp_summary.json`` after the last level.
+the fraction pruned per round). Writes per level ``<sweep-dir>/sparsity~0.1/ ... sparsity~0.9/`` (a checkpoint
+with the mask baked in as zeros, ``mask.mask``, ``train_curve.csv``, ``train_summary.json`` last) and
+``<sweep-dir>/imp_summary.json`` after the last level.
 
 Every argument is checked, and every input file read, before any training starts.
 """
@@ -46,7 +46,7 @@ log = logging.getLogger("maskbench.steps.nlu.srnet_imp")
 
 @dataclass
 class ImpArgs(SrnetArgs):
-    out_dir: Path | None = field(default=None, metadata={"help": "the folder of the levels (required)"})
+    sweep_dir: Path | None = field(default=None, metadata={"help": "the folder of the levels (required)"})
 
 
 def parse_args(argv=None) -> ImpArgs:
@@ -55,8 +55,8 @@ def parse_args(argv=None) -> ImpArgs:
 
 def check(args: ImpArgs) -> ImpSpec:
     check_common(args)
-    if args.out_dir is None:
-        raise ValueError("IMP needs --out-dir")
+    if args.sweep_dir is None:
+        raise ValueError("IMP needs --sweep-dir")
     return parse_spec(args, ImpSpec)
 
 
@@ -76,11 +76,11 @@ def run(args: ImpArgs, spec: ImpSpec, on_prune=None) -> int:
     meta = common_meta(args, method, common, inputs)
     provenance = runtime.provenance(args, args.seed)
     started = time.perf_counter()
-    (args.out_dir / IMP_SUMMARY).unlink(missing_ok=True)
+    (args.sweep_dir / IMP_SUMMARY).unlink(missing_ok=True)
     written = []
 
     def save_level(level: dict, plain_model: nn.Module) -> None:
-        folder = level_dir(args.out_dir, level["sparsity"])
+        folder = level_dir(args.sweep_dir, level["sparsity"])
         baked_fingerprint = model_fingerprint(plain_model)
         mask_set = MaskSet(level["masks"], {
             **meta, "sparsity": level["sparsity"], "exact_sparsity": level["exact_sparsity"],
@@ -101,12 +101,12 @@ def run(args: ImpArgs, spec: ImpSpec, on_prune=None) -> int:
         model, prepared.data, common.loss_fn, hp, args.seed, device, prepared.evaluate, spec=spec, modules=modules,
         example_tensors=inputs.example_tensors, on_prune=on_prune, on_level=save_level)
     seconds = time.perf_counter() - started
-    runtime.atomic_write_json(args.out_dir / IMP_SUMMARY, {
+    runtime.atomic_write_json(args.sweep_dir / IMP_SUMMARY, {
         "method": method, "tag": args.tag, "start_dir": str(args.start_dir), "levels": [
             {k: v for k, v in level.items() if k not in ("masks", "curve", "module_sparsity")} for level in levels],
         "checkpoints": written, "total_steps": steps, "start_model_fingerprint": fingerprint,
         "seconds": seconds, "device": str(device), "meta": meta, "provenance": provenance})
-    log.info("wrote %d IMP levels under %s in %.1fs", len(levels), args.out_dir, seconds)
+    log.info("wrote %d IMP levels under %s in %.1fs", len(levels), args.sweep_dir, seconds)
     return 0
 
 
