@@ -66,6 +66,7 @@ if SRN:
             wildcard_constraints:
                 run=alternation(_runs),
             params:
+                step=_step,
                 checkpoint_every=COMPUTE["checkpoint_every"],
                 deterministic=int(COMPUTE["deterministic"]),
                 spec=lambda wildcards: as_json(srnet_grid.spec(SRN, SRN_ALL, wildcards.run, wildcards.task)),
@@ -86,8 +87,7 @@ if SRN:
             conda:
                 "../../envs/maskbench.yaml"
             shell:
-                f"python -m maskbench.steps.nlu.{_step}"
-                " {params.sweep} --train {input.train:q} --dev {input.dev:q} --seed {wildcards.seed} --tag {wildcards.run}"
+                "python -m maskbench.steps.nlu.{params.step} {params.sweep} --train {input.train:q} --dev {input.dev:q} --seed {wildcards.seed} --tag {wildcards.run}"
                 " --loss {params.loss}{params.loss_inputs} --spec {params.spec} --hparams {params.hparams}"
                 " --sweep-dir {params.sweep_dir:q} --threads {threads} --checkpoint-every {params.checkpoint_every}"
                 " --deterministic {params.deterministic} > {log:q} 2>&1"
