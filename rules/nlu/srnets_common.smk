@@ -22,16 +22,11 @@ SRN_NAMED_SWEEPS = srnet_grid.named_sweeps(SRN)  # t5, timing: one job per (task
 SRN_DIR = f"{R}/{NLU}/{{task}}/{MODEL}/srnets/{{run}}/seed~{{seed}}"
 
 
-def srn_runs_of(*methods):
-    return [run for run, spec in SRN_ALL.items() if spec["method"] in methods]
-
-
-def srn_dir(task, run, seed):
-    return SRN_DIR.format(task=task, run=run, seed=seed)
-
-
-def srn_level_outputs(levels, names=("model.safetensors", "mask.mask", "train_summary.json")):
-    return [f"{SRN_DIR}/{level_name(s)}/{name}" for s in levels for name in names]
+srn_runs_of = lambda *methods: [run for run, spec in SRN_ALL.items() if spec["method"] in methods]
+srn_dir = lambda task, run, seed: SRN_DIR.format(task=task, run=run, seed=seed)
+srn_level_outputs = lambda levels, names=("model.safetensors", "mask.mask", "train_summary.json"): [
+    f"{SRN_DIR}/{level_name(s)}/{name}" for s in levels for name in names]
+theta_ft_eval_dir = lambda task, seed: f"{R}/{NLU}/{task}/{MODEL}/eval/srnets/theta_ft/seed~{seed}"
 
 
 def theta_ft_dir(task, seed, loss="ce"):
@@ -52,17 +47,12 @@ def start_dir_of(task, start, seed, step=None):
     return f"{models}/init/seed~{seed}" if start == "init" else f"{models}/snapshots/seed~{seed}/step~{step}"
 
 
-def theta_ft_eval_dir(task, seed):
-    return f"{R}/{NLU}/{task}/{MODEL}/eval/srnets/theta_ft/seed~{seed}"
-
-
 def theta_ft_hparams_of(loss):
     finetune = {k: v for k, v in config["finetune"].items() if k not in FINETUNE_RUN_KEYS}
     return lambda wildcards: as_json(srnet_grid.theta_ft_hparams(SRN, finetune, wildcards.task, loss))
 
 
-def theta_ft_head(wildcards):
-    return "" if SRN_THETA_FT.get("train_classifier", True) else "--train-classifier 0"
+theta_ft_head = lambda wildcards: "" if SRN_THETA_FT.get("train_classifier", True) else "--train-classifier 0"
 
 
 def srn_loss_inputs(task, seed, loss, found):
@@ -74,8 +64,7 @@ def srn_loss_inputs(task, seed, loss, found):
     return found
 
 
-def theta_ft_inputs(loss):
-    """Inputs of finetune_theta_ft[_<loss>]: the task's data and what the loss reads."""
+def theta_ft_inputs(loss):  # finetune_theta_ft[_<loss>]: the task's data and what the loss reads
     return lambda wildcards: srn_loss_inputs(wildcards.task, wildcards.seed, loss, task_train_data(wildcards))
 
 
@@ -106,8 +95,7 @@ def finetune_extra_options(wildcards, output):
     return opts
 
 
-def named_sweep_runs(run, task, seed):
-    """name -> (start folder, spec overrides) of the t5 or timing sweep of (task, seed)."""
+def named_sweep_runs(run, task, seed):  # name -> (start folder, spec overrides) of a t5 or timing sweep
     return {name: (start_dir_of(task, start, seed, step), overrides)
             for name, (start, step, overrides) in srnet_grid.named_runs(SRN, run).items()}
 
@@ -169,8 +157,8 @@ def srn_items(task, seed):
     return items
 
 
-def srn_eval_outputs(task, seed):
-    return [f"{where}/{e}.json" for _, _, _, where in srn_items(task, seed) for e in eval_set_names(task)]
+srn_eval_outputs = lambda task, seed: [f"{where}/{e}.json" for *_, where in srn_items(task, seed)
+                                        for e in eval_set_names(task)]
 
 
 def srn_eval_inputs_of(task):
