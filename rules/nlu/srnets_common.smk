@@ -34,8 +34,8 @@ def theta_ft_dir(task, seed, loss="ce"):
     the sweep's bias source): `srnets.theta_ft`'s own runs, or the shared baseline and finetune_debiased."""
     if SRN_THETA_FT is None:
         return checkpoint_dir(task, seed) if loss == "ce" else debiased_dir(task, loss, SRN_DEBIAS["bias"], seed)
-    bias = "" if loss == "ce" else f"/bias~{SRN_DEBIAS['bias']}"
-    return f"{R}/{NLU}/{task}/{MODEL}/models/method~finetune/loss~{loss}{bias}/recipe~srnets/seed~{seed}"
+    bias = "" if loss == "ce" else f"bias~{SRN_DEBIAS['bias']}/"
+    return f"{R}/{NLU}/{task}/{MODEL}/models/method~finetune/loss~{loss}/{bias}recipe~srnets/seed~{seed}"
 
 
 def start_dir_of(task, start, seed, step=None):
