@@ -52,7 +52,7 @@ def theta_ft_hparams_of(loss):
     return lambda wildcards: as_json(srnet_grid.theta_ft_hparams(SRN, finetune, wildcards.task, loss))
 
 
-theta_ft_head = lambda wildcards: "" if SRN_THETA_FT.get("train_classifier", True) else "--train-classifier 0"
+theta_ft_head = lambda wildcards: "" if SRN_THETA_FT["train_classifier"] else "--train-classifier 0"
 
 
 def srn_loss_inputs(task, seed, loss, found):

@@ -162,5 +162,5 @@ def theta_ft_hparams(srn: Mapping, finetune: Mapping, task: str, loss: str) -> d
 def mix_train(srn: Mapping, task: str, paths: list[str]) -> list[dict]:
     """The OOD-informed runs' ``--mix-train``: each mixed-in set (its prepared ``paths``) with its repeat and label
     map."""
-    return [{"path": path, "repeat": m.get("repeat", 1), "label_map": m.get("label_map", {})}
+    return [{"path": path, "repeat": m["repeat"], "label_map": m.get("label_map", {})}  # repeat: the schema's default
             for path, m in zip(paths, srn["ood_informed"]["train"][task], strict=True)]
