@@ -210,7 +210,7 @@ def test_results_folder_with_a_space_gives_well_formed_shell_commands(tmp_path):
         checked.add(rule)
     assert {"prepare_dataset", "finetune_baseline", "train_bias_model", "bias_overlap_qqp", "finetune_debiased",
             "search_mask", "evaluate_mnli", "evaluate_masks_mnli", "mask_report", "mask_benchmark", "table1",
-            "figure_id_ood", "srnet_a_mask_ce", "srnet_b_mask_retrain_ce", "srnet_a_mask_ood", "srnet_t5",
+            "figure_id_ood", "srnet_mask_train", "srnet_imp", "srnet_retrain", "srnet_t5",
             "srnet_timing", "evaluate_srnets_mnli", "srnet_report"} <= checked
     assert not (tmp_path / "res").exists()
 

@@ -33,9 +33,9 @@ from maskbench.masking.deciders import (
 )
 from maskbench.masking.engine import attach
 from maskbench.masking.granularity import GranularityError, Head
-from maskbench.masking.scores import MaskSearchSpec, attach_scores
+from maskbench.masking.ranking import prune_count
 from maskbench.masking.selectors import ENCODER_KINDS, module_kind, select_linear
-from maskbench.masking.sparsity import prune_count
+from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec, attach_scores
 
 DECIDER_NAMES = ["movement_sigmoid", "movement_topk", "mask_training", "magnitude", "temperature_gate"]
 GRAINS = {"weight": "weight", "block": [2, 2], "row": "row", "channel": "channel", "column": "column",
@@ -86,7 +86,7 @@ def functional(kind: str, x, weight, bias):
 def make_decider(name: str):
     return {"movement_sigmoid": lambda: MovementSigmoid(10, 0.5, 0.5),  # keep where S > logit(0.5) = 0
             "movement_topk": lambda: MovementTopK(10, 0.5, 0.5),  # keep the top half of the tiles
-            "mask_training": lambda: ThresholdMaskTraining(0.5, "soft"),  # threshold set to 0 below
+            "mask_training": lambda: ThresholdMaskTraining(0.5, "soft", 2.0, 0.01),  # threshold set to 0 below
             "magnitude": lambda: Magnitude(),  # keep buffer set below
             "temperature_gate": lambda: TemperatureGate(init=1.0, temperature=TEMPERATURE)}[name]()
 
@@ -254,7 +254,7 @@ def test_mask_training_initialises_on_the_mean_magnitude_of_each_tile(grain):
     """Hard magnitude init per tile: the prune_count(tiles, s) tiles of smallest mean |W| get 0, the others
     alpha * phi = 0.02, the threshold is phi = 0.01."""
     model = nn.Sequential(make_module("linear"))
-    masked = attach(model, ThresholdMaskTraining(0.5, "hard"), ["0"], GRAINS[grain])
+    masked = attach(model, ThresholdMaskTraining(0.5, "hard", 2.0, 0.01), ["0"], GRAINS[grain])
     mask = masked.masks["0"]
     weight = model[0].parametrizations.weight.original.detach()
     shape = SCORE_SHAPES["linear", grain]
@@ -515,7 +515,7 @@ def test_model_fingerprint_covers_buffers():
     assert model_fingerprint(net) != fingerprint
     net.bn.num_batches_tracked -= 1
     # an attached decider's scores and buffers are not part of the model
-    attach(net, ThresholdMaskTraining(0.5), ["conv", "linear"], family="vision")
+    attach(net, ThresholdMaskTraining(0.5, "hard", 2.0, 0.01), ["conv", "linear"], family="vision")
     assert model_fingerprint(net) == fingerprint
     # the masked-modules fingerprint covers the named modules' buffers too
     only_bn = masked_modules_fingerprint(net, ["bn"])

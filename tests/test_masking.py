@@ -14,8 +14,8 @@ from maskbench.masking.deciders import MovementSigmoid, MovementTopK
 from maskbench.masking.engine import Masked, MaskedModules, detach_parametrizations
 from maskbench.masking.granularity import Block, GranularityError, Weight
 from maskbench.masking.schedules import cubic
-from maskbench.masking.scores import MaskSearchSpec, attach_scores, decider_of
 from maskbench.masking.selectors import SelectorError, layer_index, module_kind, select_linear
+from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec, attach_scores, decider_of
 
 
 def snapshot(model):

@@ -14,7 +14,7 @@ from maskbench.data.synthetic import generate
 from maskbench.masking.codec import read_mask_file
 from maskbench.resume import Resume, state_path_for
 from maskbench.steps.nlu import finetune as finetune_cli
-from maskbench.steps.nlu import mask_search, srnet
+from maskbench.steps.nlu import mask_search, srnet_mask_train
 
 TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
               "bert_config": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
@@ -175,12 +175,11 @@ def test_a_killed_mask_training_resumes_with_its_selection_state(data, uninterru
     # paper C's mask training keeps state outside the model: the best candidate's scores, the dev evaluations and
     # the threshold resets; a resumed run must select the same step and write the same mask and summary
     def train(name, *extra):
-        return srnet.main(["--method", "mask_train", "--start-dir", str(uninterrupted),
-                           "--train", str(data / "train.parquet"), "--dev", str(data / "dev.parquet"),
-                           "--seed", "1", "--threads", "1", "--sparsity", "0.5", "--select-after", "0.3",
-                           "--eval-every", "2", "--reset-every", "3", "--hparams", json.dumps(SEARCH_HP),
-                           "--out-mask", str(tmp_path / f"{name}.mask"), "--summary", str(tmp_path / f"{name}.json"),
-                           *extra])
+        spec = {"sparsity": 0.5, "select_after": 0.3, "eval_every": 2, "reset_every": 3}
+        return srnet_mask_train.main([
+            "--start-dir", str(uninterrupted), "--train", str(data / "train.parquet"), "--dev", str(data / "dev.parquet"),
+            "--seed", "1", "--threads", "1", "--spec", json.dumps(spec), "--hparams", json.dumps(SEARCH_HP),
+            "--out-mask", str(tmp_path / f"{name}.mask"), "--summary", str(tmp_path / f"{name}.json"), *extra])
 
     assert train("straight") == 0
     kill_at(monkeypatch, 7)

@@ -85,7 +85,7 @@ def test_profile_requests_gpus_only_on_training_and_evaluation_jobs(tmp_path):
     jobs = [(rule, res) for rule, local, res in planned if not local]
     on_gpu = {rule for rule, res in jobs if int(res.get("gpu", 0)) > 0}
     assert on_gpu == {rule for rule, _ in jobs if TRAINING.match(rule) or EVALUATION.match(rule)}
-    assert {"finetune_baseline", "search_mask", "srnet_a_mask_poe", "evaluate_masks_qqp"} <= on_gpu
+    assert {"finetune_baseline", "search_mask", "srnet_mask_train", "evaluate_masks_qqp"} <= on_gpu
     assert {"prepare_dataset", "bias_overlap_mnli", "evaluate_bias_mnli", "table1"}.isdisjoint(on_gpu)
     for rule, res in jobs:
         gpus = int(res.get("gpu", 0))

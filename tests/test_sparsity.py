@@ -15,21 +15,19 @@ from maskbench.losses import get_loss
 from maskbench.masking.deciders import Magnitude, ThresholdMaskTraining
 from maskbench.masking.engine import Masked, detach_parametrizations, plain_parameter_name
 from maskbench.masking.granularity import Weight
+from maskbench.masking.ranking import local_threshold, magnitude_init, prune_count
 from maskbench.masking.selectors import ENCODER_KINDS, select_linear
-from maskbench.masking.sparsity import (
+from maskbench.text.classifier_training import classification_objective
+from maskbench.tracks.nlu.srnet_pruning import (
     MaskTraining,
     SparsityController,
     apply_fixed_masks,
     attach_mask_training,
     fixed_masks,
-    imp_schedule,
-    local_threshold,
-    magnitude_init,
     magnitude_masks,
-    prune_count,
     rewind_weights,
 )
-from maskbench.text.classifier_training import classification_objective
+from maskbench.tracks.nlu.srnet_spec import ImpSpec, MaskTrainingSpec
 from maskbench.train import TrainHParams, fit
 
 W_HAND = torch.tensor([[0.5, -0.1, 0.3], [-0.05, 0.9, 0.2]])
@@ -94,7 +92,7 @@ def test_local_threshold_ties_prune_all_tied_entries():
 
 # ---------------------------------------------------------------------------------------------- initialisation
 def test_magnitude_init_hard_on_a_hand_made_matrix():
-    scores, threshold = magnitude_init(W_HAND, 0.5, "hard")
+    scores, threshold = magnitude_init(W_HAND, 0.5, "hard", 2.0, 0.01)
     # |W| = .5 .1 .3 / .05 .9 .2: the three smallest (.05, .1, .2) get 0, the others alpha * phi = 0.02
     assert torch.equal(scores, torch.tensor([[0.02, 0.0, 0.02], [0.0, 0.02, 0.0]]))
     assert threshold == 0.01
@@ -103,24 +101,24 @@ def test_magnitude_init_hard_on_a_hand_made_matrix():
     assert threshold3 == 0.1
     assert torch.equal(scores3, torch.tensor([[0.3, 0.0, 0.3], [0.0, 0.3, 0.3]]))  # k = 2: .05 and .1
     with pytest.raises(ValueError, match="alpha"):
-        magnitude_init(W_HAND, 0.5, "hard", alpha=1.0)
+        magnitude_init(W_HAND, 0.5, "hard", alpha=1.0, phi=0.01)
 
 
 def test_magnitude_init_soft_on_a_hand_made_matrix():
-    scores, threshold = magnitude_init(W_HAND, 0.5, "soft")
+    scores, threshold = magnitude_init(W_HAND, 0.5, "soft", 2.0, 0.01)
     assert torch.equal(scores, W_HAND.abs())
     assert threshold == pytest.approx(0.2)
     assert (scores > threshold).tolist() == [[True, False, True], [False, True, False]]
     scores[0, 0] = 7.0
     assert W_HAND[0, 0] == 0.5  # the scores are a copy
-    assert magnitude_init(W_HAND, 0.0, "soft")[1] == -math.inf
+    assert magnitude_init(W_HAND, 0.0, "soft", 2.0, 0.01)[1] == -math.inf
 
 
 def test_magnitude_init_ties_hard_is_exact_soft_overprunes():
     weight = torch.tensor([[0.1, -0.1, 0.1, 0.3]])
-    hard, _ = magnitude_init(weight, 0.5, "hard")
+    hard, _ = magnitude_init(weight, 0.5, "hard", 2.0, 0.01)
     assert torch.equal(hard, torch.tensor([[0.0, 0.0, 0.02, 0.02]]))  # exactly 2, ties by position
-    soft, t = magnitude_init(weight, 0.5, "soft")
+    soft, t = magnitude_init(weight, 0.5, "soft", 2.0, 0.01)
     assert int((soft <= t).sum()) == 3  # the documented threshold rule: all three tied 0.1 go
 
 
@@ -130,7 +128,7 @@ def test_straight_through_gradient_is_grad_of_masked_weight_times_weight():
     with torch.no_grad():
         layer.weight.copy_(torch.tensor([[0.5, -0.1], [0.3, 0.9]]))
     layer.weight.requires_grad_(False)
-    mask = Masked(ThresholdMaskTraining(0.5), Weight(), layer.weight.detach())
+    mask = Masked(ThresholdMaskTraining(0.5, "hard", 2.0, 0.01), Weight(), layer.weight.detach())
     with torch.no_grad():
         mask.scores.copy_(torch.tensor([[1.0, 0.0], [1.0, 1.0]]))
         mask.threshold.fill_(0.5)
@@ -149,7 +147,7 @@ def test_straight_through_gradient_is_grad_of_masked_weight_times_weight():
 def test_attach_mask_training_freezes_everything_and_meets_sparsity():
     model = tiny_bert()
     kinds = [*ENCODER_KINDS, "pooler", "classifier"]
-    training = attach_mask_training(model, kinds, 0.5, "hard")
+    training = attach_mask_training(model, kinds, MaskTrainingSpec(0.5, "hard"))
     assert isinstance(training, MaskTraining) and isinstance(training.decider, ThresholdMaskTraining)
     assert set(training.masks) == set(select_linear(model, kinds))
     assert all(not p.requires_grad for n, p in model.named_parameters() if not n.endswith(".scores"))
@@ -172,9 +170,9 @@ def test_attach_mask_training_freezes_everything_and_meets_sparsity():
 
 def test_gradual_schedule_through_the_controller():
     model = nn.Sequential(nn.Linear(64, 64, bias=False))
-    training = attach_mask_training(model, ["0"], 0.2, "soft")
-    controller = SparsityController(training, final_sparsity=0.9, reset_every=10, schedule="gradual",
-                                    initial_sparsity=0.2)
+    training = attach_mask_training(model, ["0"], MaskTrainingSpec(0.2, "soft"))
+    controller = SparsityController(training, MaskTrainingSpec(0.9, "soft", reset_every=10, schedule="gradual",
+                                                                initial_sparsity=0.2))
     n = 64 * 64
     controller.step_hook(0, 100)
     assert controller.current == 0.2
@@ -191,25 +189,25 @@ def test_gradual_schedule_through_the_controller():
     assert controller.sparsity_at(100, 100) == 0.9
     assert [h["step"] for h in controller.history] == [0, 50]
     # reaching s_f at 80 % of training
-    early = SparsityController(training, 0.9, reset_every=10, schedule="gradual", initial_sparsity=0.2,
-                               final_fraction=0.8)
+    early = SparsityController(training, MaskTrainingSpec(0.9, reset_every=10, schedule="gradual",
+                                                          initial_sparsity=0.2, gradual_end=0.8))
     assert early.sparsity_at(40, 100) == pytest.approx(0.9 - 0.7 / 8)
     early.step_hook(80, 100)
     assert early.current == 0.9 and training.pruned_counts()["0"] == prune_count(n, 0.9) == 3686
     early.step_hook(90, 100)
     assert early.current == 0.9
-    fixed = SparsityController(training, 0.7, reset_every=10)
+    fixed = SparsityController(training, MaskTrainingSpec(0.7, reset_every=10))
     assert fixed.sparsity_at(0, 100) == fixed.sparsity_at(55, 100) == 0.7
     with pytest.raises(ValueError, match="initial_sparsity"):
-        SparsityController(training, 0.9, schedule="gradual")
+        MaskTrainingSpec(0.9, schedule="gradual")
 
 
 def test_fit_with_mask_training_changes_scores_never_a_weight():
     model = tiny_bert(seed=1)
     before = plain_params(model)
-    training = attach_mask_training(model, [*ENCODER_KINDS, "pooler", "classifier"], 0.5, "soft")
+    training = attach_mask_training(model, [*ENCODER_KINDS, "pooler", "classifier"], MaskTrainingSpec(0.5, "soft"))
     init_scores = {n: m.scores.detach().clone() for n, m in training.masks.items()}
-    controller = SparsityController(training, 0.5, reset_every=4)
+    controller = SparsityController(training, MaskTrainingSpec(0.5, reset_every=4))
     hp = TrainHParams(epochs=3, batch_size=4, learning_rate=0.05, weight_decay=0.0, lr_schedule="constant",
                       log_every=100)
     fit(model, RandomBatches(), classification_objective(get_loss("ce"), "cpu"), hp, seed=0, device="cpu",
@@ -231,12 +229,16 @@ def test_fit_with_mask_training_changes_scores_never_a_weight():
 
 # ---------------------------------------------------------------------------------------------------------- IMP
 def test_imp_schedule():
-    assert imp_schedule(1000) == [(0, 0.1), (100, 0.2), (200, 0.3), (300, 0.4), (400, 0.5), (500, 0.6),
-                                  (600, 0.7), (700, 0.8), (800, 0.9)]
-    assert imp_schedule(1005, final_sparsity=0.3) == [(0, 0.1), (100, 0.2), (200, 0.3)]
-    assert imp_schedule(50, rounds=5, step_fraction=0.2, final_sparsity=None)[-1] == (40, 1.0)
+    assert ImpSpec().schedule(1000) == [(0, 0.1), (100, 0.2), (200, 0.3), (300, 0.4), (400, 0.5), (500, 0.6),
+                                        (600, 0.7), (700, 0.8), (800, 0.9)]
+    assert ImpSpec(final_sparsity=0.3).schedule(1005) == [(0, 0.1), (100, 0.2), (200, 0.3)]
+    assert ImpSpec(rounds=5, step=0.2, final_sparsity=0.8).schedule(50)[-1] == (30, 0.8)
     with pytest.raises(ValueError, match="intervals"):
-        imp_schedule(5)
+        ImpSpec().schedule(5)
+    with pytest.raises(ValueError, match="multiple"):
+        ImpSpec(final_sparsity=0.35)
+    with pytest.raises(ValueError, match="prunes"):
+        ImpSpec(rounds=5)
 
 
 def test_imp_prunes_ten_percent_of_the_original_each_round_and_never_regrows():
@@ -245,7 +247,7 @@ def test_imp_prunes_ten_percent_of_the_original_each_round_and_never_regrows():
     torch.manual_seed(5)
     modules["extra"] = nn.Linear(10, 20)  # 200 weights: every 10 % is a whole number
     current = None
-    for round_, (_, sparsity) in enumerate(imp_schedule(1000), start=1):
+    for round_, (_, sparsity) in enumerate(ImpSpec().schedule(1000), start=1):
         masks = magnitude_masks(modules, sparsity, current)
         for name, keep in masks.items():
             n = keep.numel()
@@ -348,7 +350,7 @@ def test_a_saturated_reset_moves_the_threshold_unless_paper_cs_code_keeps_it():
     """Paper C's reset_threshold keeps a module's threshold when the k-th smallest score is its largest (all
     scores tied) or nothing is to be pruned; the project's default re-sets it (a tie at the top prunes them all)."""
     model = nn.Sequential(nn.Linear(4, 2, bias=False))
-    training = attach_mask_training(model, ["0"], 0.5, "hard")
+    training = attach_mask_training(model, ["0"], MaskTrainingSpec(0.5, "hard"))
     mask = training.masks["0"]
     with torch.no_grad():
         mask.scores.fill_(0.02)  # all 8 scores equal

@@ -1,4 +1,4 @@
-"""Paper C's entry point on a tiny checkpoint: mask training, IMP (+ rewinding) and retraining under a mask."""
+"""Paper C's entry points on a tiny checkpoint: mask training, IMP (+ rewinding) and retraining under a mask."""
 
 import json
 import math
@@ -10,13 +10,20 @@ from safetensors.torch import load_file
 
 from maskbench.data.schema import write_prepared
 from maskbench.data.synthetic import generate
+from maskbench.losses import get_loss
 from maskbench.masking.apply import MaskMismatchError, model_fingerprint
 from maskbench.masking.codec import read_mask_file, write_mask_file
+from maskbench.masking.engine import plain_parameter_name
+from maskbench.masking.ranking import prune_count
 from maskbench.masking.selectors import ENCODER_KINDS, select_linear
-from maskbench.masking.sparsity import magnitude_masks, plain_parameter_name, prune_count
 from maskbench.steps.nlu import finetune as finetune_cli
-from maskbench.steps.nlu import srnet
+from maskbench.steps.nlu import srnet_imp, srnet_mask_train, srnet_retrain
+from maskbench.text.batches import EncodedPairs
 from maskbench.text.models import load_classifier
+from maskbench.tracks.nlu.srnet_pruning import magnitude_masks
+from maskbench.tracks.nlu.srnet_spec import MaskTrainingSpec
+from maskbench.tracks.nlu.srnets import train_mask
+from maskbench.train import TrainHParams
 
 TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
               "bert_config": {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -42,20 +49,21 @@ def work(tmp_path_factory):
             "--train", str(folder / "train.parquet"), "--model-spec", json.dumps(TINY_MODEL),
             "--hparams", json.dumps({**TINY_HP, "learning_rate": lr}), "--seed", "1",
             "--out-dir", str(folder / name), "--threads", "1"]) == 0
-    assert mask_train(folder, "m50", "--sparsity", "0.5", "--select-after", "0.7") == 0
+    assert mask_train(folder, "m50", {"sparsity": 0.5, "select_after": 0.7}) == 0
     return folder
 
 
-def common(folder, method, start="ft", hp=None):
-    return ["--method", method, "--start-dir", str(folder / start), "--train", str(folder / "train.parquet"),
+def common(folder, start="ft", hp=None, spec=None):
+    return ["--start-dir", str(folder / start), "--train", str(folder / "train.parquet"),
             "--dev", str(folder / "dev.parquet"), "--seed", "1", "--threads", "1",
-            "--hparams", json.dumps(hp or {})]
+            "--hparams", json.dumps(hp or {}), *(["--spec", json.dumps(spec)] if spec is not None else [])]
 
 
-def mask_train(folder, name, *extra, out=None):
+def mask_train(folder, name, spec, *extra, out=None):
     out = out or folder
-    return srnet.main([*common(folder, "mask_train", hp=MASK_HP), "--eval-every", "1", "--reset-every", "2",
-                       "--out-mask", str(out / f"{name}.mask"), "--summary", str(out / f"{name}.json"), *extra])
+    return srnet_mask_train.main([*common(folder, hp=MASK_HP, spec={"eval_every": 1, "reset_every": 2, **spec}),
+                                  "--out-mask", str(out / f"{name}.mask"), "--summary", str(out / f"{name}.json"),
+                                  *extra])
 
 
 def pruned(mask):
@@ -91,10 +99,11 @@ def test_train_mask_leaves_every_weight_bit_identical(work):
     model, tokenizer = load_classifier(work / "ft")
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     frame, _ = generate("nli", "train", 32, seed=0, rho=0.9)
-    data = srnet.EncodedPairs(tokenizer, frame.text_a, frame.text_b, frame.label, 64)
-    hp = srnet.TrainHParams(epochs=1, batch_size=16, learning_rate=5e-3, lr_schedule="constant", weight_decay=0.0)
-    result = srnet.train_mask(model, data, srnet.get_loss("ce"), hp, 1, "cpu", lambda m: 50.0,
-                              modules=["query", "classifier"], sparsity=0.3, reset_every=1, eval_every=1)
+    data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, frame.label, 64)
+    hp = TrainHParams(epochs=1, batch_size=16, learning_rate=5e-3, lr_schedule="constant", weight_decay=0.0)
+    result = train_mask(model, data, get_loss("ce"), hp, 1, "cpu", lambda m: 50.0,
+                        MaskTrainingSpec(0.3, reset_every=1, eval_every=1, select_after=0.0),
+                        modules=["query", "classifier"])
     assert result.selected_step == 0  # ties keep the earliest candidate
     assert {n for n, _ in model.named_parameters()} == set(before)  # no score parametrization left
     for name, param in model.named_parameters():
@@ -103,8 +112,8 @@ def test_train_mask_leaves_every_weight_bit_identical(work):
 
 
 def test_gradual_schedule_ends_at_the_final_sparsity(work):
-    assert mask_train(work, "grad", "--sparsity", "0.6", "--schedule", "gradual", "--init", "soft",
-                      "--initial-sparsity", "0.3", "--gradual-end", "0.5", "--select-after", "0") == 0
+    assert mask_train(work, "grad", {"sparsity": 0.6, "schedule": "gradual", "init": "soft",
+                                     "initial_sparsity": 0.3, "gradual_end": 0.5, "select_after": 0}) == 0
     summary = json.loads((work / "grad.json").read_text())
     history = summary["sparsity_history"]
     assert [h["step"] for h in history] == [2, 4, 6]  # every --reset-every steps, none at step 0
@@ -124,7 +133,7 @@ def plain_weights(folder):
 
 def test_imp_writes_every_level_with_exact_nested_zeros(work):
     out = work / "imp"
-    assert srnet.main([*common(work, "imp", hp=IMP_HP), "--out-dir", str(out)]) == 0
+    assert srnet_imp.main([*common(work, hp=IMP_HP), "--sweep-dir", str(out)]) == 0
     levels = sorted(p.name for p in out.iterdir() if p.name.startswith("sparsity~"))
     assert levels == [f"sparsity~{r / 10:.1f}" for r in range(1, 10)]
     assert json.loads((out / "imp_summary.json").read_text())["levels"][-1]["sparsity"] == pytest.approx(0.9)
@@ -172,9 +181,9 @@ def test_imp_rewind_rewinds_after_every_prune(work):
             assert torch.equal(param.detach(), start[plain]), (index, plain)  # bit-exact rewind
         seen.append((index, sparsity))
 
-    args = srnet.parse_args([*common(work, "imp_rewind", start="init", hp=IMP_HP), "--out-dir", str(out),
-                             "--final-sparsity", "0.3"])
-    assert srnet.run(args, on_prune=on_prune) == 0
+    args = srnet_imp.parse_args([*common(work, start="init", hp=IMP_HP, spec={"rewind": True, "final_sparsity": 0.3}),
+                                 "--sweep-dir", str(out)])
+    assert srnet_imp.run(args, srnet_imp.check(args), on_prune=on_prune) == 0
     assert seen == [(1, 0.1), (2, 0.2), (3, 0.3)]
     assert sorted(p.name for p in out.iterdir() if p.name.startswith("sparsity~")) == [
         "sparsity~0.1", "sparsity~0.2", "sparsity~0.3"]
@@ -191,8 +200,8 @@ def test_imp_rewind_rewinds_after_every_prune(work):
 
 def test_retrain_under_a_transferred_mask(work):
     out = work / "retrain"
-    assert srnet.main([*common(work, "retrain", start="init", hp=RETRAIN_HP), "--mask", str(work / "m50.mask"),
-                       "--out-dir", str(out)]) == 0
+    assert srnet_retrain.main([*common(work, start="init", hp=RETRAIN_HP), "--mask", str(work / "m50.mask"),
+                               "--out-dir", str(out)]) == 0
     summary = json.loads((out / "train_summary.json").read_text())
     source, _ = read_mask_file(work / "m50.mask")
     masks, meta = read_mask_file(out / "mask.mask")
@@ -217,47 +226,50 @@ def test_errors_come_before_training_and_name_the_argument_or_file(work, tmp_pat
     write_mask_file(tmp_path / "arch.mask", {"roberta.encoder.layer.0.attention.self.query": source[name]}, meta)
     for bad in ("shape.mask", "arch.mask"):
         with pytest.raises(MaskMismatchError, match=bad):
-            srnet.main([*common(work, "retrain", start="init", hp=RETRAIN_HP), "--mask", str(tmp_path / bad),
-                        "--out-dir", str(tmp_path / "out")])
-    with pytest.raises(ValueError, match="--method 'prune' is unknown"):
-        srnet.main([*common(work, "prune"), "--out-dir", str(tmp_path / "out")])
+            srnet_retrain.main([*common(work, start="init", hp=RETRAIN_HP), "--mask", str(tmp_path / bad),
+                                "--out-dir", str(tmp_path / "out")])
+    with pytest.raises(ValueError, match=r"imp: unknown field\(s\) \['prune'\]"):
+        srnet_imp.main([*common(work, spec={"prune": 1}), "--sweep-dir", str(tmp_path / "out")])
     with pytest.raises(ValueError, match="needs --bias-probs"):
-        mask_train(work, "x", "--sparsity", "0.5", "--select-after", "0", "--loss", "poe", out=tmp_path)
-    with pytest.raises(ValueError, match="--sparsity must lie"):
-        mask_train(work, "x", "--sparsity", "1.5", "--select-after", "0", out=tmp_path)
-    with pytest.raises(ValueError, match="--select-after"):
-        mask_train(work, "x", "--sparsity", "0.5", out=tmp_path)
-    with pytest.raises(ValueError, match="--final-sparsity 0.35 is not a multiple"):
-        srnet.main([*common(work, "imp"), "--out-dir", str(tmp_path / "out"), "--final-sparsity", "0.35"])
-    with pytest.raises(ValueError, match="--mask is only used by --method retrain"):
-        srnet.main([*common(work, "imp"), "--out-dir", str(tmp_path / "out"), "--mask", str(work / "m50.mask")])
+        mask_train(work, "x", {"sparsity": 0.5, "select_after": 0}, "--loss", "poe", out=tmp_path)
+    with pytest.raises(ValueError, match="mask_training.sparsity must lie"):
+        mask_train(work, "x", {"sparsity": 1.5, "select_after": 0}, out=tmp_path)
+    with pytest.raises(ValueError, match=r"\['sparsity'\] missing"):
+        mask_train(work, "x", {}, out=tmp_path)
+    with pytest.raises(ValueError, match="mask_training.select_after must lie"):
+        mask_train(work, "x", {"sparsity": 0.5, "select_after": 2}, out=tmp_path)
+    with pytest.raises(ValueError, match="imp.final_sparsity 0.35 is not a multiple"):
+        srnet_imp.main([*common(work, spec={"final_sparsity": 0.35}), "--sweep-dir", str(tmp_path / "out")])
+    with pytest.raises(SystemExit):  # an argument of another method is refused by the parser
+        srnet_imp.main([*common(work), "--sweep-dir", str(tmp_path / "out"), "--mask", str(work / "m50.mask")])
     assert not (tmp_path / "out").exists() and not (tmp_path / "x.mask").exists()
 
 
 def test_a_sweep_runs_every_sparsity_in_one_process_and_retrains_each_mask(work, tmp_path):
     sweep = tmp_path / "sweep"
-    assert srnet.main([*common(work, "mask_train", hp=MASK_HP), "--eval-every", "2", "--reset-every", "2",
-                       "--select-after", "0.7", "--sparsities", "0.3", "0.6", "--sweep-dir", str(sweep)]) == 0
+    spec = {"eval_every": 2, "reset_every": 2, "select_after": 0.7}
+    assert srnet_mask_train.main([*common(work, hp=MASK_HP, spec=spec), "--sparsities", "0.3", "0.6",
+                                  "--sweep-dir", str(sweep)]) == 0
     for sparsity in (0.3, 0.6):
         masks, meta = read_mask_file(sweep / f"sparsity~{sparsity}" / "mask.mask")
         assert meta["sparsity"] == sparsity
         assert all(pruned(m) == prune_count(m.size, sparsity) for m in masks.values())
         assert json.loads((sweep / f"sparsity~{sparsity}" / "search.json").read_text())["sparsity"] == sparsity
     retrained = tmp_path / "retrained"
-    assert srnet.main([*common(work, "retrain", start="init", hp=RETRAIN_HP), "--masks",
-                       str(sweep / "sparsity~0.3" / "mask.mask"), str(sweep / "sparsity~0.6" / "mask.mask"),
-                       "--sweep-dir", str(retrained)]) == 0
+    assert srnet_retrain.main([*common(work, start="init", hp=RETRAIN_HP), "--masks",
+                               str(sweep / "sparsity~0.3" / "mask.mask"), str(sweep / "sparsity~0.6" / "mask.mask"),
+                               "--sweep-dir", str(retrained)]) == 0
     for sparsity in (0.3, 0.6):
         summary = json.loads((retrained / f"sparsity~{sparsity}" / "train_summary.json").read_text())
         assert summary["source_sparsity"] == sparsity and summary["source_mask"].endswith(f"sparsity~{sparsity}/mask.mask")
-    with pytest.raises(ValueError, match="--sparsities replaces --sparsity"):
-        srnet.main([*common(work, "mask_train", hp=MASK_HP), "--select-after", "0", "--sparsity", "0.5",
-                    "--sparsities", "0.3", "--sweep-dir", str(tmp_path / "x")])
+    with pytest.raises(ValueError, match="--sparsities replaces the spec's sparsity"):
+        srnet_mask_train.main([*common(work, hp=MASK_HP, spec={"select_after": 0, "sparsity": 0.5}),
+                               "--sparsities", "0.3", "--sweep-dir", str(tmp_path / "x")])
     with pytest.raises(ValueError, match="needs --sweep-dir"):
-        srnet.main([*common(work, "mask_train", hp=MASK_HP), "--select-after", "0", "--sparsities", "0.3"])
-    with pytest.raises(ValueError, match="--sparsity must lie in"):  # every run checked before the first starts
-        srnet.main([*common(work, "mask_train", hp=MASK_HP), "--select-after", "0", "--sparsities", "0.3", "1.5",
-                    "--sweep-dir", str(tmp_path / "y")])
+        srnet_mask_train.main([*common(work, hp=MASK_HP, spec={"select_after": 0}), "--sparsities", "0.3"])
+    with pytest.raises(ValueError, match="mask_training.sparsity must lie in"):  # every run checked first
+        srnet_mask_train.main([*common(work, hp=MASK_HP, spec={"select_after": 0}), "--sparsities", "0.3", "1.5",
+                               "--sweep-dir", str(tmp_path / "y")])
     assert not (tmp_path / "y").exists()
 
 
@@ -267,9 +279,9 @@ def test_a_runs_sweep_sets_the_schedule_and_the_start_of_each_run(work, tmp_path
             {"name": "gradual_0.2", "init": "soft", "schedule": "gradual", "initial_sparsity": 0.2},
             {"name": "step~0", "start_dir": str(work / "init"), "select_after": 0.0}]
     sweep = tmp_path / "runs"
-    assert srnet.main([*common(work, "mask_train", hp=MASK_HP), "--eval-every", "2", "--reset-every", "2",
-                       "--select-after", "0.7", "--sparsity", "0.6", "--runs", json.dumps(runs),
-                       "--sweep-dir", str(sweep)]) == 0
+    spec = {"eval_every": 2, "reset_every": 2, "select_after": 0.7, "sparsity": 0.6}
+    assert srnet_mask_train.main([*common(work, hp=MASK_HP, spec=spec), "--runs", json.dumps(runs),
+                                  "--sweep-dir", str(sweep)]) == 0
     metas = {}
     for run in runs:
         masks, metas[run["name"]] = read_mask_file(sweep / run["name"] / "mask.mask")
@@ -286,8 +298,8 @@ def test_a_runs_sweep_sets_the_schedule_and_the_start_of_each_run(work, tmp_path
                          ([{"name": "a/b"}], "field 'name' must be a folder name"),
                          ([{"name": ".."}], "field 'name' must be a folder name")):
         with pytest.raises(ValueError, match=message):
-            srnet.main([*common(work, "mask_train", hp=MASK_HP), "--select-after", "0.7", "--sparsity", "0.6",
-                        "--runs", json.dumps(bad), "--sweep-dir", str(tmp_path / "bad")])
+            srnet_mask_train.main([*common(work, hp=MASK_HP, spec=spec), "--runs", json.dumps(bad),
+                                   "--sweep-dir", str(tmp_path / "bad")])
     assert not (tmp_path / "bad").exists()
 
 
@@ -297,10 +309,11 @@ def test_mix_train_adds_the_ood_training_data_but_never_a_test_pair(work, tmp_pa
     test = hans.iloc[:10].assign(id=[f"t{i}" for i in range(10)])  # ten of its pairs are "test" pairs
     write_prepared(test, labels, tmp_path / "hans_test.parquet", {"dataset": "hans", "task": "mnli"})
     mix = [{"path": str(tmp_path / "hans_train.parquet"), "repeat": 2, "label_map": {"non-entailment": "contradiction"}}]
-    args = [*common(work, "mask_train", hp=MASK_HP), "--eval-every", "4", "--reset-every", "2", "--select-after", "0",
-            "--sparsity", "0.5", "--mix-train", json.dumps(mix), "--mix-exclude", str(tmp_path / "hans_test.parquet"),
+    spec = {"eval_every": 4, "reset_every": 2, "select_after": 0, "sparsity": 0.5}
+    args = [*common(work, hp=MASK_HP, spec=spec), "--mix-train", json.dumps(mix),
+            "--mix-exclude", str(tmp_path / "hans_test.parquet"),
             "--out-mask", str(tmp_path / "ood.mask"), "--summary", str(tmp_path / "ood.json")]
-    assert srnet.main(args) == 0
+    assert srnet_mask_train.main(args) == 0
     summary = json.loads((tmp_path / "ood.json").read_text())
     dropped = int(hans.assign(k=hans.text_a + "|" + hans.text_b).k.isin(test.text_a + "|" + test.text_b).sum())
     assert dropped >= 10
@@ -308,8 +321,8 @@ def test_mix_train_adds_the_ood_training_data_but_never_a_test_pair(work, tmp_pa
     assert summary["meta"]["mixed_in"][0]["n_dropped_as_test"] == dropped
     assert summary["total_steps"] == 2 * math.ceil((64 + 2 * (40 - dropped)) / 16)
     with pytest.raises(ValueError, match="--mix-train: loss 'poe' reads per-example"):
-        srnet.main([*args[:-4], "--loss", "poe", "--out-mask", str(tmp_path / "x.mask"),
-                    "--summary", str(tmp_path / "x.json")])
+        srnet_mask_train.main([*args[:-4], "--loss", "poe", "--out-mask", str(tmp_path / "x.mask"),
+                               "--summary", str(tmp_path / "x.json")])
     assert not (tmp_path / "x.mask").exists()
 
 
@@ -348,14 +361,15 @@ def test_paper_cs_code_scores_only_on_its_grid_and_saves_a_gradual_mask_at_the_i
     30 % sparse mask), against the project's defaults on the same run."""
     model, tokenizer = load_classifier(work / "ft")
     frame, _ = generate("nli", "train", 80, seed=0, rho=0.9)
-    data = srnet.EncodedPairs(tokenizer, frame.text_a, frame.text_b, frame.label, 64)
-    hp = srnet.TrainHParams(epochs=1, batch_size=16, learning_rate=5e-3, lr_schedule="constant", weight_decay=0.0)
+    data = EncodedPairs(tokenizer, frame.text_a, frame.text_b, frame.label, 64)
+    hp = TrainHParams(epochs=1, batch_size=16, learning_rate=5e-3, lr_schedule="constant", weight_decay=0.0)
 
     def run(**options):
         fresh, _ = load_classifier(work / "ft")
-        return srnet.train_mask(fresh, data, srnet.get_loss("ce"), hp, 1, "cpu", lambda m: 50.0,
-                                modules=["query", "classifier"], sparsity=0.6, init="soft", schedule="gradual",
-                                initial_sparsity=0.3, reset_every=2, eval_every=2, **options)
+        spec = MaskTrainingSpec(0.6, init="soft", schedule="gradual", initial_sparsity=0.3, reset_every=2,
+                                eval_every=2, **{"select_after": 0.0, **options})
+        return train_mask(fresh, data, get_loss("ce"), hp, 1, "cpu", lambda m: 50.0, spec,
+                          modules=["query", "classifier"])
 
     ours = run()
     theirs = run(saved_mask_sparsity="initial", score_first_and_last=False, keep_threshold_when_saturated=True)

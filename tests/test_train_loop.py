@@ -206,13 +206,18 @@ def test_masked_biases_get_no_weight_decay_when_weights_train():
     assert all(n.endswith((".bias", ".bias.original")) or "LayerNorm" in n for n in no_decay)
     assert not any(n.endswith(".bias.original") or n.endswith(".bias") for n in decay)
     assert len(decay) + len(no_decay) == sum(1 for p in model.parameters() if p.requires_grad)
-    # the engine's own groups: scores, masked weights (decayed), masked biases (not)
-    param_groups = {g["name"]: g for g in masked.param_groups(score_lr=0.1, weight_lr=1e-3, weight_decay=0.01)}
-    by_name = {k: {names[id(p)] for p in g["params"]} for k, g in param_groups.items()}
+    # with the scores in a group of their own (the gender track's way): scores, then the weights by name
+    groups = {g["name"]: g for g in trainable_groups(model, 1e-3, 0.01, scores=masked, score_lr=0.1)}
+    by_name = {k: {names[id(p)] for p in g["params"]} for k, g in groups.items()}
     assert by_name["scores"] == {f"{n}.parametrizations.weight.0.scores" for n in masked.masks}
-    assert by_name["weights"] == {f"{n}.parametrizations.weight.original" for n in masked.masks}
-    assert by_name["biases"] == {f"{n}.parametrizations.bias.original" for n in masked.masks}
-    assert [(g["lr"], g["weight_decay"]) for g in param_groups.values()] == [(0.1, 0.0), (1e-3, 0.01), (1e-3, 0.0)]
+    assert by_name["decay"] == decay - by_name["scores"] and by_name["no_decay"] == no_decay
+    assert [(g["lr"], g["weight_decay"]) for g in groups.values()] == [(0.1, 0.0), (1e-3, 0.01), (1e-3, 0.0)]
+    # paper B's and D's optimisers decay every weight alike; frozen weights leave the scores alone
+    alike = trainable_groups(model, 1e-3, 0.01, scores=masked, score_lr=0.1, decay_by_name=False)
+    assert [g["name"] for g in alike] == ["scores", "weights"]
+    assert {names[id(p)] for p in alike[1]["params"]} == (decay | no_decay) - by_name["scores"]
+    only = trainable_groups(model, 1e-3, 0.01, scores=masked, score_lr=0.1, weights=False)
+    assert [g["name"] for g in only] == ["scores"]
 
 
 def test_a_classification_objective_adds_the_regulariser():

@@ -56,14 +56,12 @@ def test_lint_is_clean():
                             # at one more strength, per task and seed
                             "search_mask_sweep": 2 * 6, "finetune_sweep": 6, "evaluate_sweep_masks_qqp": 2,
                             "evaluate_sweep_models_mnli": 2, "tradeoff_report": 1,
-                            # paper C on MNLI, one seed: its own theta_ft and PoE-fine-tuned start, sixteen sweeps,
+                            # paper C on MNLI, one seed: its own theta_ft and PoE-fine-tuned start, sixteen sweeps
+                            # (mask training: a_mask_ce/poe/ood, a_poeft_mask_poe, c_mask_ce/poe; IMP: a_imp_ce/poe,
+                            # a_poeft_imp_poe, b_imprw_poe; retraining: b_mask/imprw_retrain_ce/poe; t5, timing),
                             # one evaluation, the report
-                            "finetune_theta_ft": 1, "finetune_theta_ft_poe": 1,
-                            **{f"srnet_{run}": 1 for run in ("a_mask_ce", "a_mask_poe", "a_imp_ce", "a_imp_poe",
-                                                             "a_poeft_mask_poe", "a_poeft_imp_poe", "c_mask_ce",
-                                                             "c_mask_poe", "b_imprw_poe", "b_mask_retrain_ce",
-                                                             "b_imprw_retrain_ce", "b_mask_retrain_poe",
-                                                             "b_imprw_retrain_poe", "a_mask_ood", "t5", "timing")},
+                            "finetune_theta_ft": 1, "finetune_theta_ft_poe": 1, "srnet_mask_train": 6, "srnet_imp": 4,
+                            "srnet_retrain": 4, "srnet_t5": 1, "srnet_timing": 1,
                             "evaluate_srnets_mnli": 1, "srnet_report": 1,
                             # paper D in miniature: two dataset levels x two seeds; per seed on Biased-MNIST the two
                             # FFW variants, gamma 2 and the epoch-1 model, on Multi-Color MNIST the two variants
@@ -306,31 +304,41 @@ def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
     runs = ["a_mask_ce", "a_mask_poe", "a_mask_reweight", "a_mask_conf_reg", "c_mask_ce", "c_mask_poe", "a_imp_ce",
             "a_imp_poe", "b_imprw_poe", "b_mask_retrain_ce", "b_imprw_retrain_ce", "b_mask_retrain_poe",
             "b_imprw_retrain_poe", "a_poeft_mask_poe", "a_poeft_imp_poe", "a_mask_ood", "c_mask_ood", "t5", "timing"]
-    assert {run: jobs.get(f"srnet_{run}") for run in runs} == {run: 12 for run in runs}
+    methods = {"srnet_mask_train": 9, "srnet_imp": 4, "srnet_retrain": 4, "srnet_t5": 1, "srnet_timing": 1}
+    assert {rule: jobs.get(rule) for rule in methods} == {rule: 12 * n for rule, n in methods.items()}
+    assert sum(methods.values()) == len(runs)
     assert jobs["evaluate_srnets_mnli"] == jobs["evaluate_srnets_fever"] == 4 and jobs["srnet_report"] == 1
+    blocks = {}  # run -> the dry run's job blocks of its sweeps
+    for block in result.stdout.split("\n\n"):
+        head = re.search(r"rule (srnet_(?!report)\w+):", block)
+        if head:
+            run = head.group(1)[len("srnet_"):] if head.group(1) in ("srnet_t5", "srnet_timing") else \
+                re.search(r"run=(\w+)", block).group(1)
+            blocks.setdefault(run, []).append(block)
+
+    def srnet(run, task=None):
+        return next(b for b in blocks[run] if task is None or f"task={task}" in b)
+
     # the PoE-fine-tuned start (figure 3): fine-tuned with paper C's recipe and the sweep's overlap bias model
     poe_ft = "results/paper/nlu/mnli/bert-base-uncased/models/method~finetune/loss~poe/bias~overlap/recipe~srnets/seed~10"
-    start = next(b for b in result.stdout.split("\n\n") if "rule srnet_a_poeft_mask_poe:" in b and "task=mnli" in b
-                 and "seed=10" in b)
-    assert f"--start-dir '{poe_ft}'" in start and "--loss poe" in start and "--select-after 0.7" in start
+    start = next(b for b in blocks["a_poeft_mask_poe"] if "task=mnli" in b and "seed=10" in b)
+    assert f"--start-dir '{poe_ft}'" in start and "--loss poe" in start and '"select_after": 0.7' in start
     assert f"{poe_ft}/model.safetensors" in result.stdout
-    retrain = next(b for b in result.stdout.split("\n\n") if "rule srnet_b_imprw_retrain_poe:" in b)
-    assert "--method retrain" in retrain and "--loss poe" in retrain and "--bias-probs" in retrain
+    retrain = srnet("b_imprw_retrain_poe")
+    assert "maskbench.steps.nlu.srnet_retrain" in retrain and "--loss poe" in retrain and "--bias-probs" in retrain
     assert "b_imprw_poe/seed~" in retrain  # the IMP-rewind (PoE) masks, as for the CE retraining
     # PAWS-Wiki: a QQP evaluation set, a column of Table 5 and a mixed-in set of the OOD-informed bound
     assert "results/paper/nlu/data/prepared/paws_wiki.parquet" in result.stdout
     assert '"paws_wiki": ["qqp", "paws_wiki"]' in result.stdout
-    blocks = {b.split("rule ")[1].split(":")[0]: b for b in result.stdout.split("\n\n")
-              if "rule srnet_" in b and "rule srnet_report:" not in b}
-    assert len(blocks) == len(runs)
-    assert all("gpu=1" in b and "slurm_partition=gpu" in b and "runtime=2880" in b for b in blocks.values())
-    sweep = blocks["srnet_a_mask_poe"]
+    assert sorted(blocks) == sorted(runs)
+    assert all("gpu=1" in b and "slurm_partition=gpu" in b and "runtime=2880" in b for bs in blocks.values() for b in bs)
+    sweep = srnet("a_mask_poe")
     assert "--sparsities 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9" in sweep and "--loss poe" in sweep
-    qqp = next(b for b in result.stdout.split("\n\n") if "rule srnet_a_mask_ce:" in b and "task=qqp" in b)
-    assert '"epochs": 7' in qqp and '"learning_rate": 2e-05' in qqp and "--eval-every 1000" in qqp
-    fever = next(b for b in result.stdout.split("\n\n") if "rule srnet_a_imp_ce:" in b and "task=fever" in b)
-    assert '"epochs": 7' in fever and "--final-sparsity 0.9" in fever
-    ood = next(b for b in result.stdout.split("\n\n") if "rule srnet_a_mask_ood:" in b and "task=fever" in b)
+    qqp = srnet("a_mask_ce", "qqp")
+    assert '"epochs": 7' in qqp and '"learning_rate": 2e-05' in qqp and '"eval_every": 1000' in qqp
+    fever = srnet("a_imp_ce", "fever")
+    assert '"epochs": 7' in fever and '"final_sparsity": 0.9' in fever and '"rewind": false' in fever
+    ood = srnet("a_mask_ood", "fever")
     assert "fever_symmetric_v2_dev.parquet" in ood and '"repeat": 10' in ood
     assert "--mix-exclude" in ood and "fever_symmetric_v2.parquet" in ood
     # theta_ft is paper C's own fine-tuning (its recipe per task, the head trained), which writes theta_pt and
@@ -346,12 +354,12 @@ def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
     assert "--train-classifier 0" in baseline and "--init-out" not in baseline and '"warmup": 0.2' in baseline
     report = next(b for b in result.stdout.split("\n\n") if "rule srnet_report:" in b)
     assert "eval/srnets/theta_ft/seed~10/hans.json" in report  # the curves' reference: theta_ft, not the baseline
-    conf_reg = blocks["srnet_a_mask_conf_reg"]  # the teacher: the same seed's baseline
+    conf_reg = srnet("a_mask_conf_reg")  # the teacher: the same seed's baseline
     assert "--loss conf_reg" in conf_reg and "--bias-probs" in conf_reg
     assert re.search(r"--teacher-probs \S+/models/method~finetune/loss~ce/recipe~srnets/seed~(\d+)/train_probs\.parquet",
                      conf_reg)
-    t5 = next(b for b in result.stdout.split("\n\n") if "rule srnet_t5:" in b and "task=qqp" in b)
-    assert '"epochs": 5' in t5 and '"initial_sparsity": 0.7' in t5 and "--sparsity 0.9" in t5
+    t5 = srnet("t5", "qqp")
+    assert '"epochs": 5' in t5 and '"initial_sparsity": 0.7' in t5 and '"sparsity": 0.9' in t5
 
 
 def write_config(tmp_path, edit) -> Path:
@@ -651,7 +659,7 @@ def test_smoke_dag_builds_masks_figure_2_and_the_benchmark(smoke_run):
 @pytest.mark.slow
 def test_smoke_dag_draws_paper_c_curves_table5_and_the_timing_study(smoke_run):
     from maskbench.masking.codec import read_mask_file
-    from maskbench.masking.sparsity import prune_count
+    from maskbench.masking.ranking import prune_count
     from maskbench.tracks.nlu.report.sparsity_curves import CURVE_COLUMNS
 
     tables, figures = smoke_run / "results/tables", smoke_run / "results/figures"

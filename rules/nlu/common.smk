@@ -32,13 +32,13 @@ def training_args(wildcards, **values):
                       deterministic=int(COMPUTE["deterministic"]), **values)
 
 
-def finetune_args(wildcards, input, output, loss="ce", hparams=None, model=None, **values):
+def finetune_args(wildcards, input, output, loss="ce", hparams=None, model=None, train_classifier="config", **values):
     """The `nlu.finetune` command line of a job (baseline, bias model, debiased model, sweep point, paper C's)."""
     return training_args(
         wildcards, train=input.train, dev=input.dev, bias_probs=input.get("bias"),
         teacher_probs=input.get("teacher"), model_spec=model or config["model"],
-        hparams=hparams or finetune_hparams(wildcards.task), loss=loss, train_classifier=P.train_classifier(),
-        out_dir=os.path.dirname(output.model), **values)
+        hparams=hparams or finetune_hparams(wildcards.task), loss=loss, out_dir=os.path.dirname(output.model),
+        train_classifier=P.train_classifier() if train_classifier == "config" else train_classifier, **values)
 
 
 def debiased_inputs(wildcards):

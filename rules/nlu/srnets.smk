@@ -1,6 +1,7 @@
-# Paper C (sparse and robust subnetworks), planned only when the config has `srnets:` (helpers: rules/nlu/srnets_common.smk).
-# Each srnet job runs one sweep of one (task, seed) in one process (`maskbench.steps.nlu.srnet --sparsities/--masks/--runs`);
-# evaluate_srnets scores every subnetwork of a (task, seed), srnet_report draws the curves and Table 5.
+# Paper C (sparse and robust subnetworks), planned only when the config has `srnets:` (helpers: rules/nlu/srnets_common.smk,
+# the run grid: src/maskbench/tracks/nlu/srnet_grid.py). Each srnet job runs one sweep of one (run, task, seed) in one
+# process, one rule per method (steps nlu.srnet_mask_train / nlu.srnet_imp / nlu.srnet_retrain, settings as a typed
+# `--spec`); evaluate_srnets scores every subnetwork of a (task, seed), srnet_report draws the curves and Table 5.
 
 if SRN:
 
@@ -21,14 +22,9 @@ if SRN:
                 probs=f"{theta_ft_dir('{task}', '{seed}', _loss)}/train_probs.parquet",
                 **finetune_extra_outputs(_name),
             params:
-                checkpoint_every=COMPUTE["checkpoint_every"],
-                deterministic=int(COMPUTE["deterministic"]),
-                model_spec=as_json(config["model"]),
-                hparams=theta_ft_hparams_of(_loss),
-                head=theta_ft_head,
-                loss=_loss,
-                loss_inputs=theta_ft_loss_options,
-                out_dir=folder_of_output("model"),
+                args=lambda wildcards, input, output, _loss=_loss: finetune_args(
+                    wildcards, input, output, loss=_loss, hparams=theta_ft_hparams(wildcards.task, _loss),
+                    train_classifier=None if SRN_THETA_FT["train_classifier"] else 0, train_probs_out=output.probs),
                 extra=finetune_extra_options,
             log:
                 f"{R}/logs/{_name}/{{task}}/seed~{{seed}}.log",
@@ -42,28 +38,39 @@ if SRN:
             conda:
                 "../../envs/maskbench.yaml"
             shell:
-                "python -m maskbench.steps nlu.finetune --train {input.train:q} --dev {input.dev:q}"
-                " --model-spec {params.model_spec} --hparams {params.hparams} --loss {params.loss}{params.loss_inputs} {params.head}"
-                " --seed {wildcards.seed} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} --out-dir {params.out_dir:q}"
-                " --train-probs-out {output.probs:q} {params.extra} > {log:q} 2>&1"
+                "python -m maskbench.steps nlu.finetune {params.args} --threads {threads} {params.extra} > {log:q} 2>&1"
 
-    for _run in list(SRN_RUNS) + list(SRN_FEEDERS) + SRN_NAMED_SWEEPS:
+    # one rule per method, the run a wildcard; the t5 and timing sweeps (mask training, named runs) one rule each
+    _SRN_RULES = {"srnet_mask_train": ("srnet_mask_train", srn_runs_of("mask_train"), srn_level_outputs(SRN_SPARSITIES, ["mask.mask"])),
+                  "srnet_imp": ("srnet_imp", srn_runs_of("imp", "imp_rewind"), srn_level_outputs(srnet_grid.imp_levels(SRN))),
+                  "srnet_retrain": ("srnet_retrain", srn_runs_of("retrain"), srn_level_outputs(SRN_SPARSITIES)),
+                  **{f"srnet_{_run}": ("srnet_mask_train", [_run], [f"{SRN_DIR}/{_name}/mask.mask" for _name in srnet_grid.named_runs(SRN, _run)])
+                     for _run in SRN_NAMED_SWEEPS}}
+    for _name, (_step, _runs, _outputs) in _SRN_RULES.items():
 
         rule:
             name:
-                f"srnet_{_run}"
+                _name
             input:
-                unpack(srn_inputs_of(_run)),
+                unpack(srn_inputs),
             output:
-                srn_outputs(_run),
+                _outputs,
+            wildcard_constraints:
+                run=alternation(_runs),
             params:
+                step=_step,
                 checkpoint_every=COMPUTE["checkpoint_every"],
                 deterministic=int(COMPUTE["deterministic"]),
-                options=srn_options_of(_run),
+                spec=lambda wildcards: as_json(srnet_grid.spec(SRN, SRN_ALL, wildcards.run, wildcards.task)),
+                hparams=lambda wildcards: as_json(srnet_grid.hparams(SRN, SRN_ALL, wildcards.run, wildcards.task)),
+                loss=lambda wildcards: srnet_grid.loss_of(SRN, SRN_ALL, wildcards.run),
+                loss_inputs=loss_input_options,
+                sweep=srn_sweep_options,
+                sweep_dir=lambda wildcards: srn_dir(wildcards.task, wildcards.run, wildcards.seed),
             log:
-                f"{R}/logs/srnet/{_run}/{{task}}/seed~{{seed}}.log",
+                f"{R}/logs/srnet/{{run}}/{{task}}/seed~{{seed}}.log",
             benchmark:
-                f"{R}/benchmarks/rules/srnet/{_run}/{{task}}/seed~{{seed}}.tsv"
+                f"{R}/benchmarks/rules/srnet/{{run}}/{{task}}/seed~{{seed}}.tsv"
             threads: COMPUTE["train_threads"]
             resources:
                 mem_mb=COMPUTE["train_mem_mb"],
@@ -72,7 +79,10 @@ if SRN:
             conda:
                 "../../envs/maskbench.yaml"
             shell:
-                "python -m maskbench.steps nlu.srnet {params.options} --threads {threads} --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} > {log:q} 2>&1"
+                "python -m maskbench.steps nlu.{params.step} {params.sweep} --train {input.train:q} --dev {input.dev:q} --seed {wildcards.seed} --tag {wildcards.run}"
+                " --loss {params.loss}{params.loss_inputs} --spec {params.spec} --hparams {params.hparams}"
+                " --sweep-dir {params.sweep_dir:q} --threads {threads} --checkpoint-every {params.checkpoint_every}"
+                " --deterministic {params.deterministic} > {log:q} 2>&1"
 
     for _task in SRN_TASKS:
 
@@ -90,7 +100,7 @@ if SRN:
                 task=_task,
                 max_length=config["finetune"]["max_length"],
                 batch_size=config["finetune"]["eval_batch_size"],
-                length_sorted=LENGTH_SORTED_EVAL,
+                length_sorted=str(LENGTH_SORTED_EVAL),
             log:
                 f"{R}/logs/evaluate_srnets/{_task}/seed~{{seed}}.log",
             benchmark:
@@ -114,7 +124,7 @@ if SRN:
         output:
             srn_report_outputs(captioned=True),
         params:
-            runs=as_json(srn_report_runs()),
+            runs=as_json(srnet_grid.report_labels(SRN_ALL)),
             metrics=as_json(SRN.get("metrics", {})),
             table5=as_json(SRN.get("table5", {})),
             # the results folder, read off the first output ({R}/tables/sparsity_curves.csv)

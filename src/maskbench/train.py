@@ -139,16 +139,37 @@ def make_optimizer(groups: list[dict], hp: TrainHParams) -> torch.optim.Optimize
     raise ValueError(f"optimizer {hp.optimizer!r} is unknown; choose one of {OPTIMIZERS}")
 
 
-def trainable_groups(model: torch.nn.Module, lr: float, weight_decay: float) -> list[dict]:
-    """AdamW groups over the model's trainable parameters: biases and LayerNorm weights get no weight decay (as
-    BERT), decided on each parameter's plain name (a masked bias is still a bias)."""
-    decay, no_decay = [], []
-    for name, param in model.named_parameters():
-        if not param.requires_grad:
-            continue
-        (no_decay if is_no_decay(plain_parameter_name(name)) else decay).append(param)
-    groups = [{"name": "decay", "params": decay, "lr": lr, "weight_decay": weight_decay},
-              {"name": "no_decay", "params": no_decay, "lr": lr, "weight_decay": 0.0}]
+def trainable_groups(model: torch.nn.Module, lr: float, weight_decay: float, *, scores=None,
+                     score_lr: float | None = None, score_weight_decay: float = 0.0, weights: bool = True,
+                     decay_by_name: bool = True, extra: dict | None = None) -> list[dict]:
+    """The optimiser's parameter groups, for every track: the one builder.
+
+    * ``scores`` (a ``MaskedModules``): its trainable scores in a group of their own, at ``score_lr`` with
+      ``score_weight_decay`` (paper A's search leaves them among the model's parameters instead);
+    * the model's other trainable parameters at ``lr`` (``weights`` False: none, only the scores train):
+      with ``decay_by_name`` biases and LayerNorm weights get no weight decay (as BERT), decided on each
+      parameter's plain name (a masked bias is still a bias); without it every parameter decays alike (paper B's
+      and D's optimisers);
+    * ``extra``: name -> parameters trained beside the model (a learned-mixin gate) at ``lr``, without decay.
+    Empty groups are left out; nothing to train at all is an error."""
+    groups = []
+    known: set[int] = set()
+    if scores is not None:
+        trained = [p for p in scores.parameters() if p.requires_grad]
+        known = {id(p) for p in trained}
+        groups.append({"name": "scores", "params": trained, "lr": score_lr, "weight_decay": score_weight_decay})
+    if weights:
+        named = [(name, p) for name, p in model.named_parameters() if p.requires_grad and id(p) not in known]
+        if decay_by_name:
+            decay = [p for name, p in named if not is_no_decay(plain_parameter_name(name))]
+            no_decay = [p for name, p in named if is_no_decay(plain_parameter_name(name))]
+            groups += [{"name": "decay", "params": decay, "lr": lr, "weight_decay": weight_decay},
+                       {"name": "no_decay", "params": no_decay, "lr": lr, "weight_decay": 0.0}]
+        else:
+            groups.append({"name": "weights", "params": [p for _, p in named], "lr": lr,
+                           "weight_decay": weight_decay})
+    for name, params in (extra or {}).items():
+        groups.append({"name": name, "params": list(params), "lr": lr, "weight_decay": 0.0})
     groups = [g for g in groups if g["params"]]
     if not groups:
         raise ValueError("nothing to train: every parameter of the model has requires_grad False")

@@ -11,7 +11,7 @@ Deciders:
   a cubic schedule, L1 penalty ``lambda * mean sigmoid(S)`` per group (attention, dense);
 * ``MovementTopK`` — movement pruning keeping the top ``tau`` fraction of each matrix's scores;
 * ``ThresholdMaskTraining`` — paper C's mask training: magnitude-initialised real-valued scores, m = 1[S > t_j]
-  with a per-module threshold t_j re-set to a target sparsity (``sparsity.SparsityController``);
+  with a per-module threshold t_j re-set to a target sparsity (``tracks.nlu.srnet_pruning.SparsityController``);
 * ``Magnitude`` — iterative magnitude pruning: no trained scores, a fixed keep mask per module that
   ``prune_to`` recomputes from |W| (the weights train; pruned ones stay pruned);
 * ``TemperatureGate`` — paper D's FFW gates: keep where the gate m >= 0; the backward pass goes through
@@ -28,6 +28,7 @@ import torch
 
 from maskbench.masking.binarizers import sigmoid_threshold_as_score, threshold_ste, topk_mask, topk_ste
 from maskbench.masking.granularity import Granularity
+from maskbench.masking.ranking import ascending_rank_prune, local_threshold, magnitude_init, prune_count
 from maskbench.masking.schedules import SCHEDULES, cubic
 from maskbench.masking.selectors import ATTENTION_KINDS
 
@@ -68,7 +69,8 @@ class Decider:
 
     @classmethod
     def from_search_spec(cls, spec, total_steps: int) -> Decider:
-        """This decider as a mask search (config ``mask_search``, ``scores.MaskSearchSpec``) configures it; a
+        """This decider as a mask search (config ``mask_search``, ``tracks.nlu.mask_search_spec.MaskSearchSpec``)
+        configures it; a
         decider that a mask search cannot drive leaves this unimplemented."""
         raise NotImplementedError(f"decider {cls.name!r} cannot be used by a mask search")
 
@@ -166,17 +168,15 @@ class MovementTopK(Movement):
 
 # ------------------------------------------------------------------------------------------- mask training
 class ThresholdMaskTraining(Decider):
-    """Paper C's mask training: scores S from ``sparsity.magnitude_init`` (hard or soft, on |W| pooled per tile),
+    """Paper C's mask training: scores S from ``ranking.magnitude_init`` (hard or soft, on |W| pooled per tile),
     m = 1[S > t] with a per-module threshold buffer t that only ``reset_threshold`` moves."""
 
     name = "mask_training"
 
-    def __init__(self, sparsity: float, init: str = "hard", alpha: float = 2.0, phi: float = 0.01):
+    def __init__(self, sparsity: float, init: str, alpha: float, phi: float):
         self.sparsity, self.init, self.alpha, self.phi = sparsity, init, alpha, phi
 
     def init_state(self, weight, granularity, where):
-        from maskbench.masking.sparsity import magnitude_init
-
         shape = tuple(weight.shape)
         granularity.score_shape(shape, where)
         scores, threshold = magnitude_init(granularity.pool(weight.detach().abs(), shape), self.sparsity,
@@ -198,8 +198,6 @@ class ThresholdMaskTraining(Decider):
         ``keep_when_saturated`` (paper C's code, ``reset_threshold``): leave t where it is when the new t would be
         the largest score (all scores tied: the reset would prune the whole module) or when nothing is to be
         pruned (k = 0)."""
-        from maskbench.masking.sparsity import local_threshold
-
         threshold = local_threshold(module.scores, sparsity)
         if keep_when_saturated and (threshold == -math.inf or threshold >= float(module.scores.detach().max())):
             return float(module.threshold)
@@ -236,8 +234,6 @@ class Magnitude(Decider):
     def prune_to(self, module, weight: torch.Tensor, sparsity: float) -> None:
         """Prune the module's tiles to ``sparsity`` of all its tiles: the alive tiles with the smallest mean |W|
         go (stable ranking, ties by position); pruned tiles stay pruned (IMP never regrows)."""
-        from maskbench.masking.sparsity import ascending_rank_prune, prune_count
-
         alive = module.keep
         k = prune_count(alive.numel(), sparsity)
         already = int((~alive).sum())

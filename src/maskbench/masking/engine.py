@@ -9,7 +9,8 @@ bit-identical to before; ``bypass()`` makes every mask return the raw weight (th
 regulariser towards it, without a copy).
 
 Frozen weights are the default (only the scores train); ``train_weights=True`` keeps the weights trainable, and
-``param_groups`` then gives scores and weights their own learning rate and weight decay.
+``train.trainable_groups`` (the one parameter-group builder) gives scores and weights their own learning rate and
+weight decay.
 """
 
 from __future__ import annotations
@@ -208,25 +209,6 @@ class MaskedModules:
         finally:
             for name, m in self.masks.items():
                 m.bypassed = previous[name]
-
-    def param_groups(self, score_lr: float, weight_lr: float | None = None, weight_decay: float = 0.0,
-                     score_weight_decay: float = 0.0) -> list[dict]:
-        """Optimiser groups: the scores at ``score_lr``; with ``weight_lr``, the masked modules' weights (decay
-        ``weight_decay``) and biases (no decay) at theirs, named by their plain parameter names."""
-        groups = [{"name": "scores", "params": self.parameters(), "lr": score_lr,
-                   "weight_decay": score_weight_decay}]
-        if weight_lr is not None:
-            decay, no_decay = [], []
-            for module_name, module in self.modules.items():
-                for name, param in module.named_parameters():
-                    if not param.requires_grad or (".parametrizations." in f".{name}"
-                                                   and not name.endswith(".original")):
-                        continue
-                    plain = plain_parameter_name(f"{module_name}.{name}")
-                    (no_decay if is_no_decay(plain) else decay).append(param)
-            groups += [{"name": "weights", "params": decay, "lr": weight_lr, "weight_decay": weight_decay},
-                       {"name": "biases", "params": no_decay, "lr": weight_lr, "weight_decay": 0.0}]
-        return [g for g in groups if g["params"]]
 
     def detach(self, keep_values: bool = False) -> None:
         """Remove the masks (and bias masks): the weights are the very tensors they were before, or, with

@@ -94,7 +94,5 @@ def objective_and_groups(model, loss: str, loss_fn, device, hp: TrainHParams, ex
     if "gate" not in NEEDS[loss]:
         return classification_objective(loss_fn, device, example_tensors, regularizer), None
     objective, gate = gated_objective(model, loss_fn, device, example_tensors, regularizer)
-    groups = trainable_groups(model, hp.learning_rate, hp.weight_decay)
-    groups.append({"name": "mixin_gate", "params": list(gate.parameters()), "lr": hp.learning_rate,
-                   "weight_decay": 0.0})
-    return objective, groups
+    return objective, trainable_groups(model, hp.learning_rate, hp.weight_decay,
+                                       extra={"mixin_gate": gate.parameters()})

@@ -39,10 +39,10 @@ from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, MaskSwitch, model_fingerprint
 from maskbench.masking.codec import entropy_bits, read_mask_file, read_mask_header, write_mask_file
 from maskbench.masking.engine import detach_parametrizations
-from maskbench.masking.scores import MaskSearchSpec, attach_scores
 from maskbench.objectives import logits_objective
 from maskbench.steps import run_step
 from maskbench.text.batches import model_inputs
+from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec, attach_scores
 from maskbench.train import StepTimes, adamw, train_step
 
 log = logging.getLogger("maskbench.steps.nlu.mask_benchmark")

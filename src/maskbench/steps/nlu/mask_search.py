@@ -22,12 +22,12 @@ from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import DataError
 from maskbench.losses import get_loss
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
-from maskbench.masking.scores import MaskSearchSpec, attach_scores
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.steps import run_step
 from maskbench.text.batches import EncodedPairs
 from maskbench.text.classifier_training import accuracy_on, objective_and_groups
 from maskbench.text.models import input_view, load_classifier, model_labels
+from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec, attach_scores
 from maskbench.tracks.nlu.training import read_training_inputs
 from maskbench.train import fit, parse_hparams, total_steps
 

@@ -32,7 +32,7 @@ from maskbench.resume import Resume
 from maskbench.tracks.gender.encoding import Encoded, hidden_states
 from maskbench.tracks.gender.objective import LAYER_MODES, MODES, VARIANTS, AttributeVectors, KanekoBollegala
 from maskbench.tracks.gender.pruning import GRANULARITIES, HEAD_MATRICES, frozen_kinds, granularity_plan
-from maskbench.train import Hook, TrainHParams, fit, total_steps
+from maskbench.train import Hook, TrainHParams, fit, total_steps, trainable_groups
 
 BATCHINGS = ("paired", "context_debias")
 
@@ -140,16 +140,10 @@ def head_size_of(model) -> int:
 
 
 def debias_groups(model, masked: MaskedModules | None, spec: DebiasSpec, hp: TrainHParams) -> list[dict]:
-    """Scores at ``spec.score_learning_rate`` (no decay); with trainable weights, every other parameter at the run's rate."""
-    groups = []
-    scores = [p for p in masked.parameters() if p.requires_grad] if masked is not None else []
-    if scores:
-        groups.append({"name": "scores", "params": scores, "lr": spec.score_learning_rate, "weight_decay": 0.0})
-    if not spec.freeze_weights:
-        known = {id(p) for p in scores}
-        rest = [p for p in model.parameters() if p.requires_grad and id(p) not in known]
-        groups.append({"name": "weights", "params": rest, "lr": hp.learning_rate, "weight_decay": hp.weight_decay})
-    return groups
+    """Scores at ``spec.score_learning_rate`` (no decay); with trainable weights, every other parameter at the run's
+    rate, decayed alike."""
+    return trainable_groups(model, hp.learning_rate, hp.weight_decay, scores=masked,
+                            score_lr=spec.score_learning_rate, weights=not spec.freeze_weights, decay_by_name=False)
 
 
 def run_debias(model, sets: dict[str, Encoded], spec: DebiasSpec, hp: TrainHParams, seed: int, device,

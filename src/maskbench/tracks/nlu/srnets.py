@@ -19,19 +19,19 @@ from torch.nn.utils import parametrize
 from maskbench.masking.apply import MaskMismatchError
 from maskbench.masking.density import sparsity as masks_sparsity
 from maskbench.masking.selectors import ENCODER_KINDS, select_linear
-from maskbench.masking.sparsity import (
-    SparsityController,
-    apply_fixed_masks,
-    attach_mask_training,
-    fixed_masks,
-    imp_schedule,
-    magnitude_masks,
-    rewind_weights,
-)
 from maskbench.resume import Resume
 from maskbench.text.batches import EncodedPairs
 from maskbench.text.classifier_training import classification_objective
 from maskbench.tracks.nlu.paths import level_name
+from maskbench.tracks.nlu.srnet_pruning import (
+    SparsityController,
+    apply_fixed_masks,
+    attach_mask_training,
+    fixed_masks,
+    magnitude_masks,
+    rewind_weights,
+)
+from maskbench.tracks.nlu.srnet_spec import ImpSpec, MaskTrainingSpec
 from maskbench.train import TrainHParams, fit, total_steps
 
 log = logging.getLogger(__name__)
@@ -80,17 +80,13 @@ def first_candidate(select_after: float, total: int) -> int:
 
 
 def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, seed: int, device,
-               evaluate: Callable[[nn.Module], float], *, modules, sparsity: float, init: str = "hard",
-               alpha: float = 2.0, phi: float = 0.01, schedule: str = "fixed",
-               initial_sparsity: float | None = None, gradual_end: float = 1.0, reset_every: int = 1000,
-               eval_every: int = 1000, select_after: float = 0.0, saved_mask_sparsity: str = "final",
-               score_first_and_last: bool = True, keep_threshold_when_saturated: bool = False,
+               evaluate: Callable[[nn.Module], float], spec: MaskTrainingSpec, *, modules,
                example_tensors: dict | None = None, resume: Resume | None = None) -> MaskTrainResult:
     """Paper C's Algorithm 2 with its checkpoint selection (appendix B.3.3); the weights are never written.
 
-    The scores train with ``fit``; a step hook first lets the ``SparsityController`` reset the thresholds on
-    schedule (after every ``reset_every`` steps, not at step 0, as paper C's trainer), then (every
-    ``eval_every`` steps, as paper C right after the reset) scores the ID dev set with the current mask.
+    The settings are ``spec``'s. The scores train with ``fit``; a step hook first lets the ``SparsityController``
+    reset the thresholds on schedule (after every ``reset_every`` steps, not at step 0, as paper C's trainer), then
+    (every ``eval_every`` steps, as paper C right after the reset) scores the ID dev set with the current mask.
     The initial mask (step 0) and the final step are scored too. Among the evaluations at steps >=
     ``first_candidate(select_after, total)`` the best (earliest on ties) wins; its *scores* are kept, and before
     the mask is read the thresholds are reset to ``sparsity`` on them, so every matrix meets the target exactly
@@ -110,15 +106,12 @@ def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, 
     * ``keep_threshold_when_saturated=True``: a reset leaves a module's threshold when the new one would be its
       largest score, or nothing is to be pruned (``ThresholdMaskTraining.reset_threshold``).
     """
-    if saved_mask_sparsity not in ("final", "initial"):
-        raise ValueError(f"saved_mask_sparsity must be 'final' or 'initial', got {saved_mask_sparsity!r}")
-    start_sparsity = sparsity if schedule == "fixed" else initial_sparsity
-    saved_sparsity = sparsity if saved_mask_sparsity == "final" else start_sparsity
-    masks = attach_mask_training(model, list(modules), start_sparsity, init, alpha, phi)
-    controller = SparsityController(masks, sparsity, reset_every, schedule, initial_sparsity, gradual_end,
-                                    keep_threshold_when_saturated)
+    saved_sparsity = spec.saved_sparsity
+    eval_every, keep_threshold_when_saturated = spec.eval_every, spec.keep_threshold_when_saturated
+    masks = attach_mask_training(model, list(modules), spec)
+    controller = SparsityController(masks, spec)
     total = total_steps(len(data), hp)
-    first = first_candidate(select_after, total)
+    first = first_candidate(spec.select_after, total)
     evals: list[dict] = []
     best: dict = {}
 
@@ -133,7 +126,7 @@ def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, 
         if record["candidate"] and (not best or accuracy > best["dev_accuracy"]):
             best.update(step=int(step), dev_accuracy=accuracy,
                         scores={name: mask.scores.detach().clone() for name, mask in masks.masks.items()})
-            if saved_mask_sparsity == "initial":
+            if spec.saved_mask_sparsity == "initial":
                 masks.reset_thresholds(saved_sparsity, keep_threshold_when_saturated)
 
     def hook(step: int, total_: int) -> None:
@@ -142,7 +135,7 @@ def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, 
         # with a positive first update would return; paper C's first reset comes after reset_every steps
         if step:
             controller(step, total_)
-        if step % eval_every == 0 and (step or score_first_and_last):
+        if step % eval_every == 0 and (step or spec.score_first_and_last):
             consider(step)
 
     if resume is not None:
@@ -160,7 +153,7 @@ def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, 
     try:
         curve = fit(model, data, classification_objective(loss_fn, device, example_tensors), hp, seed, device,
                     step_hook=hook, resume=resume)
-        if score_first_and_last or total % eval_every == 0:
+        if spec.score_first_and_last or total % eval_every == 0:
             consider(total)
         if not best:
             raise ValueError(f"mask training: no evaluation fell in the selection window (steps >= {first} of "
@@ -212,13 +205,13 @@ def round_seed(seed: int, round_index: int) -> int:
 
 def iterative_magnitude_pruning(
     model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, seed: int, device,
-    evaluate: Callable[[nn.Module], float] | None = None, *, modules, final_sparsity: float = 0.9,
-    rounds: int = 10, step: float = 0.1, rewind: bool = False, example_tensors: dict | None = None,
+    evaluate: Callable[[nn.Module], float] | None = None, *, spec: ImpSpec, modules,
+    example_tensors: dict | None = None,
     on_prune: Callable[[int, float, nn.Module, dict], None] | None = None,
     on_level: Callable[[dict, nn.Module], None] | None = None,
 ) -> list[dict]:
-    """Paper C's Algorithm 1: ``rounds`` intervals of total // rounds steps; at the start of interval r the
-    weights are pruned to r x ``step`` of every matrix's original size (``magnitude_masks``, local, pruned
+    """Paper C's Algorithm 1 (``spec``): ``rounds`` intervals of total // rounds steps; at the start of interval r
+    the weights are pruned to r x ``step`` of every matrix's original size (``magnitude_masks``, local, pruned
     weights stay pruned) and, with ``rewind``, every weight but the classifier is reset to its start value;
     then the interval trains the surviving weights (one ``fit`` call, so the optimiser and LR schedule are
     re-created each round, paper C's "optimizer rewinding"). Pruning stops at ``final_sparsity``.
@@ -228,10 +221,11 @@ def iterative_magnitude_pruning(
     model, masks)`` runs right after the prune (and rewind), before training. Returns one record per level.
     """
     chosen = select_linear(model, list(modules), "--modules")
+    rewind = spec.rewind
     start_state = {k: v.detach().clone() for k, v in model.state_dict().items()} if rewind else None
     total = total_steps(len(data), hp)
-    events = imp_schedule(total, rounds, step, final_sparsity)
-    interval = total // rounds
+    events = spec.schedule(total)
+    interval = total // spec.rounds
     round_hp = hparams_for_steps(hp, interval, len(data))
     levels: list[dict] = []
     current: dict[str, torch.Tensor] | None = None

@@ -56,7 +56,7 @@ from maskbench.tracks.vision.heads import (
     train_head,
 )
 from maskbench.tracks.vision.mutual_information import empirical_mi
-from maskbench.train import Hook, TrainHParams, fit
+from maskbench.train import Hook, TrainHParams, fit, trainable_groups
 
 log = logging.getLogger(__name__)
 CLASSIFIER = "fc"  # the task classifier of every model of tracks/vision/models.py
@@ -285,8 +285,8 @@ def run_ffw(model: nn.Module, train_data, val_data, bias_classes: list[int], set
         hp = TrainHParams(epochs=settings.max_gate_epochs, batch_size=settings.batch_size,
                           learning_rate=settings.gate_lr, weight_decay=0.0, warmup=0, max_grad_norm=0.0,
                           lr_schedule="constant", optimizer="adam", log_every=max(1, steps_per_epoch))
-        groups = [{"name": "gates", "params": masked.parameters(), "lr": settings.gate_lr,
-                   "weight_decay": settings.gate_weight_decay}]
+        groups = trainable_groups(model, settings.gate_lr, 0.0, scores=masked, score_lr=settings.gate_lr,
+                                  score_weight_decay=settings.gate_weight_decay, weights=False)
         curve = fit(model, train_data, gate_objective(heads, bias_classes, settings, online), hp, seed, device,
                     groups=groups, hooks=[schedule], freeze_norm_stats=True)
         final = schedule.snapshot(model, "end of run")

@@ -10,7 +10,7 @@ from torch import nn
 
 from maskbench.masking.deciders import Magnitude
 from maskbench.masking.engine import attach
-from maskbench.train import TrainHParams, fit
+from maskbench.train import TrainHParams, fit, trainable_groups
 
 
 def classification_objective(model, batch):
@@ -55,8 +55,7 @@ def train_vanilla(model: nn.Module, train_data, hp: TrainHParams, seed: int, dev
     """Train every parameter with CE on the biased split. One parameter group: paper D's optimisers decay every
     parameter alike (torch's SGD / Adam ``weight_decay``), unlike BERT's no-decay list. ``lr_plateau`` drives the
     "plateau" schedule (``train.LRPlateau``)."""
-    groups = [{"name": "all", "params": [p for p in model.parameters() if p.requires_grad],
-               "lr": hp.learning_rate, "weight_decay": hp.weight_decay}]
+    groups = trainable_groups(model, hp.learning_rate, hp.weight_decay, decay_by_name=False)
     return fit(model, train_data, objective, hp, seed, device, evaluate, groups=groups,
                resume=resume, hooks=hooks, lr_plateau=lr_plateau)
 

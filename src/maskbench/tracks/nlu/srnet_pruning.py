@@ -1,36 +1,25 @@
-"""Paper C's pruning methods (Liu et al., "A Win-win Deal", 2022) on top of the masking engine: mask training
-with magnitude initialisation and a per-matrix ("local") sparsity constraint, and iterative magnitude pruning
-(IMP) with optional weight rewinding.
+"""Paper C's pruning methods (Liu et al., "A Win-win Deal", 2022) on top of the masking engine: the masks of mask
+training (magnitude-initialised scores, ``deciders.ThresholdMaskTraining``) with a per-matrix ("local") sparsity
+controller, and the fixed masks of iterative magnitude pruning (IMP) with optional weight rewinding. Their settings
+are ``srnet_spec``'s typed specs; the counting and ranking rules are the engine's (``maskbench.masking.ranking``).
 
-Conventions shared by every function here:
+Conventions:
 
-* sparsity s is the *pruned* fraction; a matrix with ``n`` entries at sparsity s prunes exactly
-  ``k = prune_count(n, s) = int(round(s * n))`` of them (Python's ``round``: exact halves go to the even
-  integer, e.g. 0.5 of 5 entries prunes 2). Rounding rather than truncating keeps ``0.29 * 100 =
-  28.999999999999996`` at 29.
+* sparsity s is the *pruned* fraction, counted as ``ranking.prune_count``;
 * sparsity is *local*: every selected matrix meets the same s on its own (paper C, appendix A.1.2), rather
-  than one global threshold over all matrices.
-* masks are bool tensors/arrays of the weight's shape with True = kept, as ``maskbench.masking.apply.MaskSet``.
+  than one global threshold over all matrices;
+* masks are bool tensors/arrays of the weight's shape with True = kept, as ``maskbench.masking.apply.MaskSet``;
 * weights are never written by a mask: masks are ``torch.nn.utils.parametrize`` parametrizations, so the
   stored tensor lives on as ``<module>.parametrizations.weight.original`` and removing the parametrization gives
   it back bit for bit.
 
-Two ways of turning a ranking into a mask are used, on purpose:
-
-* **rank-based** (``magnitude_init(kind="hard")``, ``magnitude_masks``): a stable ascending sort of |W| and
-  the first k entries pruned. Always exact, ties broken by flat position (lower index pruned first). Used
-  where the mask itself is the product (IMP's masks, the hard initial mask), so that "s = 30 %" means exactly
-  ``prune_count(n, 0.3)`` zeros.
-* **threshold-based** (``local_threshold``, soft initialisation, threshold resets during mask training):
-  ``keep = scores > t``. A threshold is what mask training learns against, and a threshold cannot separate
-  tied scores: see ``local_threshold`` for the rule.
+IMP's masks are rank-based (exact counts, ties by position); mask training's threshold-based (see
+``ranking.local_threshold``).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
-from typing import Literal
 
 import numpy as np
 import torch
@@ -40,95 +29,11 @@ from torch.nn.utils import parametrize
 from maskbench.masking.deciders import Magnitude, ThresholdMaskTraining
 from maskbench.masking.engine import Masked, MaskedModules, attach, plain_parameter_name
 from maskbench.masking.granularity import Weight
+from maskbench.masking.ranking import ascending_rank_prune, prune_count
 from maskbench.masking.schedules import cubic
+from maskbench.tracks.nlu.srnet_spec import MaskTrainingSpec
 
-InitKind = Literal["hard", "soft"]
-ScheduleKind = Literal["fixed", "gradual"]
-
-INIT_KINDS = ("hard", "soft")
-SCHEDULE_KINDS = ("fixed", "gradual")
 _PARAMETRIZED = ".parametrizations."
-
-
-# ----------------------------------------------------------------------------------------------- counting
-def _check_sparsity(sparsity: float) -> float:
-    sparsity = float(sparsity)
-    if not 0.0 <= sparsity <= 1.0:  # also refuses NaN
-        raise ValueError(f"sparsity must lie in [0, 1] (the pruned fraction), got {sparsity}")
-    return sparsity
-
-
-def prune_count(numel: int, sparsity: float) -> int:
-    """k = int(round(sparsity * numel)): how many of ``numel`` entries a matrix at ``sparsity`` prunes.
-
-    The single definition every function of this module uses, so a mask and its reported sparsity agree."""
-    return int(round(_check_sparsity(sparsity) * int(numel)))
-
-
-def local_threshold(scores: torch.Tensor, sparsity: float) -> float:
-    """The threshold t for which ``keep = scores > t`` prunes k = ``prune_count(numel, sparsity)`` entries.
-
-    t = v_(k), the k-th smallest score (``kthvalue``), with the edges k = 0 -> t = -inf (keep everything)
-    and k = numel -> t = +inf (prune everything). Pruned are the entries with ``score <= t``.
-
-    Why v_(k) and not a midpoint between v_(k) and v_(k+1): any t in [v_(k), v_(k+1)) prunes the same k
-    entries, and v_(k) is an existing score, so ``scores > t`` is decided exactly (a float midpoint of two
-    adjacent floats can round onto v_(k+1) and prune one entry too many). It is also paper C's code's rule
-    (``reset_threshold``: the k-th smallest score).
-
-    Ties: when v_(k) == v_(k+1) no threshold separates the tied entries. Then every entry equal to v_(k) is
-    pruned, i.e. ``#(scores <= v_(k))`` entries, ``#(scores <= v_(k)) - k`` more than asked: the sparsity
-    errs on the high side and is never below the target (a subnetwork reported at 90 % is at least 90 %
-    sparse). Without ties at the boundary the count is exact.
-    """
-    flat = scores.detach().flatten()
-    k = prune_count(flat.numel(), sparsity)
-    if k == 0:
-        return -math.inf
-    if k == flat.numel():
-        return math.inf
-    if torch.isnan(flat).any():
-        raise ValueError("local_threshold: the scores contain NaN; no threshold orders them")
-    return float(flat.kthvalue(k).values)
-
-
-def ascending_rank_prune(values: torch.Tensor, k: int) -> torch.Tensor:
-    """Bool mask (True = kept) pruning the k smallest ``values``; ties broken by flat position (stable)."""
-    flat = values.detach().flatten()
-    keep = torch.ones(flat.numel(), dtype=torch.bool, device=flat.device)
-    if k:
-        keep[torch.argsort(flat, stable=True)[:k]] = False
-    return keep.view_as(values)
-
-
-# ------------------------------------------------------------------------------------- initialisation
-def magnitude_init(weight: torch.Tensor, sparsity: float, kind: InitKind = "hard", alpha: float = 2.0,
-                   phi: float = 0.01) -> tuple[torch.Tensor, float]:
-    """Initial real-valued mask scores S and threshold t of one matrix (paper C, eq. 5 and 6).
-
-    * ``hard`` (eq. 5): S_ij = 0 if W_ij is among the ``prune_count(numel, s)`` smallest |W| (stable rank, ties
-      by position, so exactly k are 0), else alpha * phi; t = phi. With alpha > 1 the initial mask
-      ``S > t`` is exactly the magnitude-pruning mask, and a kept score must move by (alpha - 1) * phi before
-      it flips: alpha sets how sticky the magnitude mask is. Paper C: alpha = 2, phi = 0.01.
-    * ``soft`` (eq. 6): S = |W|, t = ``local_threshold(|W|, s)``: the same initial mask (up to ties), but
-      the scores keep the magnitudes' ordering, so small-magnitude kept weights flip first; paper C uses it
-      with gradual sparsity, where the hard variant trained badly.
-
-    Returns fresh float scores of the weight's shape (no gradient, not sharing memory with W).
-    """
-    if kind not in INIT_KINDS:
-        raise ValueError(f"magnitude_init: kind {kind!r} is unknown; choose one of {INIT_KINDS}")
-    magnitude = weight.detach().abs()
-    k = prune_count(magnitude.numel(), sparsity)
-    if kind == "soft":
-        return magnitude.clone(), local_threshold(magnitude, sparsity)
-    if alpha * phi <= phi:
-        raise ValueError(f"magnitude_init(hard): alpha * phi = {alpha * phi} must exceed phi = {phi}, or the kept "
-                         "scores would not pass the threshold (paper C requires alpha >= 1; 1 keeps nothing)")
-    keep = ascending_rank_prune(magnitude, k)
-    scores = torch.zeros_like(magnitude)
-    scores[keep] = alpha * phi
-    return scores, float(phi)
 
 
 # ------------------------------------------------------------------------------------------ mask training
@@ -160,56 +65,43 @@ class MaskTraining(MaskedModules):
         return pruned / max(1, sum(mask.scores.numel() for mask in self.masks.values()))
 
 
-def attach_mask_training(model: nn.Module, modules: list[str] | tuple[str, ...], sparsity: float,
-                         init: InitKind = "hard", alpha: float = 2.0, phi: float = 0.01,
+def attach_mask_training(model: nn.Module, modules: list[str] | tuple[str, ...], spec: MaskTrainingSpec,
                          granularity="weight") -> MaskTraining:
     """Freeze the whole model and give each selected module magnitude-initialised scores (paper C, Alg. 2).
 
     ``modules`` are kinds or regular expressions (``selectors.select_modules``; paper C: the six encoder
     matrices of every layer, the pooler and the classifier). Biases are not masked, as in paper C's code.
-    The initial mask meets ``sparsity`` per matrix (see ``magnitude_init``).
+    The initial mask meets ``spec.start_sparsity`` per matrix (see ``ranking.magnitude_init``).
     """
-    if init not in INIT_KINDS:
-        raise ValueError(f"magnitude_init: kind {init!r} is unknown; choose one of {INIT_KINDS}")
-    attached = attach(model, ThresholdMaskTraining(sparsity, init, alpha, phi), modules, granularity,
-                      where="mask_training.modules")
+    decider = ThresholdMaskTraining(spec.start_sparsity, spec.init, spec.alpha, spec.phi)
+    attached = attach(model, decider, modules, granularity, where="mask_training.modules")
     return MaskTraining(attached.decider, attached.masks, attached.modules)
 
 
 class SparsityController:
     """Paper C's sparsity control for mask training, as a ``train.fit`` step hook.
 
-    Every ``reset_every`` steps (step 0 included) every threshold is re-set to meet the scheduled sparsity
+    Every ``spec.reset_every`` steps (step 0 included) every threshold is re-set to meet the scheduled sparsity
     exactly (per matrix); in between the thresholds stay put and the sparsity may drift as the scores train
-    (paper C resets every ``logging_steps`` = 1000 steps).
+    (paper C resets every ``logging_steps`` steps).
 
-    Schedules:
-    * ``fixed``: s(step) = ``final_sparsity`` throughout (paper C's default);
+    Schedules (``spec.schedule``):
+    * ``fixed``: s(step) = ``spec.sparsity`` throughout (paper C's default);
     * ``gradual``: the cubic schedule (Zhu & Gupta 2017; ``schedules.cubic`` without warm-up)
       s(step) = s_f + (s_i - s_f) * (1 - step / (f * total))**3 for step < f * total, then s_f, where
-      f = ``final_fraction`` is the fraction of training at which s_f is reached. Paper C's code counts
+      f = ``spec.gradual_end`` is the fraction of training at which s_f is reached. Paper C's code counts
       fractional epochs, e / e_f; with e_f = f * epochs that is the same ratio step / (f * total).
       Paper C: s_i = 0.7, s_f = 0.9, f = 1, soft initialisation.
     """
 
-    def __init__(self, masks: MaskTraining, final_sparsity: float, reset_every: int = 1000,
-                 schedule: ScheduleKind = "fixed", initial_sparsity: float | None = None,
-                 final_fraction: float = 1.0, keep_when_saturated: bool = False):
-        if schedule not in SCHEDULE_KINDS:
-            raise ValueError(f"sparsity schedule {schedule!r} is unknown; choose one of {SCHEDULE_KINDS}")
-        if schedule == "gradual" and initial_sparsity is None:
-            raise ValueError("a gradual sparsity schedule needs initial_sparsity (paper C: 0.7 -> 0.9)")
-        if not 0.0 < final_fraction <= 1.0:
-            raise ValueError(f"final_fraction must lie in (0, 1], got {final_fraction}")
-        if int(reset_every) < 1:
-            raise ValueError(f"reset_every must be a positive number of steps, got {reset_every}")
+    def __init__(self, masks: MaskTraining, spec: MaskTrainingSpec):
         self.masks = masks
-        self.schedule = schedule
-        self.final_sparsity = _check_sparsity(final_sparsity)
-        self.initial_sparsity = _check_sparsity(final_sparsity if initial_sparsity is None else initial_sparsity)
-        self.final_fraction = float(final_fraction)
-        self.reset_every = int(reset_every)
-        self.keep_when_saturated = bool(keep_when_saturated)
+        self.schedule = spec.schedule
+        self.final_sparsity = spec.sparsity
+        self.initial_sparsity = spec.start_sparsity
+        self.final_fraction = spec.gradual_end
+        self.reset_every = spec.reset_every
+        self.keep_when_saturated = spec.keep_threshold_when_saturated
         self.current: float | None = None
         self.history: list[dict] = []
 
@@ -275,32 +167,6 @@ def magnitude_masks(model_modules: Mapping[str, nn.Linear], sparsity: float,
         ranked = weight.abs().to(torch.float32).masked_fill(~alive, -1.0)
         out[name] = ascending_rank_prune(ranked, k)
     return out
-
-
-def imp_schedule(total_steps: int, rounds: int = 10, step_fraction: float = 0.1,
-                 final_sparsity: float | None = 0.9) -> list[tuple[int, float]]:
-    """When IMP prunes and to which sparsity: [(step, sparsity), ...] in step order.
-
-    Training is cut into ``rounds`` intervals of dt = total_steps // rounds steps (paper C: dt = 0.1 t_max);
-    pruning n = 1, 2, ... happens at step (n - 1) * dt, the first at step 0 (Algorithm 1 prunes whenever
-    t mod dt == 0), and brings every matrix to n * ``step_fraction`` of its original weights (10 % more each
-    time). Pruning stops at ``final_sparsity`` (default 0.9, paper C's highest level: the default 10
-    intervals then give 9 prunes and one last interval of training at 90 %), or after ``rounds`` prunes when
-    ``final_sparsity`` is None. Sparsities are rounded to 10 decimals so that 3 x 0.1 reads 0.3.
-    """
-    if rounds < 1 or not 0.0 < step_fraction <= 1.0:
-        raise ValueError(f"imp_schedule: need rounds >= 1 and step_fraction in (0, 1], got {rounds}, {step_fraction}")
-    if total_steps < rounds:
-        raise ValueError(f"imp_schedule: {total_steps} steps cannot hold {rounds} pruning intervals")
-    interval = total_steps // rounds
-    limit = 1.0 if final_sparsity is None else _check_sparsity(final_sparsity)
-    events = []
-    for n in range(1, rounds + 1):
-        sparsity = round(min(1.0, n * step_fraction), 10)
-        if sparsity > limit + 1e-9:
-            break
-        events.append(((n - 1) * interval, sparsity))
-    return events
 
 
 _MAGNITUDE = Magnitude()
