@@ -211,6 +211,10 @@ def test_the_gender_schema_refuses_bad_values(edit, message):
 @pytest.mark.parametrize("config,old,new", [
     ({"mask_search": {"hparams": {"learning_rate": 0.1}}}, "mask_search.hparams.learning_rate",
      "mask_search.score_learning_rate"),
+    ({"srnets": {"mask_training": {"hparams": {"learning_rate": 0.1}}}}, "srnets.mask_training.hparams.learning_rate",
+     "srnets.mask_training.score_learning_rate"),
+    ({"srnets": {"mask_training": {"tasks": {"qqp": {"hparams": {"learning_rate": 0.1}}}}}},
+     "srnets.mask_training.tasks.qqp.hparams.learning_rate", "srnets.mask_training.tasks.qqp.score_learning_rate"),
     ({"gender": {"pruning": {"score_lr": 0.01}}}, "gender.pruning.score_lr", "gender.pruning.score_learning_rate"),
 ])
 def test_an_old_name_of_the_score_learning_rate_is_refused_naming_the_new_one(config, old, new):

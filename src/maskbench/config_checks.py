@@ -50,6 +50,8 @@ def check_parts(datasets: Mapping) -> None:
 # keys a config may no longer use -> the key that replaced them ("*" matches any one key, e.g. a task)
 RENAMED_KEYS = {
     "mask_search.hparams.learning_rate": "mask_search.score_learning_rate",
+    "srnets.mask_training.hparams.learning_rate": "srnets.mask_training.score_learning_rate",
+    "srnets.mask_training.tasks.*.hparams.learning_rate": "srnets.mask_training.tasks.*.score_learning_rate",
     "gender.pruning.score_lr": "gender.pruning.score_learning_rate",
 }
 

@@ -79,10 +79,12 @@ def method_of(runs: Mapping, run: str) -> str:
 
 
 def hparams(srn: Mapping, runs: Mapping, run: str, task: str) -> dict:
-    """The run's TrainHParams: ``srnets.<its method's section>.hparams``, with the OOD-informed and Table 5
-    overrides."""
+    """The run's TrainHParams: ``srnets.<its method's section>.hparams`` (mask training at its
+    ``score_learning_rate``), with the OOD-informed and Table 5 overrides."""
     extra = "ood_informed" if runs.get(run, {}).get("ood") else "table5" if run == "t5" else None
-    return {**settings(srn, SECTION[method_of(runs, run)], task)["hparams"], **settings(srn, extra, task)["hparams"]}
+    own = settings(srn, SECTION[method_of(runs, run)], task)
+    score_lr = {"learning_rate": own["score_learning_rate"]} if "score_learning_rate" in own else {}
+    return {**own["hparams"], **score_lr, **settings(srn, extra, task)["hparams"]}
 
 
 def spec(srn: Mapping, runs: Mapping, run: str, task: str) -> dict:
@@ -94,7 +96,7 @@ def spec(srn: Mapping, runs: Mapping, run: str, task: str) -> dict:
         return {"rewind": method == "imp_rewind", "final_sparsity": imp_levels(srn)[-1]}
     if method == "retrain":
         return {}
-    out = {k: v for k, v in settings(srn, "mask_training", task).items() if k != "hparams"}
+    out = {k: v for k, v in settings(srn, "mask_training", task).items() if k not in ("hparams", "score_learning_rate")}
     out.update({"select_after": srn["select_after"]} if "select_after" in srn else {})
     if runs.get(run, {}).get("start") == "init":
         out["select_after"] = 0.0
