@@ -1,6 +1,6 @@
 # maskbench: debiasing by pruning masks, rebuilt from one command.
 # Includes and targets only: shared helpers and config validation in rules/common.smk, each track's rules and
-# helpers in rules/<track>/ (included when the config's `track:` names it), configuration in config.yaml
+# helpers in rules/<track>/ (rules/<track>/main.smk, included when the config's `track:` names it), configuration in config.yaml
 # (schemas/ describes it).
 import os
 
@@ -19,42 +19,10 @@ if not workflow.overwrite_configfiles:
 include: "rules/common.smk"
 
 
-# nlu: papers A (Table 1, masked debiasing) and C (sparse and robust subnetworks, with `srnets:`)
-if "nlu" in TRACKS:
+# each track's rules (rules/<track>/main.smk), when the config's `track:` names it
+for _track in TRACKS:
 
-    include: "rules/nlu/common.smk"
-    include: "rules/nlu/srnets_common.smk"
-    include: "rules/nlu/tradeoff_common.smk"
-    include: "rules/nlu/data.smk"
-    include: "rules/nlu/train.smk"
-    include: "rules/nlu/bias.smk"
-    include: "rules/nlu/masks.smk"
-    include: "rules/nlu/evaluate.smk"
-    include: "rules/nlu/tradeoff.smk"
-    include: "rules/nlu/report.smk"
-    include: "rules/nlu/srnets.smk"
-
-
-# vision: paper D (FFW gates on vision models, the real MNIST digits offline)
-if "vision" in TRACKS:
-
-    include: "rules/vision/common.smk"
-    include: "rules/vision/data.smk"
-    include: "rules/vision/train.smk"
-    include: "rules/vision/ffw.smk"
-    include: "rules/vision/evaluate.smk"
-    include: "rules/vision/report.smk"
-
-
-# gender: paper B (block and head movement pruning on a gender-debiasing objective, SEAT)
-if "gender" in TRACKS:
-
-    include: "rules/gender/common.smk"
-    include: "rules/gender/data.smk"
-    include: "rules/gender/debias.smk"
-    include: "rules/gender/evaluate.smk"
-    include: "rules/gender/report.smk"
-    include: "rules/gender/shrink.smk"
+    include: os.path.join("rules", _track, "main.smk")
 
 
 rule all:

@@ -190,10 +190,26 @@ def test_the_rules_import_no_report_code_and_no_heavy_library_when_parsed():
     assert done.stdout.strip() == "[]", f"{sorted(imported)} pull in {done.stdout.strip()}"
 
 
+TRACKS = sorted(p.parent.name for p in (SRC / PACKAGE / "tracks").glob("*/__init__.py"))
+
+
+def test_the_shared_schema_is_the_one_registration_of_the_tracks():
+    """A track is its folders; the shared schema's list of track names (with the `allOf` entry that applies the
+    track's own schema) is the one place that names them all, and it names exactly the track packages."""
+    import yaml
+
+    schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
+    assert TRACKS == ["gender", "nlu", "vision"]
+    assert sorted(schema["definitions"]["track_name"]["enum"]) == TRACKS
+    applied = sorted(entry["then"]["$ref"].split("/")[-1].removesuffix(".schema.yaml") for entry in schema["allOf"])
+    assert applied == TRACKS
+
+
 @pytest.mark.parametrize("track", ["nlu", "gender", "vision"])
-def test_each_track_has_its_steps_report_and_config_checks_at_home(track):
-    assert (SRC / PACKAGE / "steps" / track / "__init__.py").is_file()
-    assert (SRC / PACKAGE / "tracks" / track / "report" / "__init__.py").is_file()
-    assert (SRC / PACKAGE / "tracks" / track / "config_checks.py").is_file()
-    flat = [p.name for p in (SRC / PACKAGE / "steps").glob(f"{track}_*.py")]
-    assert flat == []
+def test_each_track_has_its_steps_rules_report_plan_and_checks_at_home(track):
+    for place in (SRC / PACKAGE / "steps" / track / "__init__.py", SRC / PACKAGE / "tracks" / track / "report",
+                  SRC / PACKAGE / "tracks" / track / "config_checks.py",
+                  SRC / PACKAGE / "tracks" / track / "workflow_plan.py", REPO / "rules" / track / "main.smk",
+                  REPO / "schemas" / f"{track}.schema.yaml"):
+        assert place.exists(), place
+    assert [p.name for p in (SRC / PACKAGE / "steps").glob(f"{track}_*.py")] == []

@@ -1,24 +1,27 @@
 """The workflow config's cross-reference checks: the shared keys, then those of every track the config names.
 
 rules/common.smk calls `check_references` right after `snakemake.utils.validate`, so a dangling name stops the
-run before any job starts, with the key path in the message. Each track's checks live with the track
-(`tracks/<track>/config_checks.py`); `TRACK_CHECKS` registers them, one line per track.
+run before any job starts, with the key path in the message. Each track's checks live with the track, as
+`check(config)` in `tracks/<track>/config_checks.py`; the tracks are the packages under `maskbench/tracks/`, found
+here, so a new track registers nothing in this file.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable, Mapping
 
+from maskbench import tracks
 from maskbench.config_checks import ConfigError, check_datasets, check_renamed_keys
-from maskbench.tracks.gender.config_checks import check_gender
-from maskbench.tracks.nlu.config_checks import check_nlu
-from maskbench.tracks.vision.config_checks import check_vision
 
 DEFAULT_TRACK = "nlu"
 __all__ = ["TRACK_CHECKS", "ConfigError", "check_references", "check_renamed_keys", "tracks_of"]
 
 # track -> its cross-reference checks (schemas/<track>.schema.yaml describes its keys)
-TRACK_CHECKS: dict[str, Callable[[Mapping], None]] = {"nlu": check_nlu, "vision": check_vision, "gender": check_gender}
+TRACK_CHECKS: dict[str, Callable[[Mapping], None]] = {
+    info.name: importlib.import_module(f"maskbench.tracks.{info.name}.config_checks").check
+    for info in pkgutil.iter_modules(tracks.__path__) if info.ispkg}
 
 
 def tracks_of(config: Mapping) -> list[str]:

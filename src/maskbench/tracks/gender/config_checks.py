@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from maskbench.config_checks import ConfigError, check_parts
 
 
-def check_gender(config: Mapping) -> None:
+def check(config: Mapping) -> None:
     """The gender track (paper B): where the encoder comes from, a plan with at least one run, the debias-only runs'
     settings, positive block sizes. Whether the model has the layers 1-4 that ``intermediate`` reads is known only
     once it loads (the run then stops before its first step)."""

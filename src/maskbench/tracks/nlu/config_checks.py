@@ -10,7 +10,7 @@ from maskbench.config_checks import ConfigError
 from maskbench.loss_needs import HYPERPARAMETERS
 
 
-def check_nlu(config: Mapping) -> None:
+def check(config: Mapping) -> None:
     """The nlu track (papers A and C): tasks, negation subsets, bias sources, rows, paper C's section."""
     datasets = config["datasets"]
     subsets = config.get("negation_subsets", {}) or {}

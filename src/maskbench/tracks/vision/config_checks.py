@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from maskbench.config_checks import ConfigError
 
 
-def check_vision(config: Mapping) -> None:
+def check(config: Mapping) -> None:
     """The vision track (paper D): models, levels and the ablations' references."""
     if "vision" not in config:
         raise ConfigError("config: vision is required when track names vision (schemas/vision.schema.yaml)")
