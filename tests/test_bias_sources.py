@@ -210,5 +210,5 @@ def test_workflow_knows_which_losses_need_a_teacher():
     # the rules plan a loss's inputs from maskbench.loss_needs (torch-free), the losses check keywords against NEEDS
     assert PLANNED == NEEDS
     assert needing("teacher") == {"conf_reg"}
-    common = (Path(__file__).resolve().parents[1] / "rules" / "nlu" / "common.smk").read_text()
-    assert re.search(r'^TEACHER_LOSSES = needing\("teacher"\)$', common, re.M)
+    plan = (Path(__file__).resolve().parents[1] / "src" / "maskbench" / "tracks" / "nlu" / "workflow_plan.py").read_text()
+    assert re.search(r'^TEACHER_LOSSES = needing\("teacher"\)$', plan, re.M)

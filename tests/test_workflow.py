@@ -325,7 +325,7 @@ def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
     assert f"--start-dir '{poe_ft}'" in start and "--loss poe" in start and '"select_after": 0.7' in start
     assert f"{poe_ft}/model.safetensors" in result.stdout
     retrain = srnet("b_imprw_retrain_poe")
-    assert "maskbench.steps.nlu.srnet_retrain" in retrain and "--loss poe" in retrain and "--bias-probs" in retrain
+    assert "maskbench.steps nlu.srnet_retrain" in retrain and "--loss poe" in retrain and "--bias-probs" in retrain
     assert "b_imprw_poe/seed~" in retrain  # the IMP-rewind (PoE) masks, as for the CE retraining
     # PAWS-Wiki: a QQP evaluation set, a column of Table 5 and a mixed-in set of the OOD-informed bound
     assert "results/paper/nlu/data/prepared/paws_wiki.parquet" in result.stdout
