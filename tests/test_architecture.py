@@ -213,3 +213,19 @@ def test_each_track_has_its_steps_rules_report_plan_and_checks_at_home(track):
                   REPO / "schemas" / f"{track}.schema.yaml"):
         assert place.exists(), place
     assert [p.name for p in (SRC / PACKAGE / "steps").glob(f"{track}_*.py")] == []
+
+
+def test_the_engine_imports_only_itself_and_runtime_and_nothing_inside_a_function():
+    """masking/ is the engine every track builds on: a function-level import there would hide a circle, and any
+    import beyond the engine and maskbench.runtime would tie it to what builds on it."""
+    found = modules()
+    for name, path in found.items():
+        if not name.startswith("maskbench.masking"):
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        nested = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)
+                  and node not in tree.body and "maskbench" in ast.dump(node)]
+        assert nested == [], f"{name} imports inside a function at lines {nested}"
+        outside = sorted(m for m in imports_of(path, name, set(found))
+                         if not m.startswith("maskbench.masking") and m != "maskbench.runtime")
+        assert outside == [], f"{name} imports {outside}"
