@@ -349,7 +349,7 @@ def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
     assert "--train-classifier" not in finetune and "recipe~srnets/seed~" in finetune
     assert jobs["finetune_theta_ft"] == jobs["finetune_theta_ft_poe"] == 12
     poe_ft = next(b for b in result.stdout.split("\n\n") if "rule finetune_theta_ft_poe:" in b and "task=mnli" in b)
-    assert '"epochs": 5' in poe_ft and "--loss poe --bias-probs" in poe_ft  # paper C: PoE trains MNLI 5 epochs
+    assert '"epochs": 5' in poe_ft and "--loss poe" in poe_ft and "--bias-probs" in poe_ft  # paper C: PoE, MNLI 5 epochs
     baseline = next(b for b in result.stdout.split("\n\n") if "rule finetune_baseline:" in b)
     assert "--train-classifier 0" in baseline and "--init-out" not in baseline and '"warmup": 0.2' in baseline
     report = next(b for b in result.stdout.split("\n\n") if "rule srnet_report:" in b)
