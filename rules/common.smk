@@ -111,15 +111,5 @@ def local_file(source, owner, key):
                         f"{looked}); put the file there or fix {key}")
 
 
-def folder_of_output(name):
-    """A params function: the folder of the named output (its first file when the output is a list)."""
-
-    def folder(wildcards, output):
-        value = getattr(output, name)
-        return os.path.dirname(value if isinstance(value, str) else value[0])
-
-    return folder
-
-
 def training_gpus():
     return COMPUTE["gpus_per_training_job"]
