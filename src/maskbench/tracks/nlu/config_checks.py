@@ -171,14 +171,14 @@ def check_srnets(srn: Mapping, config: Mapping, sources: Mapping) -> None:
     if debias and debias["bias"] not in sources:
         raise ConfigError(f"config: srnets.debias.bias has value {debias['bias']!r}, which is not a bias source "
                           f"{sorted(sources)}")
-    t5 = srn.get("table5") or {}
-    if t5.get("loss", "ce") != "ce" and not debias:
+    t5 = srn.get("table5") or {}  # the schema has filled its defaults (sparsity 0.9, loss ce) when it is there
+    if t5 and t5["loss"] != "ce" and not debias:
         raise ConfigError(f"config: srnets.table5.loss is {t5['loss']!r}, which needs srnets.debias.bias")
     for name, variant in (t5.get("variants") or {}).items():
         start = variant.get("initial_sparsity")
-        if start is not None and not 0 <= start < t5.get("sparsity", 0.9):
+        if start is not None and not 0 <= start < t5["sparsity"]:
             raise ConfigError(f"config: srnets.table5.variants.{name}.initial_sparsity is {start}; a gradual "
-                              f"schedule starts in [0, srnets.table5.sparsity = {t5.get('sparsity', 0.9)})")
+                              f"schedule starts in [0, srnets.table5.sparsity = {t5['sparsity']})")
     for column, ref in (t5.get("columns") or {}).items():
         task, eval_set = ref
         if task not in tasks or eval_set not in tasks[task]["eval_sets"]:
