@@ -19,8 +19,8 @@ PACKAGE = "maskbench"
 # From the bottom up; a module may import its own layer and the layers below it. The first matching prefix wins.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("maskbench.cli", "maskbench.runtime", "maskbench.resume", "maskbench.metrics", "maskbench.step_timing",
-              "maskbench.objectives", "maskbench.loss_needs", "maskbench.config_checks", "maskbench.errors")),
-    ("library", ("maskbench.data", "maskbench.masking", "maskbench.losses", "maskbench.checkpoints", "maskbench.checkpoint_integrity",
+              "maskbench.objectives", "maskbench.config_checks", "maskbench.errors")),
+    ("library", ("maskbench.data", "maskbench.masking", "maskbench.checkpoints", "maskbench.checkpoint_integrity",
                  "maskbench.overhead", "maskbench.train", "maskbench.warm")),
     ("shared", ("maskbench.text", "maskbench.report")),
     ("tracks", ("maskbench.tracks",)),

@@ -203,11 +203,11 @@ def test_workflow_knows_which_losses_need_a_teacher():
     import re
     from pathlib import Path
 
-    from maskbench.loss_needs import NEEDS as PLANNED
-    from maskbench.loss_needs import needing
-    from maskbench.losses import NEEDS
+    from maskbench.objectives.needs import NEEDS as PLANNED
+    from maskbench.objectives.needs import needing
+    from maskbench.objectives.losses import NEEDS
 
-    # the rules plan a loss's inputs from maskbench.loss_needs (torch-free), the losses check keywords against NEEDS
+    # the rules plan a loss's inputs from maskbench.objectives.needs (torch-free), the losses check keywords against NEEDS
     assert PLANNED == NEEDS
     assert needing("teacher") == {"conf_reg"}
     plan = (Path(__file__).resolve().parents[1] / "src" / "maskbench" / "tracks" / "nlu" / "workflow_plan.py").read_text()

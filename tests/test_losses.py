@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from maskbench.losses import (
+from maskbench.objectives.losses import (
     LOSSES,
     NEEDS,
     confidence_regularization,

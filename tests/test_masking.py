@@ -169,7 +169,7 @@ def test_selectors_name_the_six_matrices_of_every_layer():
 
 # ------------------------------------------------------------------------------------------------ search
 def test_a_search_changes_scores_and_not_a_single_bit_of_the_weights():
-    from maskbench.losses import get_loss
+    from maskbench.objectives.losses import get_loss
     from maskbench.text.classifier_training import classification_objective
     from maskbench.train import TrainHParams, fit
 

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from maskbench.loss_needs import HYPERPARAMETERS
+from maskbench.objectives.needs import HYPERPARAMETERS
 from maskbench.tracks.nlu.sweep_points import SweepPlan
 from maskbench.tracks.nlu.workflow_plan import NluPlan
 

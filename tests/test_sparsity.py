@@ -11,7 +11,7 @@ from tiny_models import tiny_bert as shared_tiny_bert
 from torch import nn
 from torch.nn.utils import parametrize
 
-from maskbench.losses import get_loss
+from maskbench.objectives.losses import get_loss
 from maskbench.masking.deciders import Magnitude, ThresholdMaskTraining
 from maskbench.masking.engine import Masked, detach_parametrizations, plain_parameter_name
 from maskbench.masking.granularity import Weight

@@ -10,7 +10,7 @@ from safetensors.torch import load_file
 
 from maskbench.data.schema import write_prepared
 from maskbench.data.synthetic import generate
-from maskbench.losses import get_loss
+from maskbench.objectives.losses import get_loss
 from maskbench.masking.apply import MaskMismatchError, model_fingerprint
 from maskbench.masking.codec import read_mask_file, write_mask_file
 from maskbench.masking.engine import plain_parameter_name

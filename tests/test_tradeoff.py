@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 import yaml
 
-from maskbench.loss_needs import HYPERPARAMETERS
-from maskbench.losses import LOSSES, get_loss, hyperparameters
+from maskbench.objectives.needs import HYPERPARAMETERS
+from maskbench.objectives.losses import LOSSES, get_loss, hyperparameters
 from maskbench.steps.nlu import table1 as table1_step
 from maskbench.steps.nlu import tradeoff_report
 from maskbench.tracks.nlu.report.tradeoff import (

@@ -2,7 +2,7 @@
 # The points, their files and each point's settings: maskbench.tracks.nlu.sweep_points.SweepPlan.
 from types import SimpleNamespace
 
-from maskbench.loss_needs import HYPERPARAMETERS
+from maskbench.objectives.needs import HYPERPARAMETERS
 from maskbench.tracks.nlu.sweep_points import SweepPlan
 
 SW = SweepPlan(P, HYPERPARAMETERS)

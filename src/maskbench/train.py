@@ -3,7 +3,7 @@ with its own learning rate, weight decay and schedule, hooks that evaluate and m
 statistics optionally frozen, a progress bar and a training curve.
 
 What is trainable is decided by the caller (``requires_grad``, or explicit ``groups``); the objective runs the
-model itself (``maskbench.objectives`` adapts the pure losses of ``maskbench.losses``).
+model itself (``maskbench.objectives.logits`` adapts the pure losses of ``maskbench.objectives.losses``).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ import pandas as pd
 import torch
 
 from maskbench.data.schema import DataError, read_prepared
-from maskbench.losses import NEEDS
-from maskbench.objectives import logits_objective
+from maskbench.objectives.losses import NEEDS
+from maskbench.objectives.logits import logits_objective
 from maskbench.text.batches import EncodedPairs, model_inputs, predict_proba
 from maskbench.train import TrainHParams, trainable_groups
 
@@ -39,7 +39,7 @@ def read_dev(dev_path: Path | None, labels: list[str]) -> pd.DataFrame | None:
 
 
 def classification_objective(loss_fn, device, example_tensors: dict | None = None, regularizer=None):
-    """A loss of ``maskbench.losses`` as the loop's objective on text-pair batches."""
+    """A loss of ``maskbench.objectives.losses`` as the loop's objective on text-pair batches."""
     return logits_objective(loss_fn, model_inputs, device, example_tensors, regularizer)
 
 

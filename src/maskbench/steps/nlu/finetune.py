@@ -22,7 +22,7 @@ import pandas as pd
 from maskbench import runtime
 from maskbench.checkpoints import sweep_staging, write_checkpoint
 from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.losses import get_loss
+from maskbench.objectives.losses import get_loss
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.steps import run_step
 from maskbench.text.batches import INPUT_VIEWS, EncodedPairs, predict_proba
@@ -43,7 +43,7 @@ class FinetuneArgs:
     seed: int = field(metadata={"help": "fixes initialisation, data order and dropout"})
     dev: Path | None = field(default=None, metadata={"help": "prepared ID dev parquet, scored after each epoch"})
     hparams: str = field(default="{}", metadata={"help": "JSON of TrainHParams fields"})
-    loss: str = field(default="ce", metadata={"help": "objective name in maskbench.losses"})
+    loss: str = field(default="ce", metadata={"help": "objective name in maskbench.objectives.losses"})
     loss_hparams: str = field(default="{}", metadata={"help": "JSON of the objective's hyper-parameters"})
     bias_probs: Path | None = field(default=None, metadata={"help": "bias model probabilities of the training set"})
     teacher_probs: Path | None = field(default=None, metadata={"help": "teacher probabilities of the training set"})

@@ -39,7 +39,7 @@ from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, MaskSwitch, model_fingerprint
 from maskbench.masking.codec import entropy_bits, read_mask_file, read_mask_header, write_mask_file
 from maskbench.masking.engine import detach_parametrizations
-from maskbench.objectives import logits_objective
+from maskbench.objectives.logits import logits_objective
 from maskbench.steps import run_step
 from maskbench.text.batches import model_inputs
 from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec, attach_scores

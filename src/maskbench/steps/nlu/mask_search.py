@@ -20,7 +20,7 @@ from pathlib import Path
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import DataError
-from maskbench.losses import get_loss
+from maskbench.objectives.losses import get_loss
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.steps import run_step
@@ -44,7 +44,7 @@ class MaskSearchArgs:
     dev: Path | None = field(default=None, metadata={"help": "prepared ID dev parquet, scored after each epoch"})
     spec: str = field(default="{}", metadata={"help": "JSON of MaskSearchSpec fields (config mask_search)"})
     hparams: str = field(default="{}", metadata={"help": "JSON of TrainHParams fields for the scores' optimiser"})
-    loss: str = field(default="ce", metadata={"help": "objective name in maskbench.losses"})
+    loss: str = field(default="ce", metadata={"help": "objective name in maskbench.objectives.losses"})
     loss_hparams: str = field(default="{}", metadata={"help": "JSON of the objective's hyper-parameters"})
     bias_probs: Path | None = field(default=None, metadata={"help": "bias model probabilities of the training set"})
     teacher_probs: Path | None = field(default=None, metadata={"help": "teacher probabilities of the training set"})

@@ -20,7 +20,7 @@ import pandas as pd
 from maskbench import runtime
 from maskbench.data.mixing import mix_training_sets, parse_mix
 from maskbench.data.schema import DataError
-from maskbench.losses import NEEDS, get_loss
+from maskbench.objectives.losses import NEEDS, get_loss
 from maskbench.masking.apply import model_fingerprint
 from maskbench.masking.codec import read_mask_file
 from maskbench.masking.selectors import select_linear
@@ -45,7 +45,7 @@ class SrnetArgs:
     dev: Path | None = field(default=None, metadata={"help": "prepared ID dev parquet"})
     spec: str = field(default="{}", metadata={"help": "JSON of the method's spec fields (tracks.nlu.srnet_spec)"})
     hparams: str = field(default="{}", metadata={"help": "JSON of TrainHParams fields"})
-    loss: str = field(default="ce", metadata={"help": "objective name in maskbench.losses (ce, poe, reweight, "
+    loss: str = field(default="ce", metadata={"help": "objective name in maskbench.objectives.losses (ce, poe, reweight, "
                                                       "reweight_beta, conf_reg, ...)"})
     loss_hparams: str = field(default="{}", metadata={"help": "JSON of the objective's hyper-parameters"})
     bias_probs: Path | None = field(default=None, metadata={"help": "bias model probabilities of the training set"})

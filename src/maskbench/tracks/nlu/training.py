@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from maskbench.data.schema import read_prepared
-from maskbench.losses import NEEDS
+from maskbench.objectives.losses import NEEDS
 from maskbench.text.classifier_training import read_dev
 from maskbench.tracks.nlu.bias.probs import read_probs
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from maskbench.loss_needs import needing
+from maskbench.objectives.needs import needing
 
 TRACK = "nlu"  # the track's folder under results/
 # keys of `finetune:` that are not TrainHParams fields: they select how the run is made, not its optimiser

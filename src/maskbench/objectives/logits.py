@@ -1,6 +1,6 @@
 """Objectives for the training loop: ``objective(model, batch) -> (loss, logs)``.
 
-The losses of ``maskbench.losses`` stay pure functions of logits and labels with their formulas; one adapter,
+The losses of ``maskbench.objectives.losses`` stay pure functions of logits and labels with their formulas; one adapter,
 ``logits_objective``, turns any of them into an objective: it runs the model on the batch (through the track's
 ``inputs`` function), reads the batch's rows of per-example tensors (bias or teacher probabilities) and adds a
 regulariser (a mask search's penalty on its scores) when there is one.

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from maskbench.loss_needs import NEEDS  # noqa: F401 (re-exported: losses.NEEDS)
+from maskbench.objectives.needs import NEEDS  # noqa: F401 (re-exported: losses.NEEDS)
 
 EPS = 1e-12
 

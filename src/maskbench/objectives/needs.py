@@ -1,7 +1,7 @@
 """What each training objective reads besides the logits and the labels, in a module without torch.
 
 The workflow plans a rule's inputs from this table at parse time (a loss that needs ``teacher`` gets the CE
-baseline's training-set probabilities), so importing it must cost nothing; ``maskbench.losses`` uses the same
+baseline's training-set probabilities), so importing it must cost nothing; ``maskbench.objectives.losses`` uses the same
 table to check the keywords a loss is given.
 """
 
@@ -25,7 +25,7 @@ def needing(what: str) -> frozenset[str]:
     return frozenset(name for name, needs in NEEDS.items() if what in needs)
 
 
-# The hyper-parameters each loss accepts and their defaults (``maskbench.losses.hyperparameters`` reads them from
+# The hyper-parameters each loss accepts and their defaults (``maskbench.objectives.losses.hyperparameters`` reads them from
 # the functions; a test checks the two agree): the trade-off sweeps name them as strength knobs at planning time.
 HYPERPARAMETERS: dict[str, dict[str, float]] = {
     "ce": {},
