@@ -1,8 +1,11 @@
 """The one renderer of a rule's typed settings into a step's command line (maskbench.cli.shell_args)."""
 
+import dataclasses
 import shlex
 
-from maskbench.cli import Json, shell_args
+import pytest
+
+from maskbench.cli import Json, parse_dataclass, shell_args
 
 
 def test_each_kind_of_value_becomes_the_words_argparse_reads():
@@ -18,3 +21,33 @@ def test_nothing_gives_an_empty_line_and_zero_is_kept():
     assert shell_args() == "" and shell_args(masks=[], words=None, flag=False) == ""
     assert shell_args(words=Json([])) == "--words '[]'"  # an empty JSON list is a value
     assert shell_args(seed=0, threshold=0.0) == "--seed 0 --threshold 0.0"
+
+
+@dataclasses.dataclass
+class Options:
+    length_sorted: bool = False
+    single_text: bool = True
+    batch_size: int = 8
+
+
+@pytest.mark.parametrize("argv,expected", [
+    ([], (False, True)),
+    (["--length-sorted", "False"], (False, True)),   # the word False is false (it was a non-empty string once)
+    (["--length-sorted", "true", "--single-text", "FALSE"], (True, False)),
+    (["--length-sorted"], (True, True)),              # the bare flag shell_args writes for True
+])
+def test_a_bool_option_reads_true_false_and_the_bare_flag(argv, expected):
+    options = parse_dataclass(Options, argv, "test")
+    assert (options.length_sorted, options.single_text) == expected and options.batch_size == 8
+
+
+def test_a_bool_option_refuses_any_other_word(capsys):
+    with pytest.raises(SystemExit):
+        parse_dataclass(Options, ["--length-sorted", "no"], "test")
+    assert "--length-sorted: expected true or false, got 'no'" in capsys.readouterr().err
+
+
+def test_what_shell_args_writes_for_a_bool_parses_back_to_it():
+    for value in (True, False):
+        options = parse_dataclass(Options, shlex.split(shell_args(length_sorted=value)), "test")
+        assert options.length_sorted is value

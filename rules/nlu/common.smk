@@ -90,7 +90,7 @@ def evaluate_args(task, rows, loaded):
         return shell_args(**loaded(input), rows=rows, out_dirs=[P.evaluation_dir(task, r, wildcards.seed) for r in rows],
                           data=input.data, eval_sets=Json(eval_set_specs(task)), task=task, seed=int(wildcards.seed),
                           max_length=config["finetune"]["max_length"], batch_size=config["finetune"]["eval_batch_size"],
-                          length_sorted=str(LENGTH_SORTED_EVAL))
+                          length_sorted=LENGTH_SORTED_EVAL)
 
     return args
 

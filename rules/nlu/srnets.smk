@@ -100,7 +100,7 @@ if SRN:
                 task=_task,
                 max_length=config["finetune"]["max_length"],
                 batch_size=config["finetune"]["eval_batch_size"],
-                length_sorted=str(LENGTH_SORTED_EVAL),
+                length_sorted=shell_args(length_sorted=LENGTH_SORTED_EVAL),  # the bare flag, or nothing
             log:
                 f"{R}/logs/evaluate_srnets/{_task}/seed~{{seed}}.log",
             benchmark:
@@ -114,7 +114,7 @@ if SRN:
             shell:
                 "python -m maskbench.steps nlu.evaluate_srnets {params.subnetworks} --data {input.data:q}"
                 " --eval-sets {params.eval_sets} --task {params.task} --seed {wildcards.seed}"
-                " --max-length {params.max_length} --batch-size {params.batch_size} --length-sorted {params.length_sorted} --threads {threads} > {log:q} 2>&1"
+                " --max-length {params.max_length} --batch-size {params.batch_size} {params.length_sorted} --threads {threads} > {log:q} 2>&1"
 
     rule srnet_report:
         # paper C's curves (ID and OOD metric vs sparsity, std bands over seeds), Table 5 and the timing study

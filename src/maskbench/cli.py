@@ -25,14 +25,30 @@ def _scalar_type(annotation: str):
     return _SCALARS.get(base, str), False
 
 
+def truth_value(text: str) -> bool:
+    """A bool option's value: true / false in any case (``--length-sorted False``); anything else is refused, so
+    that the word "False" can never read as a true (non-empty) string."""
+    lowered = text.lower()
+    if lowered not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return lowered == "true"
+
+
 def parse_dataclass(cls: type[T], argv: list[str] | None, prog: str, description: str = "") -> T:
-    """Every field becomes ``--field-name``; fields without a default are required; list fields take nargs."""
+    """Every field becomes ``--field-name``; fields without a default are required; list fields take nargs; a bool
+    field is a flag that also takes a value (``--flag``, ``--flag true``, ``--flag False``)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     for f in dataclasses.fields(cls):
-        kind, many = _scalar_type(f.type if isinstance(f.type, str) else typing.get_type_hints(cls)[f.name].__name__)
+        annotation = f.type if isinstance(f.type, str) else typing.get_type_hints(cls)[f.name].__name__
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         default = None if required else (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
-        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=kind, required=required,
+        flag = "--" + f.name.replace("_", "-")
+        if annotation == "bool":
+            parser.add_argument(flag, dest=f.name, type=truth_value, nargs="?", const=True, required=required,
+                                default=default, help=f.metadata.get("help"))
+            continue
+        kind, many = _scalar_type(annotation)
+        parser.add_argument(flag, dest=f.name, type=kind, required=required,
                             default=default, nargs="+" if many else None, help=f.metadata.get("help"))
     return cls(**vars(parser.parse_args(argv)))
 
