@@ -99,34 +99,14 @@ def test_lint_is_clean():
                            "search_mask_sweep": 2 * 2, "train_bias_model": None, "bias_overlap_mnli": 1,
                            "table1": 1, "tradeoff_report": 1}),
 ])
-def test_dry_run_plans_every_job(configfile, expected, tmp_path):
-    args = ["-n", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
-    result = snakemake(*args, workdir=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
-    jobs = planned_jobs(result.stdout)
+def test_dry_run_plans_every_job(configfile, expected, dry_run):
+    jobs = planned_jobs(dry_run(configfile))
     for rule, count in expected.items():
         assert jobs.get(rule) == count, (rule, jobs)
 
 
 PAPER_USER_FILES = ["data/fever/fever.train.jsonl", "data/fever/fever.dev.jsonl", "data/paws_qqp/train.tsv",
                     "data/paws_qqp/dev_and_test.tsv"]
-
-
-@pytest.fixture(scope="module")
-def paper_dry_run(tmp_path_factory):
-    """`snakemake -n` of the paper config with the SLURM profile (site facts from the environment)."""
-    env = {"MASKBENCH_SLURM_ACCOUNT": "acct", "MASKBENCH_SLURM_PARTITION": "cpu",
-           "MASKBENCH_SLURM_GPU_PARTITION": "gpu"}
-    workdir = tmp_path_factory.mktemp("paper")
-    # the files its user supplies (a local file is an input of its preparation: a missing one stops the dry run);
-    # FEVER-Symmetric is found in the project's data/nli/
-    for supplied in PAPER_USER_FILES:
-        (workdir / supplied).parent.mkdir(parents=True, exist_ok=True)
-        (workdir / supplied).touch()
-    result = snakemake("-n", "--configfile", str(REPO / "configs/paper.yaml"), "--profile",
-                       str(REPO / "profiles/slurm"), workdir=workdir, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result
 
 
 def test_paper_config_plans_the_full_reproduction_on_slurm(paper_dry_run):

@@ -1,0 +1,175 @@
+"""The documentation cannot rot silently: README.md stays one or two screens, no page links outside the project or
+names an issue, every `snakemake` command a page shows plans against the config it names (its rules and target
+files are in that plan), and every generated section's stamp is a commit whose code is HEAD's — or the section says
+through which later commit it was checked (and that commit's code is HEAD's), or says in the open that it was not
+re-run since its stamp."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_workflow import REPO, planned_jobs
+
+PAGES = sorted([REPO / "README.md", REPO / "CHANGELOG.md", REPO / "results" / "README.md",
+                *(REPO / "docs").glob("*.md")])
+# what decides a run's outputs (as maskbench.tools.readme_tables stamps them)
+CODE_PATHS = ("src", "rules", "schemas", "configs", "config.yaml", "Snakefile")
+SECTION = re.compile(r"<!-- generated:(\w+) -->\n(.*?)<!-- /generated:\1 -->", re.S)
+STAMP = re.compile(r"from the outputs of commit `([0-9a-f]{7,40})`")
+CHECKED = re.compile(r"\*Checked through commit `([0-9a-f]{7,40})`: [^*]+\*")
+# a section whose outputs were not made again says so, in the open (its numbers may have moved since)
+NOT_RERUN = re.compile(r"\*Not re-run since the stamp: [^*]+\*")
+# options of a shown command that take a value, and which of them name rules
+VALUED = {"--configfile", "--profile", "--cores", "-c", "--jobs", "-j", "--forcerun", "-R", "--until", "-U",
+          "--omit-from", "-O", "--allowed-rules", "--report", "--directory", "-d", "--groups", "--group-components",
+          "--resources", "--set-threads", "--default-resources"}
+RULE_OPTIONS = {"--forcerun", "-R", "--until", "-U", "--omit-from", "-O", "--allowed-rules"}
+SLURM_ENV = {"MASKBENCH_SLURM_ACCOUNT": "acct", "MASKBENCH_SLURM_PARTITION": "cpu",
+             "MASKBENCH_SLURM_GPU_PARTITION": "gpu"}
+
+
+def page_ids(pages):
+    return [str(p.relative_to(REPO)) for p in pages]
+
+
+def shown_commands(text: str) -> list[str]:
+    """The snakemake commands a page shows: lines of its code blocks and inline code spans that start with
+    `snakemake` (a trailing `# comment` and a `&& ...` tail cut off)."""
+    found = []
+    for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
+        found += [line for line in block.splitlines() if line.strip().startswith("snakemake")]
+    outside = re.sub(r"```[a-z]*\n.*?```", "", text, flags=re.S)
+    found += [span for span in re.findall(r"`([^`\n]+)`", outside) if span.startswith("snakemake ")]
+    commands = []
+    for command in found:
+        command = command.split(" #")[0].strip()
+        for part in command.split("&&"):
+            if part.strip().startswith("snakemake"):
+                commands.append(part.strip())
+    return commands
+
+
+def parse(command: str) -> dict:
+    """A shown command's config, profile, rule names and target files; `<...>` placeholders are left out."""
+    words = shlex.split(command)[1:]
+    parsed = {"configfile": None, "profile": None, "rules": [], "targets": [], "command": command}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in VALUED:
+            values = []
+            while i + 1 < len(words) and not words[i + 1].startswith("-"):
+                values.append(words[i + 1])
+                i += 1
+            if word == "--configfile":
+                parsed["configfile"] = values[0]
+            elif word == "--profile":
+                parsed["profile"] = values[0]
+            elif word in RULE_OPTIONS:
+                parsed["rules"] += values
+        elif not word.startswith("-"):
+            parsed["targets"].append(word)
+        i += 1
+    parsed["rules"] = [r for r in parsed["rules"] if "<" not in r and "..." not in r]
+    parsed["targets"] = [t for t in parsed["targets"] if "<" not in t and "..." not in t]
+    return parsed
+
+
+def declared_rules() -> set[str]:
+    """Rule names written literally in the rules (`rule name:`, `use rule x as name`); rules named in a loop
+    (`evaluate_mnli`) are found in the plans instead."""
+    names = set()
+    for path in [REPO / "Snakefile", *sorted((REPO / "rules").rglob("*.smk"))]:
+        text = path.read_text()
+        names |= set(re.findall(r"^\s*(?:local)?rule (\w+):", text, re.M))
+        names |= set(re.findall(r"^\s*use rule \w+ as (\w+)", text, re.M))
+    return names
+
+
+ALL_COMMANDS = [(page, cmd) for page in PAGES if page.exists() for cmd in shown_commands(page.read_text())]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_ids(PAGES))
+def test_every_page_exists(page):
+    assert page.is_file(), f"{page.relative_to(REPO)} is missing"
+
+
+def test_the_readme_is_one_or_two_screens():
+    lines = (REPO / "README.md").read_text().splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; the rest belongs in docs/"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_ids(PAGES))
+def test_no_page_links_outside_the_project_or_names_an_issue(page):
+    text = page.read_text()
+    assert "../shared" not in text, f"{page.relative_to(REPO)} points to ../shared, which users do not have"
+    issue = re.search(r"(?<![\w/&])#\d+\b|\b[Ii]ssues? \d+", text)
+    assert issue is None, f"{page.relative_to(REPO)} names an issue: {issue.group(0)!r}"
+
+
+def test_the_pages_show_commands():
+    # the extraction itself: the README shows the run of each paper and the SLURM command
+    readme = [c for p, c in ALL_COMMANDS if p.name == "README.md" and p.parent == REPO]
+    assert any("configs/gender.yaml" in c for c in readme) and any("--profile profiles/slurm" in c for c in readme)
+    assert parse("snakemake --configfile configs/real.yaml --cores 2 --forcerun search_mask x.csv  # y") == {
+        "configfile": "configs/real.yaml", "profile": None, "rules": ["search_mask"], "targets": ["x.csv"],
+        "command": "snakemake --configfile configs/real.yaml --cores 2 --forcerun search_mask x.csv  # y"}
+
+
+@pytest.mark.parametrize("page,command", ALL_COMMANDS,
+                         ids=[f"{p.relative_to(REPO)}: {c[:70]}" for p, c in ALL_COMMANDS])
+def test_every_shown_command_plans_against_its_config(page, command, dry_run, paper_dry_run):
+    shown = parse(command)
+    where = f"{page.relative_to(REPO)} shows `{command}`"
+    if shown["configfile"]:
+        assert (REPO / shown["configfile"]).is_file(), f"{where}: no such config"
+    if shown["profile"]:
+        assert (REPO / shown["profile"] / "config.yaml").is_file(), f"{where}: no such profile"
+    if shown["profile"] == "profiles/slurm":
+        assert shown["configfile"] == "configs/paper.yaml", f"{where}: the docs test plans the SLURM profile " \
+                                                             f"with the paper config only"
+        plan = paper_dry_run.stdout
+    else:
+        plan = dry_run(shown["configfile"])
+    rules = set(planned_jobs(plan)) | declared_rules()
+    for rule in shown["rules"]:
+        assert rule in rules, f"{where}: no rule {rule!r} in that config's plan or the rules"
+    for target in shown["targets"]:
+        assert target in rules or target in plan, f"{where}: {target!r} is neither a rule nor a planned file"
+
+
+def git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
+
+
+def code_equals_head(commit: str) -> bool:
+    return git("diff", "--quiet", commit, "HEAD", "--", *CODE_PATHS).returncode == 0
+
+
+SECTIONS = [(page, name, body) for page in PAGES if page.exists() for name, body in SECTION.findall(page.read_text())]
+
+
+def test_the_generated_sections_are_found():
+    names = {name for _, name, _ in SECTIONS}
+    assert {"real_table1", "default_table1"} <= names, sorted(names)
+
+
+@pytest.mark.parametrize("page,name,body", SECTIONS, ids=[f"{p.name}:{n}" for p, n, _ in SECTIONS])
+def test_every_generated_section_is_stamped_with_head_code_or_says_how_it_was_checked(page, name, body):
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        pytest.skip("a shallow clone has not the stamped commits")
+    stamp = STAMP.search(body)
+    assert stamp, f"{page.relative_to(REPO)}: generated:{name} has no stamp"
+    assert git("cat-file", "-e", stamp.group(1) + "^{commit}").returncode == 0, f"no commit {stamp.group(1)}"
+    if code_equals_head(stamp.group(1)) or NOT_RERUN.search(body):
+        return
+    checked = CHECKED.findall(body)
+    assert checked, (f"{page.relative_to(REPO)}: generated:{name} comes from {stamp.group(1)}, whose code differs "
+                     f"from HEAD's, and says through which later commit it was checked nowhere "
+                     f"(a line '*Checked through commit `X`: how*')")
+    assert code_equals_head(checked[-1]), (f"{page.relative_to(REPO)}: generated:{name} was checked through "
+                                           f"{checked[-1]}, but the code changed since: rerun or check again")
