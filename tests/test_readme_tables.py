@@ -35,10 +35,11 @@ def test_effects_against_the_baseline_by_hand():
     se = math.sqrt(2.0 ** 2 / 3 + 1.0 ** 2 / 3)  # 1.291
     assert table.loc["row_a", "delta"] == 2.0 and table.loc["row_a", "se"] == pytest.approx(se)
     assert table.loc["row_a", "verdict"] == "within noise"  # 2.0 <= 2 * 1.291
-    assert table.loc["row_b", "delta"] == 5.0 and table.loc["row_b", "verdict"] == "up"  # 5.0 > 2.582
-    assert table.loc["row_c", "delta"] == -10.0 and table.loc["row_c", "verdict"] == "one seed"
+    assert table.loc["row_b", "delta"] == 5.0 and table.loc["row_b", "verdict"] == "up"  # 5.0 > 2.582, 3 seeds
+    # one seed: no standard error, a move and no claim (report.evidence)
+    assert table.loc["row_c", "delta"] == -10.0 and table.loc["row_c", "verdict"] == "moves"
     assert format_effect(2.0, se, "within noise") == "≈ +2.00 ± 1.29"
-    assert format_effect(-10.0, math.nan, "one seed") == "-10.00"
+    assert format_effect(-10.0, math.nan, "moves") == "-10.00"
     md = effects_markdown(effects(long_table()), {"row_a": "Row A"}).splitlines()
     assert md[0] == "| Row vs baseline | MNLI HANS |"
     assert md[2:] == ["| Row A | ≈ +2.00 ± 1.29 |", "| row_b | +5.00 ± 1.29 |", "| row_c | -10.00 |"]

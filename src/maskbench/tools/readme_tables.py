@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from maskbench.report.evidence import MIN_SEEDS
 from maskbench.report.readme import data_caption, demote_headings, replace_section
 from maskbench.runtime import atomic_path, git_commit, git_output
 from maskbench.steps import run_step
@@ -163,7 +164,8 @@ def table1_sections(text: str, args: Args, stamp: str) -> str:
                            str(args.readme))
     text = replace_section(text, f"{args.name}_effects",
                            f"{stamp}\nEvery row minus the baseline, ± the standard error of that difference over "
-                           "seeds; ≈ marks a difference within two standard errors (no effect shown):\n\n"
+                           "seeds; ≈ marks a difference within two standard errors (no effect shown); one beyond them "
+                           f"over fewer than {MIN_SEEDS} seeds only moves (no claim):\n\n"
                            + effects_markdown(effects(long)), str(args.readme))
     if (args.tables / "tradeoff.csv").is_file():
         selection = pd.read_csv(args.tables / "tradeoff_selection.csv")

@@ -98,6 +98,12 @@ def paper_points(columns: dict, task: str, id_set: str, ood_set: str) -> dict[st
     return {str(row): (paper_value(paper, row, id_col), paper_value(paper, row, ood_col)) for row in paper["row"]}
 
 
+def bold_word(verdict: str) -> str:
+    """The verdict's word in bold, its numbers after it: "**debiases** (at 0.1, ID drop 1.00: OOD ...)"."""
+    word, _, numbers = verdict.partition(" (")
+    return f"**{word}**" + (f" ({numbers}" if numbers else "")
+
+
 def summary_markdown(summary: pd.DataFrame, drops: list[float]) -> str:
     def num(mean, std=math.nan):
         if mean is None or (isinstance(mean, float) and math.isnan(mean)):
@@ -117,7 +123,7 @@ def summary_markdown(summary: pd.DataFrame, drops: list[float]) -> str:
         cells += [num(rec[f"best_ood_id_drop_{format(d, 'g')}"], rec[f"best_ood_id_drop_{format(d, 'g')}_std"])
                   for d in drops]
         cells += [f"{num(rec['ood_gain'], rec['ood_gain_spread'])} ({format(rec['best_value'], 'g')}; "
-                  f"{num(rec['id_drop'])})", changes or "–", f"**{rec['verdict']}**"]
+                  f"{num(rec['id_drop'])})", changes or "–", bold_word(str(rec["verdict"]))]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 

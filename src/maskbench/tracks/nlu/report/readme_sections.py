@@ -8,17 +8,16 @@ import math
 
 import pandas as pd
 
+from maskbench.report.evidence import WITHIN, evidence_word, se_of_difference
 from maskbench.report.readme import cell
 from maskbench.tracks.nlu.report.table1_builder import COLUMN_LABELS, ROW_LABELS, TASK_LABELS, row_label
-
-# a difference of means counts as an effect when it exceeds this many standard errors
-NOISE_SE = 2.0
 
 
 def effects(long: pd.DataFrame, baseline: str = "baseline") -> pd.DataFrame:
     """Per row and column of Table 1: delta = mean - the baseline's mean, its standard error
-    se = sqrt(s_row^2 / n_row + s_base^2 / n_base) from the sample stds over seeds, and whether |delta| exceeds
-    NOISE_SE standard errors ("up" / "down"), does not ("within noise"), or cannot be told (a single seed)."""
+    se = sqrt(s_row^2 / n_row + s_base^2 / n_base) from the sample stds over seeds, and its word
+    (``evidence.evidence_word``): "up" / "down" beyond 2 standard errors over 3 seeds or more, "moves" beyond them
+    (or unbounded, one seed) with fewer, "within noise" otherwise."""
     base = long[long["row"] == baseline].set_index("column")
     records = []
     for rec in long[long["row"] != baseline].itertuples(index=False):
@@ -26,13 +25,8 @@ def effects(long: pd.DataFrame, baseline: str = "baseline") -> pd.DataFrame:
             continue
         ref = base.loc[rec.column]
         delta = float(rec.mean) - float(ref["mean"])
-        se = math.sqrt(float(rec.std) ** 2 / int(rec.n_seeds) + float(ref["std"]) ** 2 / int(ref["n_seeds"]))
-        if math.isnan(se):
-            verdict = "one seed"
-        elif abs(delta) > NOISE_SE * se:
-            verdict = "up" if delta > 0 else "down"
-        else:
-            verdict = "within noise"
+        se = se_of_difference(float(rec.std), int(rec.n_seeds), float(ref["std"]), int(ref["n_seeds"]))
+        verdict = evidence_word(delta, se, min(int(rec.n_seeds), int(ref["n_seeds"])), up="up", down="down")
         records.append({"row": rec.row, "column": rec.column, "task": rec.task, "delta": delta, "se": se,
                         "verdict": verdict})
     return pd.DataFrame(records, columns=["row", "column", "task", "delta", "se", "verdict"])
@@ -43,7 +37,7 @@ def format_effect(delta: float, se: float, verdict: str) -> str:
     if math.isnan(delta):
         return "–"
     text = f"{delta:+.2f}" + ("" if math.isnan(se) else f" ± {se:.2f}")
-    return f"≈ {text}" if verdict == "within noise" else text
+    return f"≈ {text}" if verdict == WITHIN else text
 
 
 def effects_markdown(table: pd.DataFrame, row_labels: dict | None = None) -> str:
