@@ -337,23 +337,67 @@ def test_selection_rows_are_labelled_after_their_row():
     assert row_label("md_new") == "md_new" and row_label("baseline") == "Baseline"
 
 
-def test_the_figure_names_every_marker_and_its_title_fits_the_canvas():
-    """Every drawn marker kind has a legend entry (the paper's hollow star and diamond included), and the title and
-    legend lie inside the saved canvas (a one-line title wider than the axes was clipped at its start)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+def tiny_long() -> pd.DataFrame:
+    """A hand-made long form: the baseline (ID 90 / 88, OOD 50 / 52) and md_x at lr 0.01 and 0.3, two seeds."""
+    rows = []
+    for method, knob, value, (id1, ood1) in (("baseline", "", math.nan, (90.0, 50.0)),
+                                             ("md_x", "learning_rate", 0.01, (89.0, 55.0)),
+                                             ("md_x", "learning_rate", 0.3, (84.0, 70.0))):
+        for seed in (1, 2):
+            for eval_set, score in (("mnli_dev", id1 - 2 * (seed - 1)), ("hans", ood1 + 2 * (seed - 1))):
+                rows.append({"track": "nlu", "task": "mnli", "method": method, "knob": knob, "value": value,
+                             "seed": seed, "eval_set": eval_set, "metric": "accuracy", "score": score})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("paper", [
+    {"baseline": (84.38, 61.97), "md_x": (82.0, 68.0)},  # the paper's baseline star and the method's diamond
+    {"baseline": (84.38, 61.97)},                        # the star alone: no diamond drawn, none in the legend
+    {"md_x": (math.nan, 68.0)},                          # a point the paper lacks: nothing drawn, nothing named
+    {},
+])
+def test_the_figure_names_every_marker_and_its_title_fits_the_canvas(paper):
+    """Every marker style drawn (filled dot, filled star, hollow star, hollow diamond) has a legend entry and every
+    legend entry's marker is drawn; the title (two lines, the task as its data is) and the legend lie inside the
+    canvas (a one-line title wider than the axes was clipped at its start)."""
+    from figure_checks import drawn, marker_styles_drawn, marker_styles_named, outside_canvas
 
     from maskbench.tracks.nlu.report.tradeoff import build_tradeoff_figure
 
-    long = long_form(hand_made_evals(), POINTS)
-    fig = build_tradeoff_figure(long, "mnli", "mnli_dev", "hans", LINES,
-                                paper_points={"baseline": (84.38, 61.97), "md_x": (82.0, 68.0)})
-    FigureCanvasAgg(fig).draw()
+    fig = build_tradeoff_figure(tiny_long(), "mnli", "mnli_dev", "hans", LINES, paper_points=paper,
+                                task_name="synthetic MNLI")
+    drawn(fig)
     ax = fig.axes[0]
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert sorted(labels) == ["baseline", "md_x (learning_rate)", "paper A's baseline (its BERT-base, its data)",
-                              "paper A's reported point"]
-    renderer = fig.canvas.get_renderer()
-    canvas = fig.bbox
-    for artist in (ax.title, ax.get_legend()):
-        box = artist.get_window_extent(renderer)
-        assert box.x0 >= canvas.x0 and box.x1 <= canvas.x1 and box.y0 >= canvas.y0 and box.y1 <= canvas.y1, artist
+    assert marker_styles_drawn(ax) == marker_styles_named(ax)
+    fills = {filled for _, filled in marker_styles_drawn(ax)}  # hollow markers: the paper's points
+    assert fills == ({True, False} if "baseline" in paper or "md_x" in paper and not math.isnan(paper["md_x"][0])
+                     else {True})
+    labels = sorted(t.get_text() for t in ax.get_legend().get_texts())
+    expected = ["baseline", "md_x (learning_rate)"]
+    if "baseline" in paper:
+        expected.append("paper A's baseline (its BERT-base, its data)")
+    if not any(math.isnan(x) for x in paper.get("md_x", (math.nan,))):
+        expected.append("paper A's reported point (its BERT-base, its data)")
+    assert labels == sorted(expected)
+    assert ax.get_title() == ("synthetic MNLI: ID against OOD along each method's strength knob\n"
+                              "(mean ± std over seeds)")
+    assert outside_canvas(fig) == []
+    box, canvas = ax.get_legend().get_window_extent(fig.canvas.get_renderer()), fig.bbox
+    assert box.x0 >= canvas.x0 and box.x1 <= canvas.x1 and box.y0 >= canvas.y0 and box.y1 <= canvas.y1
+
+
+def test_the_figure_checks_catch_an_unnamed_hollow_star_and_a_clipped_title():
+    """The checks themselves, on a figure drawn wrong on purpose: a hollow star outside the legend, and a one-line
+    title far wider than the canvas."""
+    from figure_checks import marker_styles_drawn, marker_styles_named, outside_canvas
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(3, 2))
+    ax = fig.subplots()
+    ax.plot([1, 2], [1, 2], marker="o", label="a line")
+    ax.scatter([1.5], [1.5], marker="*", facecolors="none", edgecolors="black")  # no label
+    ax.legend()
+    ax.set_title("a title much wider than its three-inch canvas, so that its first letters fall off the left edge")
+    assert len(marker_styles_drawn(ax) - marker_styles_named(ax)) == 1
+    assert (marker_styles_drawn(ax) - marker_styles_named(ax)).pop()[1] is False  # the hollow one
+    assert outside_canvas(fig) == [ax.get_title()]

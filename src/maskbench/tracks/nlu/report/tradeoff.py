@@ -330,14 +330,16 @@ def baseline_point(long: pd.DataFrame, task: str, id_set: str, ood_set: str) -> 
 
 def build_tradeoff_figure(long: pd.DataFrame, task: str, id_set: str, ood_set: str, lines: Sequence[Mapping],
                           paper_points: Mapping[str, tuple[float, float]] | None = None,
-                          labels: Mapping[str, str] | None = None):
+                          labels: Mapping[str, str] | None = None, task_name: str | None = None):
     """ID accuracy (x) against OOD accuracy (y) for one task and OOD set: a line per (method, knob) through its
     values (mean ± std over seeds as error bars, each point labelled with its value), the baseline as a star,
     paper A's reported (ID, OOD) of a method as a hollow diamond in the line's colour and of its baseline as a
-    hollow star; every marker is named in the legend, under the axes."""
+    hollow star; every marker drawn is named in the legend, under the axes. ``task_name``: the task as its data is
+    ("synthetic MNLI"; default the task's id)."""
     from matplotlib.figure import Figure
 
     labels = labels or {}
+    paper_drawn = False  # a method's reported point drawn: the legend names the hollow diamond
     fig = Figure(figsize=(7.5, 5.2), layout="constrained")
     ax = fig.subplots()
     for i, line in enumerate(lines):
@@ -355,6 +357,7 @@ def build_tradeoff_figure(long: pd.DataFrame, task: str, id_set: str, ood_set: s
         paper = (paper_points or {}).get(method)
         if paper is not None and not any(math.isnan(x) for x in paper):
             ax.scatter([paper[0]], [paper[1]], marker="D", s=40, facecolors="none", edgecolors=color, zorder=3)
+            paper_drawn = True
     base = baseline_point(long, task, id_set, ood_set)
     if not base.empty:
         ax.errorbar(base["id_mean"], base["ood_mean"], xerr=base["id_std"].fillna(0.0),
@@ -364,12 +367,14 @@ def build_tradeoff_figure(long: pd.DataFrame, task: str, id_set: str, ood_set: s
     if paper_base is not None and not any(math.isnan(x) for x in paper_base):
         ax.scatter([paper_base[0]], [paper_base[1]], marker="*", s=120, facecolors="none", edgecolors="black",
                    label="paper A's baseline (its BERT-base, its data)")
-    if any(method != BASELINE for method in (paper_points or {})):
-        ax.scatter([], [], marker="D", facecolors="none", edgecolors="0.3", label="paper A's reported point")
+    if paper_drawn:
+        ax.scatter([], [], marker="D", facecolors="none", edgecolors="0.3",
+                   label="paper A's reported point (its BERT-base, its data)")
     ax.set_xlabel(f"{id_set} accuracy (%, in distribution)")
     ax.set_ylabel(f"{ood_set} accuracy (%, out of distribution)")
     # two short lines: a one-line title wider than the axes was clipped at its start
-    ax.set_title(f"{task}: ID against OOD along each method's strength knob\n(mean ± std over seeds)", fontsize=10)
+    ax.set_title(f"{task_name or task}: ID against OOD along each method's strength knob\n(mean ± std over seeds)",
+                 fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     return fig
