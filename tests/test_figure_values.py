@@ -67,23 +67,34 @@ def horizontal(ys, lo, hi) -> np.ndarray:
 
 ID_OOD = pd.DataFrame.from_records(
     [
-        # task, column, column_label, eval_set, metric, row, row_label, mean, std, n_seeds, paper
-        ("mnli", "mnli_val", "Val.", "mnli_dev", "accuracy", "baseline", "Baseline", 82.0, 2.5, 2, 84.38),
-        ("mnli", "hans", "HANS", "hans", "accuracy", "baseline", "Baseline", 56.25, 1.5, 2, NAN),
-        ("mnli", "mnli_val", "Val.", "mnli_dev", "accuracy", "md", "Underparam. MD", 79.0, NAN, 1, 82.24),
-        ("mnli", "hans", "HANS", "hans", "accuracy", "md", "Underparam. MD", 66.5, NAN, 1, 67.86),
-        ("mnli", "mnli_val", "Val.", "mnli_dev", "accuracy", "poe", "PoE", 81.125, 0.75, 3, NAN),
-        ("qqp", "qqp_val", "Val.", "qqp_dev", "accuracy", "baseline", "Baseline", 90.0, 0.25, 2, 92.07),
-        ("qqp", "paws_f1", "PAWS", "paws", "weighted_f1", "baseline", "Baseline", 33.0, 4.0, 2, NAN),
+        # task, column, column_label, eval_set, metric, row, row_label, mean, std, n_seeds, paper, data
+        ("mnli", "mnli_val", "Val.", "mnli_dev", "accuracy", "baseline", "Baseline", 82.0, 2.5, 2, 84.38, "real"),
+        ("mnli", "hans", "HANS", "hans", "accuracy", "baseline", "Baseline", 56.25, 1.5, 2, NAN, "real"),
+        ("mnli", "mnli_val", "Val.", "mnli_dev", "accuracy", "md", "Underparam. MD", 79.0, NAN, 1, 82.24, "real"),
+        ("mnli", "hans", "HANS", "hans", "accuracy", "md", "Underparam. MD", 66.5, NAN, 1, 67.86, "real"),
+        ("mnli", "mnli_val", "Val.", "mnli_dev", "accuracy", "poe", "PoE", 81.125, 0.75, 3, NAN, "real"),
+        ("qqp", "qqp_val", "Val.", "qqp_dev", "accuracy", "baseline", "Baseline", 90.0, 0.25, 2, 92.07, "synthetic"),
+        ("qqp", "paws_f1", "PAWS", "paws", "weighted_f1", "baseline", "Baseline", 33.0, 4.0, 2, NAN, "synthetic"),
     ],
     columns=FIGURE_COLUMNS,
 )
 
 
+def test_id_ood_titles_fit_the_canvas_and_the_paper_diamond_is_named():
+    """The suptitle and each panel's title lie inside the canvas (a one-line suptitle lost its first and last
+    letters on the 6-inch canvas), and every marker drawn (paper A's diamond) is in the panel's legend."""
+    from figure_checks import marker_styles_drawn, marker_styles_named, outside_canvas
+
+    fig = build_id_ood_figure(ID_OOD)
+    assert outside_canvas(fig) == []
+    for ax in fig.axes:
+        assert len(marker_styles_drawn(ax)) == 1 and marker_styles_drawn(ax) == marker_styles_named(ax)
+
+
 def test_id_ood_bars_error_bars_and_paper_markers_are_the_table():
     fig = build_id_ood_figure(ID_OOD)
     axes = fig.axes
-    assert [ax.get_title() for ax in axes] == ["MNLI", "QQP"]
+    assert [ax.get_title() for ax in axes] == ["MNLI", "synthetic QQP"]  # the kind of each panel's data
     expected_panels = {
         "mnli": (["baseline", "md", "poe"], ["mnli_val", "hans"], "accuracy (%)"),
         "qqp": (["baseline"], ["qqp_val", "paws_f1"], "score (%)"),

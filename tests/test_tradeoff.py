@@ -14,11 +14,12 @@ import torch
 import torch.nn.functional as F
 import yaml
 
-from maskbench.objectives.needs import HYPERPARAMETERS
 from maskbench.objectives.losses import LOSSES, get_loss, hyperparameters
+from maskbench.objectives.needs import HYPERPARAMETERS
 from maskbench.steps.nlu import table1 as table1_step
 from maskbench.steps.nlu import tradeoff_report
 from maskbench.tracks.nlu.report.tradeoff import (
+    Change,
     best_ood_at_drop,
     long_form,
     select_point,
@@ -55,31 +56,51 @@ def test_a_curve_that_comes_back_above_the_threshold_keeps_its_best_feasible_poi
     assert best_ood_at_drop(curve, 90.0, 2.0) == pytest.approx(expected)
 
 
+def C(effect, se, n=3):
+    return Change(effect, se, n)
+
+
 @pytest.mark.parametrize("gains,moves,expected", [
-    ([(0.5, 3.0, 1.0), (8.0, 9.0, 1.0)], [[], []], "debiases"),                   # +3 at an ID cost of 0.5 point
-    ([(0.5, 0.5, 1.0), (8.0, 9.0, 1.0)], [[(5.0, 1.0), (-2.0, 1.0)], []], "trades ID for OOD"),  # +9 only at -8
-    ([(0.5, 0.5, 1.0), (0.2, 0.0, 1.0)], [[(0.5, 2.0)], [(40.0, 2.0), (-39.0, 2.0)]],
-     "trades OOD subsets"),                                                       # HANS halves swap, overall flat
-    ([(0.5, 0.5, 1.0)], [[(0.5, 2.0), (-0.5, 2.0)]], "no effect"),
-    ([(1.0, -4.0, 1.0)], [[(-3.0, 1.0), (-5.0, 1.0)]], "no effect"),
-    ([(5.0, 2.0, math.nan)], [[]], "debiases"),                                  # one seed: no spread; 5 <= 5 counts
+    # +3 (se 1: beyond 2 se) at an ID cost of 0.5 point, 3 seeds
+    ({0.1: (0.5, C(3.0, 1.0)), 0.3: (8.0, C(9.0, 1.0))}, {},
+     "debiases (at 0.1, ID drop 0.50: OOD +3.00 ± 1.00 SE, 3 seeds)"),
+    # +1.5 is within 2 se; +9 only at an ID cost of 8
+    ({0.1: (0.5, C(1.5, 1.0)), 0.3: (8.0, C(9.0, 1.0))}, {0.1: [("a", C(5.0, 1.0)), ("b", C(-2.0, 1.0))]},
+     "trades ID for OOD (at 0.3, ID drop 8.00: OOD +9.00 ± 1.00 SE, 3 seeds)"),
+    # HANS halves swap (+40 / -39, se 2), overall flat
+    ({0.1: (0.5, C(0.5, 1.0)), 0.3: (0.2, C(0.0, 1.0))},
+     {0.1: [("a", C(0.5, 2.0))], 0.3: [("entailment", C(40.0, 2.0)), ("non-entailment", C(-39.0, 2.0))]},
+     "trades OOD subsets (at 0.3, ID drop 0.20: entailment accuracy +40.00 ± 2.00 SE, 3 seeds)"),
+    ({0.1: (0.5, C(0.5, 1.0))}, {0.1: [("a", C(0.5, 2.0)), ("b", C(-0.5, 2.0))]},
+     "within noise (at 0.1, ID drop 0.50: OOD +0.50 ± 1.00 SE, 3 seeds)"),
+    # -4 beyond 2 se, both labels down: it hurts
+    ({0.1: (1.0, C(-4.0, 1.0)), 0.3: (2.0, C(-1.0, 1.0))}, {0.1: [("a", C(-3.0, 1.0)), ("b", C(-5.0, 1.0))]},
+     "hurts (at 0.1, ID drop 1.00: OOD -4.00 ± 1.00 SE, 3 seeds)"),
+    # one seed, no standard error: +2 at an ID cost of 5 (<= 5 counts) moves, and is no verdict
+    ({0.1: (5.0, C(2.0, math.nan, 1))}, {},
+     "moves: OOD up within the ID cost (at 0.1, ID drop 5.00: OOD +2.00, 1 seed, no SE: no verdict)"),
+    # one seed whose gain is 0.00: nothing moved
+    ({0.1: (0.0, C(0.0, math.nan, 1))}, {}, "within noise (at 0.1, ID drop 0.00: OOD +0.00, 1 seed, no SE)"),
+    # two seeds, +3 beyond 2 se: moves, no verdict
+    ({0.1: (0.5, C(3.0, 1.0, 2))}, {}, "moves: OOD up within the ID cost (at 0.1, ID drop 0.50: OOD +3.00 ± 1.00 SE, "
+                                       "2 seeds: no verdict)"),
 ])
 def test_the_verdict(gains, moves, expected):
-    assert verdict(gains, 5.0, moves) == expected
+    assert verdict(gains, 5.0, moves).text() == expected
 
 
-def test_a_verdict_is_said_only_with_three_seeds():
-    from maskbench.tracks.nlu.report.tradeoff import worded_verdict
-
-    assert worded_verdict("debiases", 3) == "debiases" and worded_verdict("no effect", 5) == "no effect"
-    assert worded_verdict("debiases", 2) == "OOD up within the ID cost (2 seeds: no verdict)"
-    assert worded_verdict("trades ID for OOD", 1) == "OOD up at a larger ID cost (1 seed: no verdict)"
+def test_the_verdict_word_needs_three_seeds():
+    """The same gains over 3 seeds and over 2 or 1: only 3 say "debiases"."""
+    assert verdict({0.1: (0.5, C(3.0, 1.0, 3))}, 5.0, {}).word == "debiases"
+    assert verdict({0.1: (0.5, C(3.0, 1.0, 2))}, 5.0, {}).word == "moves"
+    assert verdict({0.1: (0.5, C(3.0, math.nan, 1))}, 5.0, {}).word == "moves"
+    assert verdict({0.1: (8.0, C(-3.0, 1.0, 3))}, 5.0, {}).word == "hurts"
 
 
 def test_a_curve_that_swaps_the_hans_halves_is_called_a_trade_and_shows_where():
     """md_y leaves the overall HANS accuracy as the baseline's, but at lr 0.3 the entailed half rises 96 -> 100 and
-    the non-entailed half falls 6 -> 2 (means over two seeds; each change 4 beyond its spread sqrt(2 + 2) = 2):
-    "trades OOD subsets", the changes shown at 0.3."""
+    the non-entailed half falls 6 -> 2 (means over two seeds; each change 4 beyond 2 standard errors,
+    se = sqrt(2 / 2 + 2 / 2) = 1.41): the subsets trade, but two seeds make it "moves", the changes shown at 0.3."""
     evals = [e for e in hand_made_evals() if e["row"] == "baseline"]
     for seed, base_hans in ((1, 50), (2, 52)):
         for value, (ent, non) in ((0.1, (96, 6)), (0.3, (99, 1))):
@@ -92,7 +113,8 @@ def test_a_curve_that_swaps_the_hans_halves_is_called_a_trade_and_shows_where():
                "knob": "learning_rate", "value": 0.3}]
     rec = summarise(long_form(evals, points), [{"task": "mnli", "method": "md_y", "knob": "learning_rate"}],
                     {"mnli": "mnli_dev"}, [5]).iloc[0]
-    assert rec["verdict"] == "OOD subsets traded (2 seeds: no verdict)" and rec["changes_at"] == pytest.approx(0.3)
+    assert rec["verdict"] == ("moves: OOD subsets traded (at 0.3, ID drop 1.00: entailment accuracy +4.00 ± 1.41 SE, "
+                              "2 seeds: no verdict)") and rec["changes_at"] == pytest.approx(0.3)
     assert rec["change_entailment"] == pytest.approx(4.0) and rec["change_non-entailment"] == pytest.approx(-4.0)
 
 
@@ -149,10 +171,10 @@ def test_the_long_form_keeps_accuracy_and_its_per_label_halves_only():
 def test_the_summary_by_hand():
     """Mean curve in lr order: 0.01 (88.5, 52), 0.1 (88, 56), 0.3 (83, 71); baseline ID 89, OOD 51.
     d = 1: threshold 88 -> 0.01 and 0.1 feasible -> 56. d = 5: threshold 84; 0.1 -> 0.3 crosses at t = 0.8 ->
-    56 + 0.8 * 15 = 68. Largest gain at lr 0.3: 71 - 51 = 20; spread sqrt(2 + 2) = 2; HANS halves: non-entailed
-    5 -> 51 (+45), entailed 96 -> 91 (-5). lr 0.1 (ID -1) already gains 56 - 51 = 5 > its spread sqrt(2 + 2) = 2
-    within the largest drop (5): "debiases"; with drops up to 0.5 only, every gain costs more ID: "trades ID for
-    OOD"."""
+    56 + 0.8 * 15 = 68. Largest gain at lr 0.3: 71 - 51 = 20; spread sqrt(2 + 2) = 2, standard error
+    sqrt(2 / 2 + 2 / 2) = 1.41; HANS halves: non-entailed 5 -> 51 (+45), entailed 96 -> 91 (-5). lr 0.1 (ID -1)
+    already gains 56 - 51 = 5 > 2 standard errors (2.83) within the largest drop (5): OOD up within the ID cost, but
+    over two seeds only: "moves"; with drops up to 0.5 only, every gain costs more ID: up at a larger ID cost."""
     long = long_form(hand_made_evals(), POINTS)
     summary = summarise(long, LINES, {"mnli": "mnli_dev"}, [1, 5])
     assert len(summary) == 1
@@ -160,15 +182,32 @@ def test_the_summary_by_hand():
     assert rec["best_ood_id_drop_1"] == pytest.approx(56.0)
     assert rec["best_ood_id_drop_5"] == pytest.approx(68.0)
     assert rec["best_value"] == pytest.approx(0.3) and rec["ood_gain"] == pytest.approx(20.0)
-    assert rec["ood_gain_spread"] == pytest.approx(2.0)
+    assert rec["ood_gain_spread"] == pytest.approx(2.0) and rec["ood_gain_se"] == pytest.approx(math.sqrt(2))
     assert rec["change_non-entailment"] == pytest.approx(45.0) and rec["change_entailment"] == pytest.approx(-5.0)
-    # two seeds: what moved, and no verdict ("debiases" needs 3 seeds, worded_verdict)
-    assert rec["verdict"] == "OOD up within the ID cost (2 seeds: no verdict)" and rec["id_drop"] == pytest.approx(6.0)
-    assert summarise(long, LINES, {"mnli": "mnli_dev"}, [0.5]).iloc[0]["verdict"] == \
-        "OOD up at a larger ID cost (2 seeds: no verdict)"
+    # two seeds: what moved, with its numbers, and no verdict ("debiases" needs 3 seeds: report.evidence)
+    assert rec["verdict"] == ("moves: OOD up within the ID cost (at 0.1, ID drop 1.00: OOD +5.00 ± 1.41 SE, 2 seeds: "
+                              "no verdict)") and rec["id_drop"] == pytest.approx(6.0)
+    assert rec["verdict_word"] == "moves" and rec["verdict_at"] == pytest.approx(0.1)
+    assert summarise(long, LINES, {"mnli": "mnli_dev"}, [0.5]).iloc[0]["verdict"] == (
+        "moves: OOD up at a larger ID cost (at 0.3, ID drop 6.00: OOD +20.00 ± 1.41 SE, 2 seeds: no verdict)")
     # per seed, each against its own baseline: seed 1 (ID 90): d = 1 -> 55 at lr 0.1 (ID 89) ; seed 2 (ID 88):
     # threshold 87 -> 57 at lr 0.1 (87); spread of (55, 57) = sqrt(2)
     assert rec["best_ood_id_drop_1_std"] == pytest.approx(math.sqrt(2))
+
+
+def test_three_seeds_beyond_two_standard_errors_debias():
+    """A third seed at every run's mean keeps the means (baseline 89 / 51, lr 0.1 88 / 56) and makes every std 1:
+    the gain at lr 0.1, 5, has se sqrt(1 / 3 + 1 / 3) = 0.82; 5 > 1.63 at an ID drop of 1 <= 5: "debiases"."""
+    third = {"baseline": (89, 51, 96, 6), "md_x": (88, 56, 94, 18),
+             point_name("md_x", "learning_rate", 0.01): (88.5, 52, 96, 8),
+             point_name("md_x", "learning_rate", 0.3): (83, 71, 91, 51)}
+    evals = hand_made_evals()
+    for row, (id_acc, ood, ent, non) in third.items():
+        evals += [ev(row, "mnli", "mnli_dev", 3, id_acc),
+                  ev(row, "mnli", "hans", 3, ood, {"entailment": ent, "non-entailment": non})]
+    rec = summarise(long_form(evals, POINTS), LINES, {"mnli": "mnli_dev"}, [1, 5]).iloc[0]
+    assert rec["verdict"] == "debiases (at 0.1, ID drop 1.00: OOD +5.00 ± 0.82 SE, 3 seeds)"
+    assert rec["n_seeds"] == 3 and rec["verdict_word"] == "debiases"
 
 
 def test_the_step_writes_tables_figures_and_the_selection(tmp_path):
@@ -193,7 +232,8 @@ def test_the_step_writes_tables_figures_and_the_selection(tmp_path):
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (tmp_path / "summary.md").read_text()
     assert "| mnli | md_x | learning_rate | hans | 0.01 0.1 0.3 | 51.00 ± 1.41 | 56.00 ± 1.41 |" in md
-    assert "**OOD up within the ID cost (2 seeds: no verdict)**" in md and "debiases" not in md
+    assert ("| **moves: OOD up within the ID cost** (at 0.1, ID drop 1.00: OOD +5.00 ± 1.41 SE, 2 seeds: no "
+            "verdict) |") in md and "debiases" not in md
 
     # Table 1 with the selected row: the point's scores beside the row's own, labelled "(selected)"
     columns = {"mnli_val": {"task": "mnli", "eval_set": "mnli_dev", "metric": "accuracy"},
@@ -297,23 +337,67 @@ def test_selection_rows_are_labelled_after_their_row():
     assert row_label("md_new") == "md_new" and row_label("baseline") == "Baseline"
 
 
-def test_the_figure_names_every_marker_and_its_title_fits_the_canvas():
-    """Every drawn marker kind has a legend entry (the paper's hollow star and diamond included), and the title and
-    legend lie inside the saved canvas (a one-line title wider than the axes was clipped at its start)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+def tiny_long() -> pd.DataFrame:
+    """A hand-made long form: the baseline (ID 90 / 88, OOD 50 / 52) and md_x at lr 0.01 and 0.3, two seeds."""
+    rows = []
+    for method, knob, value, (id1, ood1) in (("baseline", "", math.nan, (90.0, 50.0)),
+                                             ("md_x", "learning_rate", 0.01, (89.0, 55.0)),
+                                             ("md_x", "learning_rate", 0.3, (84.0, 70.0))):
+        for seed in (1, 2):
+            for eval_set, score in (("mnli_dev", id1 - 2 * (seed - 1)), ("hans", ood1 + 2 * (seed - 1))):
+                rows.append({"track": "nlu", "task": "mnli", "method": method, "knob": knob, "value": value,
+                             "seed": seed, "eval_set": eval_set, "metric": "accuracy", "score": score})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("paper", [
+    {"baseline": (84.38, 61.97), "md_x": (82.0, 68.0)},  # the paper's baseline star and the method's diamond
+    {"baseline": (84.38, 61.97)},                        # the star alone: no diamond drawn, none in the legend
+    {"md_x": (math.nan, 68.0)},                          # a point the paper lacks: nothing drawn, nothing named
+    {},
+])
+def test_the_figure_names_every_marker_and_its_title_fits_the_canvas(paper):
+    """Every marker style drawn (filled dot, filled star, hollow star, hollow diamond) has a legend entry and every
+    legend entry's marker is drawn; the title (two lines, the task as its data is) and the legend lie inside the
+    canvas (a one-line title wider than the axes was clipped at its start)."""
+    from figure_checks import drawn, marker_styles_drawn, marker_styles_named, outside_canvas
 
     from maskbench.tracks.nlu.report.tradeoff import build_tradeoff_figure
 
-    long = long_form(hand_made_evals(), POINTS)
-    fig = build_tradeoff_figure(long, "mnli", "mnli_dev", "hans", LINES,
-                                paper_points={"baseline": (84.38, 61.97), "md_x": (82.0, 68.0)})
-    FigureCanvasAgg(fig).draw()
+    fig = build_tradeoff_figure(tiny_long(), "mnli", "mnli_dev", "hans", LINES, paper_points=paper,
+                                task_name="synthetic MNLI")
+    drawn(fig)
     ax = fig.axes[0]
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert sorted(labels) == ["baseline", "md_x (learning_rate)", "paper A's baseline (its BERT-base, its data)",
-                              "paper A's reported point"]
-    renderer = fig.canvas.get_renderer()
-    canvas = fig.bbox
-    for artist in (ax.title, ax.get_legend()):
-        box = artist.get_window_extent(renderer)
-        assert box.x0 >= canvas.x0 and box.x1 <= canvas.x1 and box.y0 >= canvas.y0 and box.y1 <= canvas.y1, artist
+    assert marker_styles_drawn(ax) == marker_styles_named(ax)
+    fills = {filled for _, filled in marker_styles_drawn(ax)}  # hollow markers: the paper's points
+    assert fills == ({True, False} if "baseline" in paper or "md_x" in paper and not math.isnan(paper["md_x"][0])
+                     else {True})
+    labels = sorted(t.get_text() for t in ax.get_legend().get_texts())
+    expected = ["baseline", "md_x (learning_rate)"]
+    if "baseline" in paper:
+        expected.append("paper A's baseline (its BERT-base, its data)")
+    if not any(math.isnan(x) for x in paper.get("md_x", (math.nan,))):
+        expected.append("paper A's reported point (its BERT-base, its data)")
+    assert labels == sorted(expected)
+    assert ax.get_title() == ("synthetic MNLI: ID against OOD along each method's strength knob\n"
+                              "(mean ± std over seeds)")
+    assert outside_canvas(fig) == []
+    box, canvas = ax.get_legend().get_window_extent(fig.canvas.get_renderer()), fig.bbox
+    assert box.x0 >= canvas.x0 and box.x1 <= canvas.x1 and box.y0 >= canvas.y0 and box.y1 <= canvas.y1
+
+
+def test_the_figure_checks_catch_an_unnamed_hollow_star_and_a_clipped_title():
+    """The checks themselves, on a figure drawn wrong on purpose: a hollow star outside the legend, and a one-line
+    title far wider than the canvas."""
+    from figure_checks import marker_styles_drawn, marker_styles_named, outside_canvas
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(3, 2))
+    ax = fig.subplots()
+    ax.plot([1, 2], [1, 2], marker="o", label="a line")
+    ax.scatter([1.5], [1.5], marker="*", facecolors="none", edgecolors="black")  # no label
+    ax.legend()
+    ax.set_title("a title much wider than its three-inch canvas, so that its first letters fall off the left edge")
+    assert len(marker_styles_drawn(ax) - marker_styles_named(ax)) == 1
+    assert (marker_styles_drawn(ax) - marker_styles_named(ax)).pop()[1] is False  # the hollow one
+    assert outside_canvas(fig) == [ax.get_title()]

@@ -1,18 +1,25 @@
-"""Write a run's Table 1 and its effects against the baseline into the README's generated sections, stamped.
+"""Write a run's tables into the README's generated sections, each under a stamp and a caption.
 
-    python -m maskbench.tools.readme_tables --readme README.md --tables results/tables --name default \\
-        --command "snakemake --cores 2" --wall "22 min 40 s"
+    python -m maskbench.tools.readme_tables --readme README.md --config config.yaml --name default \
+        --command "snakemake --cores 2" --wall "22 min 40 s" [--ran-at COMMIT ...]
 
-Rewrites, between their markers, each headed by the commit the outputs came from, the command and the wall time:
-`--kind table1` (default): `<NAME>_table1` (results/tables/table1.md), `<NAME>_effects` (every row minus the
-baseline, ± its standard error over seeds, "≈" where within two standard errors) and `<NAME>_benchmark` (the mask
-benchmark, results/benchmarks/masks.json, when the run wrote it) and `<NAME>_tradeoff` (the trade-off curves, their
-summary and the selection rule's picks, when the run has `tradeoff:`); `--kind srnets`: `<NAME>_curves`
-(paper C's sparsity curves as ID / OOD tables with the full model's line) and `<NAME>_table5` (table5.md);
-`--kind vision`: `<NAME>_tables` (the vision report's tables.md, its headings one level down) and `<NAME>_shrunk` (the structured subnetworks
-shrunk to dense models, results/benchmarks/vision_structured.json); `--kind gender`: `<NAME>_tables` (the gender
-report's tables.md) and `<NAME>_shrunk` (its masks shrunk to dense encoders, results/benchmarks/structured.json). The commit is the repository's HEAD; the step
-refuses when the code, rules, schemas or configs differ from HEAD (then the outputs are not that commit's).
+Every section starts with a stamp (the commit(s) the DAG ran at, the command, its wall time, the commit that writes
+the report) and a caption (``report.captions``: every dataset with its kind — real, synthetic, stand-in — and size,
+the model, the seeds, the config and its results folder). Every path is the config's (``results:``), shown as the
+config names it. Sections, between their markers:
+`--kind table1` (default): `<NAME>_table1` (<results>/tables/table1.md), `<NAME>_effects` (every row minus the
+baseline, ± its standard error over seeds, "≈" where within two standard errors), `<NAME>_benchmark` (the mask
+benchmark, <results>/benchmarks/masks.json, when the run wrote it), `<NAME>_tradeoff` (the trade-off curves, their
+summary and the selection rule's picks, when the run has `tradeoff:`) and `<NAME>_baseline_curve`; `--kind
+srnets`: `<NAME>_curves` (paper C's sparsity curves as ID / OOD tables with the full model's line) and
+`<NAME>_table5` (table5.md); `--kind vision`: `<NAME>_tables` (the vision report's tables.md, its headings one level
+down) and `<NAME>_shrunk` (the structured subnetworks shrunk to dense models,
+<results>/benchmarks/vision_structured.json); `--kind gender`: `<NAME>_tables` (the gender report's tables.md) and
+`<NAME>_shrunk` (its masks shrunk to dense encoders, <results>/benchmarks/structured.json).
+
+The report's commit is the repository's HEAD; the step refuses when the code, rules, schemas or configs differ from
+HEAD, and when a ``--ran-at`` commit's differ from HEAD's unless ``--code-changed`` says what changed and how the
+numbers were checked (then the stamp says it).
 """
 
 from __future__ import annotations
@@ -22,15 +29,18 @@ import datetime
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
-from maskbench.report.readme import data_caption, demote_headings, replace_section
+from maskbench.report.captions import nli_data_caption, set_kinds_of, stamp, task_kinds
+from maskbench.report.evidence import MIN_SEEDS
+from maskbench.report.readme import demote_headings, replace_section
 from maskbench.runtime import atomic_path, git_commit, git_output
 from maskbench.steps import run_step
+from maskbench.tracks.gender.report.readme_sections import data_caption as gender_data_caption
 from maskbench.tracks.gender.report.readme_sections import shrunk_encoders_markdown
 from maskbench.tracks.nlu.report.readme_sections import (
     effects,
@@ -40,42 +50,57 @@ from maskbench.tracks.nlu.report.readme_sections import (
     sparsity_curves_markdown,
     tradeoff_curves_markdown,
 )
+from maskbench.tracks.vision.report.readme_sections import data_caption as vision_data_caption
 from maskbench.tracks.vision.report.readme_sections import shrunk_models_markdown
+from maskbench.workflow_config import tracks_of
 
 # what decides a run's outputs; a change here that is not committed means the outputs are not HEAD's
 CODE_PATHS = ("src", "rules", "schemas", "configs", "config.yaml", "Snakefile")
 KINDS = ("table1", "srnets", "vision", "gender")
+TRACK_TABLES = {"table1": "", "srnets": "", "vision": "vision", "gender": "gender"}  # <results>/tables/<track>
 
 
 @dataclass
 class Args:
     readme: Path
-    tables: Path
+    config: Path
     name: str
     command: str
     wall: str
     kind: str = "table1"
-    config: Path | None = None
+    tables: Path | None = None
     figures: Path | None = None
+    ran_at: list[str] = field(default_factory=list)
+    code_changed: str = ""
+    results: Path = Path("results")  # the config's results folder, set by main
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
     parser = argparse.ArgumentParser(prog="python -m maskbench.tools.readme_tables",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--readme", type=Path, default=Path("README.md"))
-    parser.add_argument("--tables", type=Path, default=Path("results/tables"), help="the run's results/tables")
+    parser.add_argument("--config", type=Path, required=True,
+                        help="the run's config: its results folder, and what each section's caption says the run is "
+                             "on (data from the run's tables/datasets.csv or the config: real, synthetic or stand-in, "
+                             "sizes; the model; the seeds)")
+    parser.add_argument("--tables", type=Path, default=None,
+                        help="the run's tables (default: the config's <results>/tables, /vision or /gender by --kind)")
     parser.add_argument("--name", default="default", help="section prefix: <name>_table1, <name>_effects")
     parser.add_argument("--command", required=True, help="the command that produced the outputs")
     parser.add_argument("--wall", required=True, help="its wall time, as measured (e.g. '22 min 40 s')")
     parser.add_argument("--kind", choices=KINDS, default="table1", help="which tables: " + ", ".join(KINDS))
-    parser.add_argument("--config", type=Path, default=None,
-                        help="the run's config: each section then says what it is on (data from the run's "
-                             "tables/datasets.csv, real or synthetic, sizes; the model; the seeds)")
+    parser.add_argument("--ran-at", nargs="+", default=[],
+                        help="the commit(s) the DAG ran at (default: HEAD, the report's commit)")
+    parser.add_argument("--code-changed", default="",
+                        help="when a --ran-at commit's src, rules, schemas or configs differ from HEAD's: what changed "
+                             "and how the numbers were checked (e.g. 'later commits change no job: snakemake -n plans "
+                             "nothing'), said in the stamp")
     parser.add_argument("--figures", type=Path, default=None,
                         help="a folder of the repository (docs/figures) that receives the run's trade-off figures as "
                              "<name>_tradeoff_<file>.png, shown in the <name>_tradeoff section")
     ns = parser.parse_args(argv)
-    return Args(ns.readme, ns.tables, ns.name, ns.command, ns.wall, ns.kind, ns.config, ns.figures)
+    return Args(ns.readme, ns.config, ns.name, ns.command, ns.wall, ns.kind, ns.tables, ns.figures, ns.ran_at,
+                ns.code_changed)
 
 
 def head_commit(repo: Path) -> str:
@@ -90,21 +115,82 @@ def head_commit(repo: Path) -> str:
     return commit
 
 
+def run_commits(repo: Path, report: str, ran_at: list[str], code_changed: str) -> list[str]:
+    """The short hashes of the commits the DAG ran at (HEAD without ``--ran-at``); refuses one whose code differs
+    from HEAD's unless ``code_changed`` says what changed and how the numbers were checked."""
+    commits = []
+    for ref in ran_at or [report]:
+        short = git_output(repo, "rev-parse", "--short", f"{ref}^{{commit}}")
+        if short is None:
+            raise SystemExit(f"readme_tables: --ran-at {ref}: not a commit of {repo}")
+        diff = git_output(repo, "diff", "--name-only", short.strip(), "HEAD", "--", *CODE_PATHS) or ""
+        if diff.strip() and not code_changed:
+            files = diff.split()
+            raise SystemExit(f"readme_tables: the run's commit {short.strip()} and HEAD differ in {len(files)} file(s) of "
+                             f"{', '.join(CODE_PATHS)} (e.g. {', '.join(files[:3])}): rerun at HEAD, or say with "
+                             "--code-changed what changed and how the numbers were checked")
+        commits.append(short.strip())
+    return commits
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     text = args.readme.read_text(encoding="utf-8")
-    commit = head_commit(args.readme.resolve().parent)
-    stamp = (f"*Generated by `python -m maskbench.tools.readme_tables` from the outputs of commit `{commit}`: "
-             f"`{args.command}`, {args.wall} wall clock, {datetime.date.today().isoformat()}.*")
-    if args.config is not None:
-        config = yaml.safe_load(args.config.read_text(encoding="utf-8"))
-        stamp += "\n" + data_caption(pd.read_csv(args.tables / "datasets.csv"), config, str(args.config))
+    repo = args.readme.resolve().parent
+    commit = head_commit(repo)
+    ran_at = run_commits(repo, commit, args.ran_at, args.code_changed)
+    config = load_config(args.config, repo)
+    args.results = Path(str(config.get("results", "results")))
+    if args.tables is None:
+        args.tables = args.results / "tables" / TRACK_TABLES[args.kind]
+    header = stamp(commit, ran_at, args.command, args.wall, datetime.date.today().isoformat(), args.code_changed)
+    header += "\n" + caption_of(args, config)
     writer = {"table1": table1_sections, "srnets": srnets_sections, "vision": vision_sections,
               "gender": gender_sections}[args.kind]
-    text = writer(text, args, stamp)
+    text = writer(text, args, header)
     with atomic_path(args.readme) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
     return 0
+
+
+def load_config(path: Path, repo: Path) -> dict:
+    """The run's config as the workflow reads it: validated against the repository's schemas, which fill in their
+    defaults (what a caption names must be what the run used, e.g. vision.mnist's source when the file omits it)."""
+    from snakemake.utils import validate  # the workflow's own validation (rules/common.smk)
+
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    schemas = repo / "schemas"
+    validate(config, str(schemas / "config.schema.yaml"))
+    for track in tracks_of(config):
+        validate(config, str(schemas / f"{track}.schema.yaml"))
+    return config
+
+
+def caption_of(args: Args, config: dict) -> str:
+    """What the run is on, in one line: the nlu track's from its tables/datasets.csv, the others' from the config."""
+    if args.kind == "vision":
+        return vision_data_caption(config, str(args.config))
+    if args.kind == "gender":
+        corpus = args.results / "gender" / "data" / "corpus.parquet"
+        rows = len(pd.read_parquet(corpus, columns=[])) if corpus.is_file() else None
+        return gender_data_caption(config, str(args.config), rows)
+    return nli_data_caption(pd.read_csv(args.tables / "datasets.csv"), config, str(args.config))
+
+
+def kinds_of_sets(args: Args) -> dict[str, str]:
+    """{dataset: kind} from the run's tables/datasets.csv (empty without it)."""
+    path = args.tables / "datasets.csv"
+    return set_kinds_of(pd.read_csv(path)) if path.is_file() else {}
+
+
+def kinds_of_tasks(args: Args, sets: pd.Series) -> dict[str, set[str]]:
+    """{task: the kinds of the datasets among ``sets`` (the evaluation sets a table shows)} from the run's
+    tables/datasets.csv (empty without it): a bias model's synthetic training set does not make real MNLI mixed."""
+    path = args.tables / "datasets.csv"
+    if not path.is_file():
+        return {}
+    datasets = pd.read_csv(path)
+    return task_kinds(datasets[datasets["dataset"].isin(set(sets))])
 
 
 def srnets_sections(text: str, args: Args, stamp: str) -> str:
@@ -115,11 +201,13 @@ def srnets_sections(text: str, args: Args, stamp: str) -> str:
         full = long[long["row"] == "baseline"].drop_duplicates(["task", "eval_set"])
     text = replace_section(text, f"{args.name}_curves",
                            f"{stamp}\nID / OOD score of the subnetworks at each sparsity "
-                           f"(`results/srnets/tables/sparsity_curves.csv`):\n\n"
-                           + sparsity_curves_markdown(curves, full), str(args.readme))
+                           f"(`{args.tables / 'sparsity_curves.csv'}`):\n\n"
+                           + sparsity_curves_markdown(curves, full, kinds_of_tasks(args, curves["eval_set"])),
+                           str(args.readme))
     if (args.tables / "table5.md").is_file():
         text = replace_section(text, f"{args.name}_table5",
-                               f"{stamp}\n`table5.md` (mean ± std over seeds, paper C's BERT-base value in "
+                               f"{stamp}\n`{args.tables / 'table5.md'}` (mean ± std over seeds, paper C's "
+                               "BERT-base value on its own data in "
                                f"brackets):\n\n" + (args.tables / "table5.md").read_text(encoding="utf-8"),
                                str(args.readme))
     return text
@@ -129,12 +217,12 @@ def vision_sections(text: str, args: Args, stamp: str) -> str:
     text = replace_section(text, f"{args.name}_tables",
                            f"{stamp}\n\n" + demote_headings((args.tables / "tables.md").read_text(encoding="utf-8")),
                            str(args.readme))
-    shrunk = args.tables.parent.parent / "benchmarks" / "vision_structured.json"  # results/tables/vision -> results
+    shrunk = args.results / "benchmarks" / "vision_structured.json"
     if shrunk.is_file():
         records = json.loads(shrunk.read_text(encoding="utf-8"))["records"]
         text = replace_section(text, f"{args.name}_shrunk",
                                f"{stamp}\nStructured FFW subnetworks shrunk to dense models "
-                               f"(`results/benchmarks/vision_structured.json`):\n\n" + shrunk_models_markdown(records),
+                               f"(`{shrunk}`):\n\n" + shrunk_models_markdown(records),
                                str(args.readme))
     return text
 
@@ -143,11 +231,11 @@ def gender_sections(text: str, args: Args, stamp: str) -> str:
     text = replace_section(text, f"{args.name}_tables",
                            f"{stamp}\n\n" + demote_headings((args.tables / "tables.md").read_text(encoding="utf-8")),
                            str(args.readme))
-    shrunk = args.tables.parent.parent / "benchmarks" / "structured.json"  # results/tables/gender -> results
+    shrunk = args.results / "benchmarks" / "structured.json"
     if shrunk.is_file():
         text = replace_section(text, f"{args.name}_shrunk",
                                f"{stamp}\nFrozen masks shrunk into smaller dense encoders "
-                               f"(`results/benchmarks/structured.json`):\n\n"
+                               f"(`{shrunk}`):\n\n"
                                + shrunk_encoders_markdown(json.loads(shrunk.read_text(encoding="utf-8"))),
                                str(args.readme))
     return text
@@ -159,19 +247,22 @@ def table1_sections(text: str, args: Args, stamp: str) -> str:
     n_seeds = " or ".join(str(n) for n in sorted(set(long["n_seeds"])))
     text = replace_section(text, f"{args.name}_table1",
                            f"{stamp}\n`{args.tables / 'table1.md'}` (mean ± sample std over {n_seeds} seeds; paper "
-                           f"A's BERT-base figure on its own data in brackets where it reports one):\n\n{table_md}",
+                           f"A's BERT-base figure on its own, real data in brackets where it reports one):\n\n"
+                           f"{table_md}",
                            str(args.readme))
     text = replace_section(text, f"{args.name}_effects",
                            f"{stamp}\nEvery row minus the baseline, ± the standard error of that difference over "
-                           "seeds; ≈ marks a difference within two standard errors (no effect shown):\n\n"
-                           + effects_markdown(effects(long)), str(args.readme))
+                           "seeds; ≈ marks a difference within two standard errors (no effect shown); one beyond them "
+                           f"over fewer than {MIN_SEEDS} seeds only moves (no claim):\n\n"
+                           + effects_markdown(effects(long), set_kinds=kinds_of_sets(args)), str(args.readme))
     if (args.tables / "tradeoff.csv").is_file():
         selection = pd.read_csv(args.tables / "tradeoff_selection.csv")
-        figures = args.tables.parent / "figures" / "tradeoff"
+        curves = pd.read_csv(args.tables / "tradeoff.csv")
+        figures = args.results / "figures" / "tradeoff"
         text = replace_section(text, f"{args.name}_tradeoff",
                                f"{stamp}\nThe curves (`{args.tables / 'tradeoff.csv'}`; figures in "
-                               f"`{figures}/`):\n\n" + tradeoff_curves_markdown(
-                                   pd.read_csv(args.tables / "tradeoff.csv"))
+                               f"`{figures}/`):\n\n"
+                               + tradeoff_curves_markdown(curves, kinds_of_tasks(args, curves["eval_set"]))
                                + f"\n\nWhat each curve does (`{args.tables / 'tradeoff_summary.md'}`):\n\n"
                                + (args.tables / "tradeoff_summary.md").read_text(encoding="utf-8")
                                + f"\nThe selection rule's picks (`{args.tables / 'tradeoff_selection.csv'}`):\n\n"
@@ -181,7 +272,7 @@ def table1_sections(text: str, args: Args, stamp: str) -> str:
                                f"{stamp}\nThe baselines' dev accuracy after every epoch "
                                f"(`{args.tables / 'baseline_curve.md'}`):\n\n"
                                + (args.tables / "baseline_curve.md").read_text(encoding="utf-8"), str(args.readme))
-    bench = args.tables.parent / "benchmarks" / "masks.json"  # results/tables -> results/benchmarks
+    bench = args.results / "benchmarks" / "masks.json"
     if bench.is_file():
         text = replace_section(text, f"{args.name}_benchmark",
                                f"{stamp}\n`{bench}`, everything measured side by side in one "

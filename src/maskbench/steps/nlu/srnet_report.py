@@ -33,6 +33,7 @@ from maskbench.tracks.nlu.report.sparsity_curves import (
     table5,
     table5_markdown,
 )
+from maskbench.tracks.nlu.report.table1_builder import task_kinds
 
 log = logging.getLogger("maskbench.steps.nlu.srnet_report")
 
@@ -71,9 +72,10 @@ def main(argv=None) -> int:
     args = parse_dataclass(SrnetReportArgs, argv, "python -m maskbench.steps nlu.srnet_report", __doc__.splitlines()[0])
     runs, metrics, t5 = json.loads(args.runs), json.loads(args.metrics), json.loads(args.table5)
     variants = t5.get("variants", {})
-    curves, t5_records, timing = [], [], []
+    curves, t5_records, timing, results = [], [], [], []
     for path in args.evals:
         result = json.loads(Path(path).read_text())
+        results.append(result)
         run, x = parse_row(result["row"], path)
         metric = metrics.get(result["eval_set"], "accuracy")
         value = result["metrics"].get(metric)
@@ -92,18 +94,20 @@ def main(argv=None) -> int:
         else:
             raise ValueError(f"{path}: field 'row' names run {run!r}, not one of {sorted(runs)} (--runs), t5, timing")
     ref = reference_table(args.reference, metrics)
+    kinds = task_kinds(results)  # a synthetic task's panels and columns say so
     table = curve_table(curves)
     runtime.atomic_write_text(args.results / "tables" / "sparsity_curves.csv", table.to_csv(index=False))
-    plot_sparsity_curves(table, args.results / "figures" / "sparsity_curves.png", reference=ref)
+    plot_sparsity_curves(table, args.results / "figures" / "sparsity_curves.png", reference=ref, task_kinds=kinds)
     if variants:
         columns = {name: tuple(spec) for name, spec in t5.get("columns", {}).items()}
         t5_table = table5(t5_records, columns)
         runtime.atomic_write_text(args.results / "tables" / "table5.csv", t5_table.to_csv(index=False))
-        runtime.atomic_write_text(args.results / "tables" / "table5.md", table5_markdown(t5_table) + "\n")
+        runtime.atomic_write_text(args.results / "tables" / "table5.md", table5_markdown(t5_table, kinds) + "\n")
     if timing:
         timing_table = curve_table(timing, x="start_step")
         runtime.atomic_write_text(args.results / "tables" / "timing_curves.csv", timing_table.to_csv(index=False))
-        plot_timing_curves(timing_table, args.results / "figures" / "timing_curves.png", reference=ref)
+        plot_timing_curves(timing_table, args.results / "figures" / "timing_curves.png", reference=ref,
+                           task_kinds=kinds)
     log.info("wrote the curves of %d runs (%d points), %d Table 5 and %d timing records", len(runs), len(table),
              len(t5_records), len(timing))
     return 0

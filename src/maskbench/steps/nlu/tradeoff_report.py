@@ -24,7 +24,14 @@ import pandas as pd
 from maskbench.report import json_arg
 from maskbench.runtime import atomic_path
 from maskbench.steps import run_step
-from maskbench.tracks.nlu.report.table1_builder import ROW_LABELS, load_evals, load_paper_table1, paper_value
+from maskbench.tracks.nlu.report.table1_builder import (
+    ROW_LABELS,
+    load_evals,
+    load_paper_table1,
+    paper_value,
+    task_kinds,
+    task_label,
+)
 from maskbench.tracks.nlu.report.tradeoff import (
     baseline_scores,
     build_tradeoff_figure,
@@ -98,6 +105,12 @@ def paper_points(columns: dict, task: str, id_set: str, ood_set: str) -> dict[st
     return {str(row): (paper_value(paper, row, id_col), paper_value(paper, row, ood_col)) for row in paper["row"]}
 
 
+def bold_word(verdict: str) -> str:
+    """The verdict's word in bold, its numbers after it: "**debiases** (at 0.1, ID drop 1.00: OOD ...)"."""
+    word, _, numbers = verdict.partition(" (")
+    return f"**{word}**" + (f" ({numbers}" if numbers else "")
+
+
 def summary_markdown(summary: pd.DataFrame, drops: list[float]) -> str:
     def num(mean, std=math.nan):
         if mean is None or (isinstance(mean, float) and math.isnan(mean)):
@@ -117,7 +130,7 @@ def summary_markdown(summary: pd.DataFrame, drops: list[float]) -> str:
         cells += [num(rec[f"best_ood_id_drop_{format(d, 'g')}"], rec[f"best_ood_id_drop_{format(d, 'g')}_std"])
                   for d in drops]
         cells += [f"{num(rec['ood_gain'], rec['ood_gain_spread'])} ({format(rec['best_value'], 'g')}; "
-                  f"{num(rec['id_drop'])})", changes or "–", f"**{rec['verdict']}**"]
+                  f"{num(rec['id_drop'])})", changes or "–", bold_word(str(rec["verdict"]))]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -127,7 +140,9 @@ def main(argv=None) -> int:
     unknown = sorted({str(line["task"]) for line in args.lines} - set(args.id_sets))
     if unknown:
         raise ValueError(f"--lines: task {unknown[0]!r} has no entry in --id-sets")
-    long = long_form(load_evals(args.evals), args.points)
+    evals = load_evals(args.evals)
+    long = long_form(evals, args.points)
+    kinds = task_kinds(evals)
     if long.empty:
         raise ValueError(f"none of the {len(args.evals)} evaluation JSONs is the baseline or a listed point")
     summary = summarise(long, args.lines, args.id_sets, args.drops)
@@ -145,7 +160,8 @@ def main(argv=None) -> int:
         path = args.figures_dir / f"{task}_{ood_set}.png"
         lines = [line for line in args.lines if str(line["task"]) == task]
         fig = build_tradeoff_figure(long, task, args.id_sets[task], ood_set, lines,
-                                    paper_points(args.columns, task, args.id_sets[task], ood_set), ROW_LABELS)
+                                    paper_points(args.columns, task, args.id_sets[task], ood_set), ROW_LABELS,
+                                    task_label(task, kinds.get(task, set())))
         with atomic_path(Path(path)) as tmp:
             fig.savefig(tmp, dpi=110, format="png")
     print(json.dumps({"points": len(args.points), "lines": len(args.lines), "figures": len(args.figures)}))

@@ -7,7 +7,7 @@
 sweep, the epochs ablation, the magnitude baseline). ``--samples`` are prepared splits (a biased training split
 and an unbiased test split per dataset) for the samples figure. Writes ``runs.csv`` (long form: a row per
 dataset, level, seed and run), ``summary.csv`` (mean, std and seed count per dataset, level and run),
-``table<N>.csv`` for each of paper D's tables the config reproduces, ``tables.md`` (all of them, captioned, the
+``table<N>.csv`` for each of paper D's tables the config rebuilds, ``tables.md`` (all of them, captioned, the
 paper's numbers beside ours, stand-ins named), and the figures ``magnitude_vs_ffw.png``, ``layer_sparsity.png``
 and ``samples.png``.
 """
@@ -49,7 +49,7 @@ class VisionReportArgs:
 
 
 def tables_of(vision: dict) -> dict[int, str]:
-    """Which of paper D's tables the config reproduces, each with its caption's subject."""
+    """Which of paper D's tables the config rebuilds, each with its caption's subject."""
     out = {t: "" for t in sorted({spec["table"] for spec in vision["datasets"].values()})}
     if vision.get("gamma_sweep"):
         out[1] = ""

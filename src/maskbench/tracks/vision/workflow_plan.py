@@ -224,7 +224,7 @@ class VisionPlan:
 
     @cached_property
     def table_numbers(self) -> list[int]:
-        """Which of paper D's tables the config reproduces (as steps/vision/report.py decides)."""
+        """Which of paper D's tables the config rebuilds (as steps/vision/report.py decides)."""
         numbers = {spec["table"] for spec in self.datasets.values()}
         numbers |= {1} if self.vision.get("gamma_sweep") else set()
         numbers |= {6} if self.vision.get("epochs_ablation") else set()

@@ -70,7 +70,8 @@ def build_heads_figure(heads: pd.DataFrame, granularity: str = "head", kind: str
         fig.colorbar(image, ax=list(axes), label="share of seeds keeping the head")
     else:
         axes[0].text(0.5, 0.5, f"no {kind} {granularity} runs", ha="center", va="center")
-    fig.suptitle(f"Paper B figure 2 analogue: surviving heads ({granularity}, {kind} weights)")
+    # two lines: on a one- or two-panel canvas one line was wider than the figure and lost its ends
+    fig.suptitle(f"Paper B figure 2 analogue:\nsurviving heads ({granularity}, {kind} weights)", fontsize=10)
     return fig
 
 
@@ -120,5 +121,5 @@ def build_performance_bias_figure(points: pd.DataFrame) -> Figure:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("task accuracy (%)")
     axes[0].legend(fontsize=7)
-    fig.suptitle("Paper B figure 3 analogue: performance against bias (mean ± std over seeds)")
+    fig.suptitle("Paper B figure 3 analogue:\nperformance against bias (mean ± std over seeds)", fontsize=10)
     return fig

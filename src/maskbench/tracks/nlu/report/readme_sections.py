@@ -5,20 +5,21 @@ noise), paper C's sparsity curves, the trade-off curves and their selection, the
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import pandas as pd
 
+from maskbench.report.captions import data_label
+from maskbench.report.evidence import WITHIN, evidence_word, se_of_difference
 from maskbench.report.readme import cell
 from maskbench.tracks.nlu.report.table1_builder import COLUMN_LABELS, ROW_LABELS, TASK_LABELS, row_label
-
-# a difference of means counts as an effect when it exceeds this many standard errors
-NOISE_SE = 2.0
 
 
 def effects(long: pd.DataFrame, baseline: str = "baseline") -> pd.DataFrame:
     """Per row and column of Table 1: delta = mean - the baseline's mean, its standard error
-    se = sqrt(s_row^2 / n_row + s_base^2 / n_base) from the sample stds over seeds, and whether |delta| exceeds
-    NOISE_SE standard errors ("up" / "down"), does not ("within noise"), or cannot be told (a single seed)."""
+    se = sqrt(s_row^2 / n_row + s_base^2 / n_base) from the sample stds over seeds, and its word
+    (``evidence.evidence_word``): "up" / "down" beyond 2 standard errors over 3 seeds or more, "moves" beyond them
+    (or unbounded, one seed) with fewer, "within noise" otherwise."""
     base = long[long["row"] == baseline].set_index("column")
     records = []
     for rec in long[long["row"] != baseline].itertuples(index=False):
@@ -26,16 +27,11 @@ def effects(long: pd.DataFrame, baseline: str = "baseline") -> pd.DataFrame:
             continue
         ref = base.loc[rec.column]
         delta = float(rec.mean) - float(ref["mean"])
-        se = math.sqrt(float(rec.std) ** 2 / int(rec.n_seeds) + float(ref["std"]) ** 2 / int(ref["n_seeds"]))
-        if math.isnan(se):
-            verdict = "one seed"
-        elif abs(delta) > NOISE_SE * se:
-            verdict = "up" if delta > 0 else "down"
-        else:
-            verdict = "within noise"
-        records.append({"row": rec.row, "column": rec.column, "task": rec.task, "delta": delta, "se": se,
-                        "verdict": verdict})
-    return pd.DataFrame(records, columns=["row", "column", "task", "delta", "se", "verdict"])
+        se = se_of_difference(float(rec.std), int(rec.n_seeds), float(ref["std"]), int(ref["n_seeds"]))
+        verdict = evidence_word(delta, se, min(int(rec.n_seeds), int(ref["n_seeds"])), up="up", down="down")
+        records.append({"row": rec.row, "column": rec.column, "task": rec.task, "eval_set": rec.eval_set,
+                        "delta": delta, "se": se, "verdict": verdict})
+    return pd.DataFrame(records, columns=["row", "column", "task", "eval_set", "delta", "se", "verdict"])
 
 
 def format_effect(delta: float, se: float, verdict: str) -> str:
@@ -43,16 +39,20 @@ def format_effect(delta: float, se: float, verdict: str) -> str:
     if math.isnan(delta):
         return "–"
     text = f"{delta:+.2f}" + ("" if math.isnan(se) else f" ± {se:.2f}")
-    return f"≈ {text}" if verdict == "within noise" else text
+    return f"≈ {text}" if verdict == WITHIN else text
 
 
-def effects_markdown(table: pd.DataFrame, row_labels: dict | None = None) -> str:
-    """One line per row, one column per Table 1 column, in Table 1's order."""
+def effects_markdown(table: pd.DataFrame, row_labels: dict | None = None,
+                     set_kinds: Mapping[str, str] | None = None) -> str:
+    """One line per row, one column per Table 1 column, in Table 1's order; a column's heading names its task as
+    its data is (``set_kinds``: {evaluation set: kind}, e.g. "synthetic MNLI HANS")."""
     labels = {**ROW_LABELS, **(row_labels or {})}
     columns = list(dict.fromkeys(table["column"]))
     task_of = dict(zip(table["column"], table["task"], strict=False))
-    head = ["Row vs baseline"] + [f"{TASK_LABELS.get(task_of[c], task_of[c])} {COLUMN_LABELS.get(c, c)}"
-                                  for c in columns]
+    set_of = dict(zip(table["column"], table["eval_set"], strict=False))
+    head = ["Row vs baseline"] + [
+        f"{data_label(TASK_LABELS.get(task_of[c], task_of[c]), (set_kinds or {}).get(set_of[c], ''))} "
+        f"{COLUMN_LABELS.get(c, c)}" for c in columns]
     lines = ["| " + " | ".join(head) + " |", "|:---|" + "---:|" * len(columns)]
     cells = table.set_index(["row", "column"])
     for row in dict.fromkeys(table["row"]):
@@ -67,11 +67,12 @@ def effects_markdown(table: pd.DataFrame, row_labels: dict | None = None) -> str
     return "\n".join(lines)
 
 
-def sparsity_curves_markdown(curves: pd.DataFrame, full: pd.DataFrame | None = None) -> str:
+def sparsity_curves_markdown(curves: pd.DataFrame, full: pd.DataFrame | None = None,
+                             task_kinds: Mapping[str, set[str]] | None = None) -> str:
     """Paper C's curves as tables: per task and OOD evaluation set, one line per (paradigm, method, loss), one
     column per sparsity, each cell "ID / OOD" (mean ± std over seeds); the task's ID set is ``<task>_dev`` (else
     its first evaluation set). ``full`` (columns task, eval_set, mean, std: the full fine-tuned model) adds its
-    "ID / OOD" to each table's heading."""
+    "ID / OOD" to each table's heading; ``task_kinds`` ({task: kinds of its data}) names a synthetic task so."""
     blocks = []
     for task in dict.fromkeys(curves["task"]):
         of_task = curves[curves["task"] == task]
@@ -80,7 +81,8 @@ def sparsity_curves_markdown(curves: pd.DataFrame, full: pd.DataFrame | None = N
         sparsities = sorted(set(of_task["sparsity"]))
         for ood in ood_sets:
             metric = of_task[of_task["eval_set"] == ood]["metric"].iloc[0]
-            head = f"**{TASK_LABELS.get(task, task)}: {id_set} / {ood}** ({metric}; mean ± std over " \
+            head = f"**{data_label(TASK_LABELS.get(task, task), (task_kinds or {}).get(task, ''))}: {id_set} / " \
+                   f"{ood}** ({metric}; mean ± std over " \
                    f"{'/'.join(str(n) for n in sorted(set(of_task['n_seeds'])))} seeds"
             if full is not None:
                 ref = full[full["task"] == task].set_index("eval_set")
@@ -101,10 +103,11 @@ def sparsity_curves_markdown(curves: pd.DataFrame, full: pd.DataFrame | None = N
     return "\n\n".join(blocks)
 
 
-def tradeoff_curves_markdown(long: pd.DataFrame) -> str:
+def tradeoff_curves_markdown(long: pd.DataFrame, task_kinds: Mapping[str, set[str]] | None = None) -> str:
     """The trade-off curves (``tradeoff.csv``) as one table per task: a line per (method, knob, value), the
     baseline first, one column per evaluation set (accuracy, mean ± std over seeds; the task's ID set first) and
-    per gold label of the OOD sets (e.g. HANS entailed / non-entailed)."""
+    per gold label of the OOD sets (e.g. HANS entailed / non-entailed); ``task_kinds`` ({task: kinds of its data})
+    names a synthetic task so ("synthetic MNLI")."""
     blocks = []
     long = long.assign(knob=long["knob"].fillna(""))  # the baseline's empty knob reads back as NaN
     for task in dict.fromkeys(long["task"]):
@@ -114,7 +117,7 @@ def tradeoff_curves_markdown(long: pd.DataFrame) -> str:
         columns = [(id_set, "accuracy")] + [(e, m) for e in sets if e != id_set
                                             for m in sorted(set(of_task.loc[of_task["eval_set"] == e, "metric"]))]
         heads = [e if m == "accuracy" else f"{e} {m.removeprefix('accuracy/label=')}" for e, m in columns]
-        lines = [f"**{TASK_LABELS.get(task, task)}** (accuracy %, mean ± std over "
+        lines = [f"**{data_label(TASK_LABELS.get(task, task), (task_kinds or {}).get(task, ''))}** (accuracy %, mean ± std over "
                  f"{of_task['seed'].nunique()} seeds; {id_set} is in distribution)", "",
                  "| method | knob | value | " + " | ".join(heads) + " |", "|:---|:---|---:|" + "---:|" * len(columns)]
         keys = of_task[["method", "knob", "value"]].drop_duplicates()

@@ -166,6 +166,7 @@ def build_curves_figure(
     reference: pd.DataFrame | None = None,
     title: str | None = None,
     panels: Sequence[tuple[str, str]] | None = None,
+    task_kinds: Mapping[str, set[str]] | None = None,
 ) -> Figure:
     """A ``curve_table`` drawn as a grid of panels.
 
@@ -176,7 +177,8 @@ def build_curves_figure(
     legend below the grid. ``reference`` (columns task, eval_set, mean, std and optionally metric: e.g. the
     full fine-tuned model) is drawn as a dashed horizontal line with its band in the panels it matches.
     ``panels``, a list of (task, eval_set), selects and orders the panels (e.g. the in-distribution set
-    first, as in the paper; the table itself is sorted alphabetically).
+    first, as in the paper; the table itself is sorted alphabetically). ``task_kinds`` ({task: the kinds of its
+    data}) heads a synthetic task's panels "synthetic MNLI · hans".
     """
     _check_table(table, x)
     if reference is not None:
@@ -235,7 +237,7 @@ def build_curves_figure(
             if std > 0:
                 ax.axhspan(mean - std, mean + std, color="0.5", alpha=0.15, linewidth=0)
             handles.setdefault("full model", handle)
-        name = f"{task_label(task)} · {eval_set}"
+        name = f"{task_label(task, (task_kinds or {}).get(task, ''))} · {eval_set}"
         if metric is not None and (task, eval_set) in multi_metric:
             name += f" [{metric}]"
         ax.set_title(name, fontsize="medium")
@@ -264,10 +266,11 @@ def plot_curves(
     reference: pd.DataFrame | None = None,
     title: str | None = None,
     panels: Sequence[tuple[str, str]] | None = None,
+    task_kinds: Mapping[str, set[str]] | None = None,
 ) -> None:
-    """Draw ``build_curves_figure(table, x, reference, title, panels)`` and write it atomically as a PNG at
-    ``path``; missing parent folders are created."""
-    fig = build_curves_figure(table, x=x, reference=reference, title=title, panels=panels)
+    """Draw ``build_curves_figure(table, x, reference, title, panels, task_kinds)`` and write it atomically as a
+    PNG at ``path``; missing parent folders are created."""
+    fig = build_curves_figure(table, x=x, reference=reference, title=title, panels=panels, task_kinds=task_kinds)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=150, format="png")
 
@@ -277,6 +280,7 @@ def plot_sparsity_curves(
     path: str | Path,
     reference: pd.DataFrame | None = None,
     panels: Sequence[tuple[str, str]] | None = None,
+    task_kinds: Mapping[str, set[str]] | None = None,
 ) -> None:
     """Paper C Figures 2-6 and 8: score vs. sparsity (%) per (task, eval_set); see ``plot_curves``."""
     plot_curves(
@@ -286,6 +290,7 @@ def plot_sparsity_curves(
         reference=reference,
         title="Score vs. sparsity (mean ± std over seeds)",
         panels=panels,
+        task_kinds=task_kinds,
     )
 
 
@@ -294,6 +299,7 @@ def plot_timing_curves(
     path: str | Path,
     reference: pd.DataFrame | None = None,
     panels: Sequence[tuple[str, str]] | None = None,
+    task_kinds: Mapping[str, set[str]] | None = None,
 ) -> None:
     """Paper C Figure 7: score vs. the fine-tuning step the mask search started from (``start_step``
     column of ``curve_table(records, x="start_step")``); see ``plot_curves``."""
@@ -304,6 +310,7 @@ def plot_timing_curves(
         reference=reference,
         title="Score vs. start of the mask search (mean ± std over seeds)",
         panels=panels,
+        task_kinds=task_kinds,
     )
 
 
@@ -384,10 +391,11 @@ def table5(records: Iterable[Mapping], column_map: Mapping[str, object]) -> pd.D
     return out.astype({"mean": float, "std": float, "n_seeds": int, "paper": float})
 
 
-def table5_markdown(df: pd.DataFrame) -> str:
+def table5_markdown(df: pd.DataFrame, task_kinds: Mapping[str, set[str]] | None = None) -> str:
     """A wide Markdown Table 5: one row per (schedule, init), one column per (task, eval_set[, metric]) in
     ``df`` order, headed e.g. "MNLI · hans"; cells read "mean ± std (paper)" (``format_cell``; the std is
-    "–" with a single seed, a missing part or cell is "–")."""
+    "–" with a single seed, a missing part or cell is "–"); ``task_kinds`` heads a synthetic task's columns
+    "synthetic MNLI · hans"."""
     metric_col = "metric" in df.columns
     cols = list(
         dict.fromkeys(
@@ -406,7 +414,7 @@ def table5_markdown(df: pd.DataFrame) -> str:
         return str(text).replace("|", "\\|")
 
     def head(task: str, eval_set: str, metric: str | None) -> str:
-        name = f"{task_label(task)} · {eval_set}"
+        name = f"{task_label(task, (task_kinds or {}).get(task, ''))} · {eval_set}"
         return f"{name} [{metric}]" if metric is not None and pairs.count((task, eval_set)) > 1 else name
 
     header = ["Schedule", "Init"] + [head(*c) for c in cols]

@@ -17,7 +17,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-LONG_COLUMNS = ["row", "task", "eval_set", "metric", "mean", "std", "n_seeds", "paper", "column"]
+from maskbench.report.captions import data_kind, data_label, resolve_kinds
+
+# data: the kind of the column's evaluation set (report.captions.data_kind of its source: real / synthetic; "" when
+# the evaluation JSONs do not say), so that a heading can say "synthetic MNLI" where the data is not the paper's
+LONG_COLUMNS = ["row", "task", "eval_set", "metric", "mean", "std", "n_seeds", "paper", "column", "data"]
 
 ROW_LABELS = {
     "baseline": "Baseline",
@@ -126,12 +130,14 @@ def build_table1(evals: list[dict], columns: dict[str, dict], rows: list[str]) -
     """Long Table 1: one line per (row, column) with at least one evaluation JSON.
 
     ``mean``/``std`` are over seeds (sample std, ddof=1; NaN with a single seed), ``paper`` is
-    paper A's figure for that row and column (NaN where it has none). Lines follow the order of
-    ``rows``, then of ``columns``. Rows without any evaluation are left out, never filled in.
+    paper A's figure for that row and column (NaN where it has none), ``data`` the kind of the evaluation set's
+    source (``column_kinds``). Lines follow the order of ``rows``, then of ``columns``. Rows without any evaluation
+    are left out, never filled in.
     """
     _check_columns(columns)
     index = _index_evals(evals)
     paper = load_paper_table1()
+    kinds = column_kinds(evals, columns)
     records = []
     for row in rows:
         for name, spec in columns.items():
@@ -158,10 +164,33 @@ def build_table1(evals: list[dict], columns: dict[str, dict], rows: list[str]) -
                     "n_seeds": len(values),
                     "paper": paper_value(paper, row, name),
                     "column": name,
+                    "data": kinds[name],
                 }
             )
     long = pd.DataFrame.from_records(records, columns=LONG_COLUMNS)
     return long.astype({"mean": float, "std": float, "n_seeds": int, "paper": float})
+
+
+def eval_set_kinds(evals: Iterable[Mapping]) -> dict[tuple[str, str], str]:
+    """{(task, evaluation set): the kind of its data} from the evaluation JSONs' ``dataset_meta.source``
+    (``report.captions.data_kind``: real / synthetic; a derived set takes its task's kind; "" when no JSON says)."""
+    sources = {(str(ev["task"]), str(ev["eval_set"])): str((ev.get("dataset_meta") or {}).get("source", ""))
+               for ev in evals}
+    return resolve_kinds({key: (key[0], data_kind(source) if source else "") for key, source in sources.items()})
+
+
+def task_kinds(evals: Iterable[Mapping]) -> dict[str, set[str]]:
+    """{task: the kinds of its evaluation sets' data} (``eval_set_kinds``)."""
+    out: dict[str, set[str]] = {}
+    for (task, _), kind in eval_set_kinds(evals).items():
+        out.setdefault(task, set()).add(kind)
+    return out
+
+
+def column_kinds(evals: Iterable[Mapping], columns: Mapping[str, Mapping]) -> dict[str, str]:
+    """{column: the kind of its evaluation set's data} (``eval_set_kinds``; "" for a set no JSON has)."""
+    kinds = eval_set_kinds(evals)
+    return {name: kinds.get((str(spec["task"]), str(spec["eval_set"])), "") for name, spec in columns.items()}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -173,8 +202,17 @@ def column_label(name: str, spec: Mapping) -> str:
     return str(spec.get("label", COLUMN_LABELS.get(name, name)))
 
 
-def task_label(task: str) -> str:
-    return TASK_LABELS.get(task, task.upper())
+def task_label(task: str, kind: str | Iterable[str] = "") -> str:
+    """A task's display name ("MNLI"), as its data is: "synthetic MNLI" for data of kind synthetic
+    (``report.captions.data_label``)."""
+    return data_label(TASK_LABELS.get(task, task.upper()), kind)
+
+
+def kinds_by_column(long: pd.DataFrame) -> dict[str, str]:
+    """{column: data kind} of a long Table 1 (empty for a table written before the ``data`` column)."""
+    if "data" not in long.columns or "column" not in long.columns:
+        return {}
+    return {str(c): ("" if pd.isna(k) else str(k)) for c, k in zip(long["column"], long["data"], strict=True)}
 
 
 def column_groups(columns: Mapping[str, Mapping]) -> list[tuple[str, list[str]]]:
@@ -245,7 +283,9 @@ def to_markdown(
     def esc(text: str) -> str:
         return text.replace("|", "\\|")
 
-    header = ["Method"] + [f"{task_label(columns[n]['task'])} {column_label(n, columns[n])}" for n in names]
+    kinds = kinds_by_column(long)
+    header = ["Method"] + [f"{task_label(columns[n]['task'], kinds.get(n, ''))} {column_label(n, columns[n])}"
+                           for n in names]
     lines = [
         "| " + " | ".join(esc(h) for h in header) + " |",
         "|" + "|".join([":---"] + ["---:"] * len(names)) + "|",
@@ -288,9 +328,11 @@ def to_latex(
     names = _ordered(columns)
     spec = "l" + "".join("c" * len(group) for _, group in groups)
 
+    kinds = kinds_by_column(long)
     group_heads, rules, start = [], [], 2
     for task, group in groups:
-        group_heads.append(rf"\multicolumn{{{len(group)}}}{{c}}{{{latex_escape(task_label(task))}}}")
+        label = task_label(task, [kinds.get(n, "") for n in group])
+        group_heads.append(rf"\multicolumn{{{len(group)}}}{{c}}{{{latex_escape(label)}}}")
         rules.append(rf"\cmidrule(lr){{{start}-{start + len(group) - 1}}}")
         start += len(group)
     sub_heads = [latex_escape(column_label(n, columns[n])) for n in names]

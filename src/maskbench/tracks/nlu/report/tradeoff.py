@@ -9,8 +9,9 @@ evaluation JSONs alone this module builds
   non-duplicate: a method that trades one half against the other shows it there);
 - the summary: per (task, method, knob, OOD set) the best OOD accuracy at an ID drop of at most d points,
   interpolated along the curve (``best_ood_at_drop``), its spread over seeds, and a verdict (``verdict``):
-  "debiases", "trades ID for OOD", "trades OOD subsets" or "no effect" — said only with 3 seeds or more; with
-  fewer the summary says what moved and "no verdict" (``worded_verdict``);
+  "debiases", "trades ID for OOD", "trades OOD subsets" or "hurts" only for a change beyond 2 standard errors
+  over 3 seeds or more, "moves" (what moved, no verdict) with fewer, "within noise" otherwise — the words of
+  ``maskbench.report.evidence``, always written with their numbers;
 - the selection rule, which needs no OOD label (``select_point``): the strongest value of the row's first knob
   whose mean ID dev accuracy stays within delta points of the baseline's.
 """
@@ -19,9 +20,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from maskbench.report.evidence import (
+    MOVES,
+    WITHIN,
+    beyond_noise,
+    caveat,
+    evidence_word,
+    numbers,
+    se_of_difference,
+)
 
 LONG_COLUMNS = ["track", "task", "method", "knob", "value", "seed", "eval_set", "metric", "score"]
 BASELINE = "baseline"
@@ -106,45 +118,95 @@ def _curve(by_value_id: Mapping[float, float], by_value_ood: Mapping[float, floa
     return [(by_value_id[v], by_value_ood[v]) for v in values]
 
 
-VERDICTS = ("debiases", "trades ID for OOD", "trades OOD subsets", "no effect")
-# a verdict needs at least this many seeds; below it the summary says what moved and that it is no verdict
-VERDICT_SEEDS = 3
-MOVED = {"debiases": "OOD up within the ID cost", "trades ID for OOD": "OOD up at a larger ID cost",
-         "trades OOD subsets": "OOD subsets traded", "no effect": "no move beyond the spread"}
+VERDICTS = ("debiases", "trades ID for OOD", "trades OOD subsets", "hurts", MOVES, WITHIN)
+# what a curve does beyond noise, whatever the seeds -> the word it earns with at least MIN_SEEDS seeds
+CLAIMS = {"OOD up within the ID cost": "debiases", "OOD up at a larger ID cost": "trades ID for OOD",
+          "OOD subsets traded": "trades OOD subsets", "OOD down": "hurts"}
 
 
-def worded_verdict(kind: str, n_seeds: int) -> str:
-    """The verdict as the summary writes it: the word itself with at least VERDICT_SEEDS seeds, else what moved,
-    marked as no verdict ("debiases" is only said beside an effect beyond its spread over 3 seeds or more)."""
-    if n_seeds >= VERDICT_SEEDS:
-        return kind
-    return f"{MOVED[kind]} ({n_seeds} seed{'' if n_seeds == 1 else 's'}: no verdict)"
+@dataclass(frozen=True)
+class Change:
+    """A change against the baseline: its size, the standard error of that difference of means
+    (``evidence.se_of_difference``) and the smaller side's number of seeds."""
+
+    effect: float
+    se: float
+    n_seeds: int
 
 
-def _beyond(change: float, spread: float) -> bool:
-    return change > (0.0 if math.isnan(spread) else spread)
+@dataclass(frozen=True)
+class Verdict:
+    """A curve's verdict on one OOD set: the word (one of ``VERDICTS``), what moved beyond noise (a key of
+    ``CLAIMS``; "" when nothing did), the knob value that decides it with its ID drop, the deciding change and the
+    gold label it is of ("" for the OOD accuracy itself)."""
+
+    word: str
+    moved: str
+    value: float
+    id_drop: float
+    change: Change
+    label: str = ""
+
+    def text(self) -> str:
+        """As the summary writes it, with its numbers: ``"debiases (at 0.1, ID drop 1.00: OOD +5.00 ± 1.15 SE,
+        3 seeds)"``, ``"moves: OOD up within the ID cost (at 0.03, ID drop 1.95: OOD +2.25 ± 0.32 SE, 2 seeds: no
+        verdict)"``."""
+        head = f"{self.word}: {self.moved}" if self.word == MOVES else self.word
+        what = f"{self.label} accuracy" if self.label else "OOD"
+        drop = "–" if math.isnan(self.id_drop) else f"{self.id_drop:.2f}"
+        return (f"{head} (at {format(self.value, 'g')}, ID drop {drop}: {what} "
+                f"{numbers(self.change.effect, self.change.se, self.change.n_seeds)}{caveat(self.word)})")
 
 
-def trades_subsets(moves: Sequence[tuple[float, float]]) -> bool:
-    """One gold label's accuracy rises and another's falls, each beyond its spread. ``moves``: (change, spread)."""
-    return any(_beyond(c, s) for c, s in moves) and any(_beyond(-c, s) for c, s in moves)
+def _up(change: Change) -> bool:
+    return change.effect > 0 and beyond_noise(change.effect, change.se)
 
 
-def verdict(gains: Sequence[tuple[float, float, float]], max_drop: float,
-            label_moves: Sequence[Sequence[tuple[float, float]]]) -> str:
-    """What a curve does to one OOD set. ``gains``: (ID drop, OOD gain, its spread) per knob value against the
-    baseline; ``label_moves``: per knob value, (change, spread) per gold label.
+def _down(change: Change) -> bool:
+    return change.effect < 0 and beyond_noise(change.effect, change.se)
 
-    "debiases": some value raises the OOD accuracy by more than its spread while its mean ID accuracy drops by at
-    most ``max_drop`` points; "trades ID for OOD": only values that cost more ID than that do; "trades OOD subsets":
-    no value raises the OOD accuracy beyond its spread, but at some value one label's accuracy rises and another's
-    falls, each beyond its spread (HANS: the heuristic strengthened or inverted); "no effect" otherwise."""
-    raising = [drop for drop, gain, spread in gains if _beyond(gain, spread)]
-    if any(drop <= max_drop for drop in raising):
-        return "debiases"
-    if raising:
-        return "trades ID for OOD"
-    return "trades OOD subsets" if any(trades_subsets(m) for m in label_moves) else "no effect"
+
+def trades_subsets(moves: Sequence[tuple[str, Change]]) -> bool:
+    """One gold label's accuracy rises and another's falls, each beyond noise (``evidence.beyond_noise``)."""
+    return any(_up(c) for _, c in moves) and any(_down(c) for _, c in moves)
+
+
+def verdict(gains: Mapping[float, tuple[float, Change]], max_drop: float,
+            label_moves: Mapping[float, Sequence[tuple[str, Change]]]) -> Verdict:
+    """What a curve does to one OOD set. ``gains``: per knob value, (its mean ID drop, its OOD accuracy change
+    against the baseline); ``label_moves``: per knob value, (gold label, that label's accuracy change) per label.
+
+    First what moved beyond noise (``evidence.beyond_noise``: more than 2 standard errors of the difference),
+    whatever the seeds: "OOD up within the ID cost" when some value raises the OOD accuracy at an ID drop of at most
+    ``max_drop``; "OOD up at a larger ID cost" when only costlier values do; "OOD subsets traded" when none does but
+    at some value one label's accuracy rises and another's falls (HANS: the heuristic strengthened or inverted);
+    "OOD down" when some value lowers it and none raises it. The deciding change is the largest such gain (for a
+    trade: the largest label change there; for a fall: the largest fall). The word is ``evidence.evidence_word`` of
+    that change: the claim of ``CLAIMS`` with at least 3 seeds, "moves" with fewer; "within noise" when nothing
+    moved (numbers then at the value of the largest OOD accuracy)."""
+    up = [v for v, (_, c) in gains.items() if _up(c)]
+    cheap = [v for v in up if gains[v][0] <= max_drop]
+    trading = [v for v in gains if trades_subsets(label_moves.get(v, []))]
+    label = ""
+    if up:
+        moved = "OOD up within the ID cost" if cheap else "OOD up at a larger ID cost"
+        value = max(cheap or up, key=lambda v: (gains[v][1].effect, -v))
+        change = gains[value][1]
+    elif trading:
+        moved = "OOD subsets traded"
+        value = max(trading, key=lambda v: max(abs(c.effect) for _, c in label_moves[v]))
+        label, change = max(label_moves[value], key=lambda m: abs(m[1].effect))
+    elif any(_down(c) for _, c in gains.values()):
+        moved = "OOD down"
+        value = min(gains, key=lambda v: (gains[v][1].effect, v))
+        change = gains[value][1]
+    else:
+        moved = ""
+        value = max(gains, key=lambda v: (gains[v][1].effect, -v))
+        change = gains[value][1]
+    claim = CLAIMS.get(moved, WITHIN)
+    word = evidence_word(change.effect, change.se, change.n_seeds, up=claim, down=claim)
+    return Verdict(word, moved, value, gains[value][0], change, label)
 
 
 def summarise(long: pd.DataFrame, lines: Sequence[Mapping], id_sets: Mapping[str, str], drops: Sequence[float]
@@ -152,8 +214,10 @@ def summarise(long: pd.DataFrame, lines: Sequence[Mapping], id_sets: Mapping[str
     """Per (task, method, knob, OOD set): the baseline's OOD accuracy, the best OOD accuracy at an ID drop of at
     most each d (mean curve; its spread = the std over seeds of the same quantity on each seed's own curve against
     that seed's baseline), the value of the largest OOD accuracy with its gain over the baseline, the gain's spread
-    (sqrt of the two variances), its ID drop and its per-label changes, and the verdict (``verdict``, the largest d
-    as the ID cost a debiasing method may have). ``lines``: {task, method, knob}."""
+    (sqrt of the two variances) and standard error (``evidence.se_of_difference``), its ID drop and its per-label
+    changes, and the verdict (``verdict``, the largest d as the ID cost a debiasing method may have): ``verdict``
+    its text with the numbers, ``verdict_word`` the word alone, ``verdict_at`` the deciding value. ``lines``:
+    {task, method, knob}."""
     records = []
     for line in lines:
         task, method, knob = str(line["task"]), str(line["method"]), str(line["knob"])
@@ -182,33 +246,41 @@ def summarise(long: pd.DataFrame, lines: Sequence[Mapping], id_sets: Mapping[str
                                              base_id[seed], d) for seed in seeds]
                 per_seed = [x for x in per_seed if not math.isnan(x)]
                 record[f"best_ood_id_drop_{format(d, 'g')}_std"] = mean_std(per_seed)[1]
-            gains = {}
-            for v, by_seed in oods.items():
-                point_std = mean_std(list(by_seed.values()))[1]
-                gains[v] = (base_id_mean - mean_id.get(v, math.nan), mean_ood[v] - base_ood_mean,
-                            math.sqrt(sum(x ** 2 for x in (point_std, base_ood_std) if not math.isnan(x))))
+            gains = {v: (base_id_mean - mean_id.get(v, math.nan), _change(by_seed, base_ood))
+                     for v, by_seed in oods.items()}
             best_value = max(mean_ood, key=lambda v: (mean_ood[v], -v))
-            _, gain, spread = gains[best_value]
+            best = gains[best_value][1]
             moves = {v: _label_moves(long, task, method, knob, eval_set, v) for v in mean_ood}
-            kind = verdict(list(gains.values()), max(drops), [[m[1:] for m in ms] for ms in moves.values()])
-            shown = best_value  # the per-label changes at the largest OOD accuracy, or where the subsets trade
-            if kind == "trades OOD subsets":
-                shown = max((v for v, ms in moves.items() if trades_subsets([m[1:] for m in ms])),
-                            key=lambda v: max(abs(m[1]) for m in moves[v]))
-            for label, change, _ in moves[shown]:
-                record[f"change_{label}"] = change
+            decided = verdict(gains, max(drops), moves)
+            # the per-label changes where the subsets trade, else at the largest OOD accuracy
+            shown = decided.value if decided.moved == "OOD subsets traded" else best_value
+            for label, change in moves[shown]:
+                record[f"change_{label}"] = change.effect
             record.update({"best_value": best_value, "best_id": mean_id.get(best_value, math.nan),
-                           "best_ood": mean_ood[best_value], "ood_gain": gain, "ood_gain_spread": spread,
-                           "id_drop": gains[best_value][0], "changes_at": shown,
-                           "verdict": worded_verdict(kind, len(seeds)),
+                           "best_ood": mean_ood[best_value], "ood_gain": best.effect,
+                           "ood_gain_spread": _spread(mean_std(list(oods[best_value].values()))[1], base_ood_std),
+                           "ood_gain_se": best.se, "id_drop": gains[best_value][0], "changes_at": shown,
+                           "verdict": decided.text(), "verdict_word": decided.word, "verdict_at": decided.value,
                            "n_seeds": len(seeds)})
             records.append(record)
     return pd.DataFrame.from_records(records)
 
 
+def _spread(std_a: float, std_b: float) -> float:
+    """sqrt(std_a² + std_b²), the NaN ones left out; NaN when both are (a single seed each: no spread)."""
+    known = [x for x in (std_a, std_b) if not math.isnan(x)]
+    return math.sqrt(sum(x ** 2 for x in known)) if known else math.nan
+
+
+def _change(at: Mapping[int, float], base: Mapping[int, float]) -> Change:
+    """The change of the mean over seeds of ``at`` against that of ``base`` ({seed: score} each)."""
+    (m_at, s_at), (m_base, s_base) = mean_std(list(at.values())), mean_std(list(base.values()))
+    return Change(m_at - m_base, se_of_difference(s_at, len(at), s_base, len(base)), min(len(at), len(base)))
+
+
 def _label_moves(long: pd.DataFrame, task: str, method: str, knob: str, eval_set: str, value: float
-                 ) -> list[tuple[str, float, float]]:
-    """(label, change against the baseline, spread of the change) of each gold label's accuracy at ``value``."""
+                 ) -> list[tuple[str, Change]]:
+    """(label, change against the baseline) of each gold label's accuracy at ``value``."""
     moves = []
     for metric in sorted(set(long.loc[(long["task"] == task) & (long["eval_set"] == eval_set), "metric"])):
         if not metric.startswith("accuracy/label="):
@@ -217,9 +289,7 @@ def _label_moves(long: pd.DataFrame, task: str, method: str, knob: str, eval_set
         base = baseline_scores(long, task, eval_set, metric)
         if not at or not base:
             continue
-        (m_at, s_at), (m_base, s_base) = mean_std(list(at.values())), mean_std(list(base.values()))
-        moves.append((metric.removeprefix("accuracy/label="), m_at - m_base,
-                      math.sqrt(sum(x ** 2 for x in (s_at, s_base) if not math.isnan(x)))))
+        moves.append((metric.removeprefix("accuracy/label="), _change(at, base)))
     return moves
 
 
@@ -260,14 +330,16 @@ def baseline_point(long: pd.DataFrame, task: str, id_set: str, ood_set: str) -> 
 
 def build_tradeoff_figure(long: pd.DataFrame, task: str, id_set: str, ood_set: str, lines: Sequence[Mapping],
                           paper_points: Mapping[str, tuple[float, float]] | None = None,
-                          labels: Mapping[str, str] | None = None):
+                          labels: Mapping[str, str] | None = None, task_name: str | None = None):
     """ID accuracy (x) against OOD accuracy (y) for one task and OOD set: a line per (method, knob) through its
     values (mean ± std over seeds as error bars, each point labelled with its value), the baseline as a star,
     paper A's reported (ID, OOD) of a method as a hollow diamond in the line's colour and of its baseline as a
-    hollow star; every marker is named in the legend, under the axes."""
+    hollow star; every marker drawn is named in the legend, under the axes. ``task_name``: the task as its data is
+    ("synthetic MNLI"; default the task's id)."""
     from matplotlib.figure import Figure
 
     labels = labels or {}
+    paper_drawn = False  # a method's reported point drawn: the legend names the hollow diamond
     fig = Figure(figsize=(7.5, 5.2), layout="constrained")
     ax = fig.subplots()
     for i, line in enumerate(lines):
@@ -285,6 +357,7 @@ def build_tradeoff_figure(long: pd.DataFrame, task: str, id_set: str, ood_set: s
         paper = (paper_points or {}).get(method)
         if paper is not None and not any(math.isnan(x) for x in paper):
             ax.scatter([paper[0]], [paper[1]], marker="D", s=40, facecolors="none", edgecolors=color, zorder=3)
+            paper_drawn = True
     base = baseline_point(long, task, id_set, ood_set)
     if not base.empty:
         ax.errorbar(base["id_mean"], base["ood_mean"], xerr=base["id_std"].fillna(0.0),
@@ -294,12 +367,14 @@ def build_tradeoff_figure(long: pd.DataFrame, task: str, id_set: str, ood_set: s
     if paper_base is not None and not any(math.isnan(x) for x in paper_base):
         ax.scatter([paper_base[0]], [paper_base[1]], marker="*", s=120, facecolors="none", edgecolors="black",
                    label="paper A's baseline (its BERT-base, its data)")
-    if any(method != BASELINE for method in (paper_points or {})):
-        ax.scatter([], [], marker="D", facecolors="none", edgecolors="0.3", label="paper A's reported point")
+    if paper_drawn:
+        ax.scatter([], [], marker="D", facecolors="none", edgecolors="0.3",
+                   label="paper A's reported point (its BERT-base, its data)")
     ax.set_xlabel(f"{id_set} accuracy (%, in distribution)")
     ax.set_ylabel(f"{ood_set} accuracy (%, out of distribution)")
     # two short lines: a one-line title wider than the axes was clipped at its start
-    ax.set_title(f"{task}: ID against OOD along each method's strength knob\n(mean ± std over seeds)", fontsize=10)
+    ax.set_title(f"{task_name or task}: ID against OOD along each method's strength knob\n(mean ± std over seeds)",
+                 fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     return fig

@@ -4,7 +4,7 @@ mean ± std over seeds, and Tables 1–6 beside the paper's numbers where ../sha
 
 Tables (paper D's numbering): 1 the gamma sweep, 2 Biased-MNIST per rho, 3 CelebA per target (offline: the
 two-attribute stand-in), 4 Corrupted CIFAR-10 per rho (offline: the Corrupted-MNIST stand-in), 5 Multi-Color MNIST
-per background group, 6 FFW on models trained for fewer epochs. A dataset says which of 2–5 it reproduces
+per background group, 6 FFW on models trained for fewer epochs. A dataset says which of 2–5 it rebuilds
 (config ``vision.datasets.<name>.table``); a level names the paper's row it stands for (``paper_row``, default its
 rho or its name).
 """

