@@ -203,9 +203,9 @@ def test_workflow_knows_which_losses_need_a_teacher():
     import re
     from pathlib import Path
 
+    from maskbench.objectives.losses import NEEDS
     from maskbench.objectives.needs import NEEDS as PLANNED
     from maskbench.objectives.needs import needing
-    from maskbench.objectives.losses import NEEDS
 
     # the rules plan a loss's inputs from maskbench.objectives.needs (torch-free), the losses check keywords against NEEDS
     assert PLANNED == NEEDS

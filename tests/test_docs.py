@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
-from pathlib import Path
 
 import pytest
 from test_workflow import REPO, planned_jobs
@@ -19,7 +18,9 @@ PAGES = sorted([REPO / "README.md", REPO / "CHANGELOG.md", REPO / "results" / "R
 # what decides a run's outputs (as maskbench.tools.readme_tables stamps them)
 CODE_PATHS = ("src", "rules", "schemas", "configs", "config.yaml", "Snakefile")
 SECTION = re.compile(r"<!-- generated:(\w+) -->\n(.*?)<!-- /generated:\1 -->", re.S)
-STAMP = re.compile(r"from the outputs of commit `([0-9a-f]{7,40})`")
+# the commit that wrote a section: `readme_tables` checks that the run's code is the report's or says what changed
+# and how the numbers were checked; an older stamp names only the outputs' commit
+STAMP = re.compile(r"readme_tables` at commit `([0-9a-f]{7,40})`|from the outputs of commit `([0-9a-f]{7,40})`")
 CHECKED = re.compile(r"\*Checked through commit `([0-9a-f]{7,40})`: [^*]+\*")
 # a section whose outputs were not made again says so, in the open (its numbers may have moved since)
 NOT_RERUN = re.compile(r"\*Not re-run since the stamp: [^*]+\*")
@@ -164,11 +165,12 @@ def test_every_generated_section_is_stamped_with_head_code_or_says_how_it_was_ch
         pytest.skip("a shallow clone has not the stamped commits")
     stamp = STAMP.search(body)
     assert stamp, f"{page.relative_to(REPO)}: generated:{name} has no stamp"
-    assert git("cat-file", "-e", stamp.group(1) + "^{commit}").returncode == 0, f"no commit {stamp.group(1)}"
-    if code_equals_head(stamp.group(1)) or NOT_RERUN.search(body):
+    commit = stamp.group(1) or stamp.group(2)
+    assert git("cat-file", "-e", commit + "^{commit}").returncode == 0, f"no commit {commit}"
+    if code_equals_head(commit) or NOT_RERUN.search(body):
         return
     checked = CHECKED.findall(body)
-    assert checked, (f"{page.relative_to(REPO)}: generated:{name} comes from {stamp.group(1)}, whose code differs "
+    assert checked, (f"{page.relative_to(REPO)}: generated:{name} comes from {commit}, whose code differs "
                      f"from HEAD's, and says through which later commit it was checked nowhere "
                      f"(a line '*Checked through commit `X`: how*')")
     assert code_equals_head(checked[-1]), (f"{page.relative_to(REPO)}: generated:{name} was checked through "

@@ -11,12 +11,12 @@ from tiny_models import tiny_bert as shared_tiny_bert
 from torch import nn
 from torch.nn.utils import parametrize
 
-from maskbench.objectives.losses import get_loss
 from maskbench.masking.deciders import Magnitude, ThresholdMaskTraining
 from maskbench.masking.engine import Masked, detach_parametrizations, plain_parameter_name
 from maskbench.masking.granularity import Weight
 from maskbench.masking.ranking import local_threshold, magnitude_init, prune_count
 from maskbench.masking.selectors import ENCODER_KINDS, select_linear
+from maskbench.objectives.losses import get_loss
 from maskbench.text.classifier_training import classification_objective
 from maskbench.tracks.nlu.srnet_pruning import (
     MaskTraining,

@@ -10,12 +10,12 @@ from safetensors.torch import load_file
 
 from maskbench.data.schema import write_prepared
 from maskbench.data.synthetic import generate
-from maskbench.objectives.losses import get_loss
 from maskbench.masking.apply import MaskMismatchError, model_fingerprint
 from maskbench.masking.codec import read_mask_file, write_mask_file
 from maskbench.masking.engine import plain_parameter_name
 from maskbench.masking.ranking import prune_count
 from maskbench.masking.selectors import ENCODER_KINDS, select_linear
+from maskbench.objectives.losses import get_loss
 from maskbench.steps.nlu import finetune as finetune_cli
 from maskbench.steps.nlu import srnet_imp, srnet_mask_train, srnet_retrain
 from maskbench.text.batches import EncodedPairs

@@ -7,11 +7,11 @@ import torch.nn.functional as F
 from tiny_models import FeatureBatches, RandomBatches, tiny_bert, tiny_conv_net
 from torch import nn
 
-from maskbench.objectives.losses import get_loss
 from maskbench.masking.deciders import MovementSigmoid
 from maskbench.masking.engine import attach
 from maskbench.masking.selectors import ENCODER_KINDS
 from maskbench.objectives.logits import logits_objective
+from maskbench.objectives.losses import get_loss
 from maskbench.text.classifier_training import classification_objective
 from maskbench.train import EvalHook, Hook, TrainHParams, fit, trainable_groups
 

@@ -10,8 +10,8 @@ import pandas as pd
 import torch
 
 from maskbench.data.schema import DataError, read_prepared
-from maskbench.objectives.losses import NEEDS
 from maskbench.objectives.logits import logits_objective
+from maskbench.objectives.losses import NEEDS
 from maskbench.text.batches import EncodedPairs, model_inputs, predict_proba
 from maskbench.train import TrainHParams, trainable_groups
 

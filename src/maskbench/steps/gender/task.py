@@ -23,8 +23,8 @@ from pathlib import Path
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import read_prepared
-from maskbench.objectives.losses import get_loss
 from maskbench.metrics import GLUE_METRICS, glue_scores
+from maskbench.objectives.losses import get_loss
 from maskbench.steps import run_step
 from maskbench.text.batches import EncodedPairs, predict_proba
 from maskbench.text.classifier_training import objective_and_groups, read_dev

@@ -20,8 +20,8 @@ from pathlib import Path
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import DataError
-from maskbench.objectives.losses import get_loss
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
+from maskbench.objectives.losses import get_loss
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.steps import run_step
 from maskbench.text.batches import EncodedPairs

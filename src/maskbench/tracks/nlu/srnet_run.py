@@ -20,10 +20,10 @@ import pandas as pd
 from maskbench import runtime
 from maskbench.data.mixing import mix_training_sets, parse_mix
 from maskbench.data.schema import DataError
-from maskbench.objectives.losses import NEEDS, get_loss
 from maskbench.masking.apply import model_fingerprint
 from maskbench.masking.codec import read_mask_file
 from maskbench.masking.selectors import select_linear
+from maskbench.objectives.losses import NEEDS, get_loss
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.text.batches import EncodedPairs
 from maskbench.text.classifier_training import accuracy_on
