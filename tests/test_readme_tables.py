@@ -1,4 +1,5 @@
-"""The README's generated sections: replaced between their markers only, effects by hand, stamped with HEAD."""
+"""The generated sections of README.md and the docs/ pages: replaced between their markers only, effects by hand,
+stamped with HEAD."""
 
 import json
 import math
@@ -107,6 +108,53 @@ def test_the_step_copies_the_tradeoff_figures_and_fills_the_baseline_curve(tmp_p
     assert "![mnli_hans: ID accuracy against hans accuracy](docs/figures/r_tradeoff_mnli_hans.png)" in text
     assert "| 1 | 48.00 |" in text and f"`{tables / 'baseline_curve.md'}`" in text
     assert "| md_x | learning_rate | 0.1 | 71.0 ± 1.4 | 71.0 ± 1.4 |" in text  # mean and sample std by hand
+
+
+def test_a_page_in_docs_is_stamped_refused_on_a_changed_tree_and_links_figures_from_its_folder(tmp_path):
+    """A page below docs/ holds sections as README.md does: the changed-code check looks at the repository's src/,
+    not at docs/src/, and a copied figure is linked relative to the page."""
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "docs").mkdir()
+    (repo / "src/code.py").write_text("x = 1\n")
+    page = repo / "docs/paper-a.md"
+    page.write_text("".join(f"<!-- generated:p_{n} -->\n<!-- /generated:p_{n} -->\n"
+                            for n in ("table1", "effects", "tradeoff")))
+    git(repo, "init", "-q")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "start")
+    tables, figures = tmp_path / "results/p/tables", tmp_path / "results/p/figures/tradeoff"
+    tables.mkdir(parents=True)
+    figures.mkdir(parents=True)
+    long_table().to_csv(tables / "table1.csv", index=False)
+    (tables / "table1.md").write_text("| Method | MNLI HANS |\n|:---|---:|\n| Baseline | 70.00 ± 1.00 (–) |\n")
+    pd.DataFrame([{"task": "mnli", "eval_set": e, "metric": "accuracy", "method": m, "knob": k, "value": v,
+                   "seed": seed, "score": base + seed}
+                  for m, k, v, base in (("baseline", "", None, 60.0), ("md_x", "learning_rate", 0.1, 70.0))
+                  for seed in (1, 2) for e in ("mnli_dev", "hans")]).to_csv(tables / "tradeoff.csv", index=False)
+    (tables / "tradeoff_summary.md").write_text("summary\n")
+    pd.DataFrame(columns=["task", "method", "knob", "candidates", "value", "id_mean", "baseline_id", "within_delta",
+                          "delta"]).to_csv(tables / "tradeoff_selection.csv", index=False)
+    (figures / "mnli_hans.png").write_bytes(b"\x89PNG")
+    argv = ["--readme", str(page), "--tables", str(tables), "--name", "p", "--command", "c", "--wall", "1 min",
+            "--figures", str(repo / "docs/figures")]
+    assert readme_tables.main(argv) == 0
+    text = page.read_text()
+    assert "![mnli_hans: ID accuracy against hans accuracy](figures/p_tradeoff_mnli_hans.png)" in text
+    commit = git(repo, "rev-parse", "--short", "HEAD").strip()
+    assert f"from the outputs of commit `{commit}`" in text
+    (repo / "src/code.py").write_text("x = 2\n")
+    with pytest.raises(SystemExit, match="the tree differs from HEAD"):
+        readme_tables.main(argv)
+
+
+def test_without_readme_each_kind_writes_its_paper_page():
+    base = ["--command", "c", "--wall", "1 min"]
+    assert readme_tables.parse_args(base).readme.as_posix() == "docs/paper-a.md"
+    pages = {kind: readme_tables.parse_args([*base, "--kind", kind]).readme.as_posix() for kind in readme_tables.KINDS}
+    assert pages == {"table1": "docs/paper-a.md", "srnets": "docs/paper-c.md", "vision": "docs/paper-d.md",
+                     "gender": "docs/paper-b.md"}
+    assert readme_tables.parse_args([*base, "--readme", "README.md"]).readme.as_posix() == "README.md"
 
 
 def test_the_data_caption_names_every_set_its_kind_size_the_model_and_seeds():

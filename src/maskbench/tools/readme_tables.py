@@ -1,7 +1,10 @@
-"""Write a run's Table 1 and its effects against the baseline into the README's generated sections, stamped.
+"""Write a run's Table 1 and its effects against the baseline into a page's generated sections, stamped.
 
-    python -m maskbench.tools.readme_tables --readme README.md --tables results/tables --name default \\
-        --command "snakemake --cores 2" --wall "22 min 40 s"
+    python -m maskbench.tools.readme_tables --readme docs/paper-a.md --tables results/tables --name default \\
+        --command "snakemake --cores 2" --wall "27 min 30 s" --config config.yaml
+
+`--readme` is the Markdown file that holds the sections (any file: README.md or a page of docs/); without it, the
+kind's page: docs/paper-a.md (table1), docs/paper-c.md (srnets), docs/paper-d.md (vision), docs/paper-b.md (gender).
 
 Rewrites, between their markers, each headed by the commit the outputs came from, the command and the wall time:
 `--kind table1` (default): `<NAME>_table1` (results/tables/table1.md), `<NAME>_effects` (every row minus the
@@ -45,6 +48,9 @@ from maskbench.tracks.vision.report.readme_sections import shrunk_models_markdow
 # what decides a run's outputs; a change here that is not committed means the outputs are not HEAD's
 CODE_PATHS = ("src", "rules", "schemas", "configs", "config.yaml", "Snakefile")
 KINDS = ("table1", "srnets", "vision", "gender")
+# the page that holds each kind's sections when --readme is not given
+PAGES = {"table1": Path("docs/paper-a.md"), "srnets": Path("docs/paper-c.md"), "vision": Path("docs/paper-d.md"),
+         "gender": Path("docs/paper-b.md")}
 
 
 @dataclass
@@ -62,7 +68,9 @@ class Args:
 def parse_args(argv: list[str] | None = None) -> Args:
     parser = argparse.ArgumentParser(prog="python -m maskbench.tools.readme_tables",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--readme", type=Path, default=Path("README.md"))
+    parser.add_argument("--readme", type=Path, default=None,
+                        help="the Markdown file holding the sections (default: the kind's page, " +
+                             ", ".join(f"{k}: {v}" for k, v in PAGES.items()) + ")")
     parser.add_argument("--tables", type=Path, default=Path("results/tables"), help="the run's results/tables")
     parser.add_argument("--name", default="default", help="section prefix: <name>_table1, <name>_effects")
     parser.add_argument("--command", required=True, help="the command that produced the outputs")
@@ -75,11 +83,14 @@ def parse_args(argv: list[str] | None = None) -> Args:
                         help="a folder of the repository (docs/figures) that receives the run's trade-off figures as "
                              "<name>_tradeoff_<file>.png, shown in the <name>_tradeoff section")
     ns = parser.parse_args(argv)
-    return Args(ns.readme, ns.tables, ns.name, ns.command, ns.wall, ns.kind, ns.config, ns.figures)
+    return Args(ns.readme or PAGES[ns.kind], ns.tables, ns.name, ns.command, ns.wall, ns.kind, ns.config, ns.figures)
 
 
-def head_commit(repo: Path) -> str:
-    """HEAD's short hash, refusing a tree whose code differs from it."""
+def head_commit(folder: Path) -> str:
+    """HEAD's short hash, refusing a tree whose code differs from it. ``folder`` is any folder of the repository
+    (the page's): the code paths are looked up from the repository's top, not from a docs/ page's folder."""
+    top = git_output(folder, "rev-parse", "--show-toplevel")
+    repo = Path(top.strip()) if top else folder
     changed = git_output(repo, "status", "--porcelain", "--", *CODE_PATHS)
     commit = git_commit(repo)
     if changed is None or commit is None:
@@ -191,8 +202,8 @@ def table1_sections(text: str, args: Args, stamp: str) -> str:
 
 
 def shown_figures(args: Args, figures: Path) -> str:
-    """Copy the run's trade-off figures into ``args.figures`` (a folder of the repository, beside the README) and
-    return their Markdown image lines; nothing without ``--figures``."""
+    """Copy the run's trade-off figures into ``args.figures`` (a folder of the repository, e.g. docs/figures) and
+    return their Markdown image lines, relative to the page; nothing without ``--figures``."""
     if args.figures is None:
         return ""
     args.figures.mkdir(parents=True, exist_ok=True)
