@@ -1,5 +1,5 @@
 """The departures table: one data file, every key in the schemas, every pinned value the paper config's, the
-README's table generated from it."""
+table of docs/departures.md generated from it."""
 
 from __future__ import annotations
 
@@ -87,14 +87,15 @@ def test_markdown_row_shows_the_keys_with_the_paper_values_and_escapes_pipes():
     assert departures_markdown([{**record(), "keys": None}]).splitlines()[2].endswith("| not selectable | — |")
 
 
-def test_the_readme_table_is_the_data_files(tmp_path):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_docs_table_is_the_data_files(tmp_path):
+    """docs/departures.md holds the one departures table of the four papers (the paper pages link to it)."""
+    readme = (ROOT / "docs" / "departures.md").read_text(encoding="utf-8")
     start, end = markers(departures_readme.SECTION)
     assert readme.count(start) == 1 and readme.count(end) == 1
-    copy = tmp_path / "README.md"
+    copy = tmp_path / "departures.md"
     copy.write_text(readme, encoding="utf-8")
     args = ["--readme", str(copy), "--schemas", str(ROOT / "schemas"),
             "--paper-config", str(ROOT / "configs" / "paper.yaml"), "--check"]
-    assert departures_readme.main(args) == 0, "README's departures table is stale: run the step"
+    assert departures_readme.main(args) == 0, "docs/departures.md's table is stale: run the step"
     copy.write_text(readme.replace(start + "\n", start + "\nstale line\n"), encoding="utf-8")
     assert departures_readme.main(args) == 1

@@ -1,4 +1,5 @@
-"""The README's generated sections: replaced between their markers only, effects by hand, stamped with HEAD."""
+"""The generated sections of README.md and the docs/ pages: replaced between their markers only, effects by hand,
+stamped with HEAD."""
 
 import datetime
 import json
@@ -170,6 +171,61 @@ def test_the_step_copies_the_tradeoff_figures_and_fills_the_baseline_curve(tmp_p
     assert "| md_x | learning_rate | 0.1 | 71.0 ± 1.4 | 71.0 ± 1.4 |" in text  # mean and sample std by hand
     assert "**synthetic MNLI** (accuracy %, mean ± std over 2 seeds" in text  # the task as its data is
     assert f"figures in `{figures}/`" in text
+
+
+def test_a_page_in_docs_is_stamped_refused_on_a_changed_tree_and_links_figures_from_its_folder(tmp_path):
+    """A page below docs/ holds sections as README.md does: the changed-code check looks at the repository's src/,
+    not at docs/src/, and a copied figure is linked relative to the page."""
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "docs").mkdir()
+    (repo / "src/code.py").write_text("x = 1\n")
+    page = repo / "docs/paper-a.md"
+    page.write_text("".join(f"<!-- generated:p_{n} -->\n<!-- /generated:p_{n} -->\n"
+                            for n in ("table1", "effects", "tradeoff")))
+    new_repo(repo)
+    commit = commit_all(repo)
+    results = tmp_path / "results/p"
+    tables, figures = results / "tables", results / "figures/tradeoff"
+    tables.mkdir(parents=True)
+    figures.mkdir(parents=True)
+    long_table().to_csv(tables / "table1.csv", index=False)
+    synthetic_datasets().to_csv(tables / "datasets.csv", index=False)
+    (tables / "table1.md").write_text("| Method | MNLI HANS |\n|:---|---:|\n| Baseline | 70.00 ± 1.00 (–) |\n")
+    pd.DataFrame([{"task": "mnli", "eval_set": e, "metric": "accuracy", "method": m, "knob": k, "value": v,
+                   "seed": seed, "score": base + seed}
+                  for m, k, v, base in (("baseline", "", None, 60.0), ("md_x", "learning_rate", 0.1, 70.0))
+                  for seed in (1, 2) for e in ("mnli_dev", "hans")]).to_csv(tables / "tradeoff.csv", index=False)
+    (tables / "tradeoff_summary.md").write_text("summary\n")
+    pd.DataFrame(columns=["task", "method", "knob", "candidates", "value", "id_mean", "baseline_id", "within_delta",
+                          "delta"]).to_csv(tables / "tradeoff_selection.csv", index=False)
+    (figures / "mnli_hans.png").write_bytes(b"\x89PNG")
+    config = write_config(tmp_path / "run.yaml", results)
+    argv = ["--readme", str(page), "--config", str(config), "--name", "p", "--command", "c", "--wall", "1 min",
+            "--figures", str(repo / "docs/figures")]
+    assert readme_tables.main(argv) == 0
+    text = page.read_text()
+    assert "![mnli_hans: ID accuracy against hans accuracy](figures/p_tradeoff_mnli_hans.png)" in text
+    assert f"Report written by `python -m maskbench.tools.readme_tables` at commit `{commit}`" in text
+    (repo / "src/code.py").write_text("x = 2\n")
+    with pytest.raises(SystemExit, match="the tree differs from HEAD"):
+        readme_tables.main(argv)
+    # a run at an earlier commit whose code differs is refused unless the stamp says how it was checked
+    later = commit_all(repo, "later")
+    with pytest.raises(SystemExit, match="--code-changed"):
+        readme_tables.main([*argv, "--ran-at", commit])
+    assert readme_tables.main([*argv, "--ran-at", commit, "--code-changed", "checked by hand"]) == 0
+    assert f"*Run at commit `{commit}`: `c`, 1 min wall clock. Report written by " in page.read_text()
+    assert f"at commit `{later}`" in page.read_text() and "; checked by hand.*" in page.read_text()
+
+
+def test_without_readme_each_kind_writes_its_paper_page():
+    base = ["--command", "c", "--wall", "1 min", "--config", "config.yaml"]
+    assert readme_tables.parse_args(base).readme.as_posix() == "docs/paper-a.md"
+    pages = {kind: readme_tables.parse_args([*base, "--kind", kind]).readme.as_posix() for kind in readme_tables.KINDS}
+    assert pages == {"table1": "docs/paper-a.md", "srnets": "docs/paper-c.md", "vision": "docs/paper-d.md",
+                     "gender": "docs/paper-b.md"}
+    assert readme_tables.parse_args([*base, "--readme", "README.md"]).readme.as_posix() == "README.md"
 
 
 def test_the_data_caption_names_every_set_its_kind_size_the_model_and_seeds():

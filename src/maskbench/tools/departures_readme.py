@@ -1,9 +1,10 @@
-"""Write the departures table (``maskbench/report/departures.yaml``) into the README between its ``departures``
+"""Write the departures table (``maskbench/report/departures.yaml``) into a page between its ``departures``
 markers, after checking every key it names against the schemas and configs/paper.yaml.
 
-    python -m maskbench.tools.departures_readme --readme README.md [--check]
+    python -m maskbench.tools.departures_readme [--readme docs/departures.md] [--check]
 
-``--check`` writes nothing and exits 1 when the README's table differs from the data file's.
+``--readme`` is the Markdown file that holds the table (default docs/departures.md; README.md or any page works).
+``--check`` writes nothing and exits 1 when the page's table differs from the data file's.
 """
 
 from __future__ import annotations
@@ -44,11 +45,12 @@ class Args:
 def parse_args(argv: list[str] | None = None) -> Args:
     parser = argparse.ArgumentParser(prog="python -m maskbench.tools.departures_readme",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--readme", type=Path, default=Path("README.md"))
+    parser.add_argument("--readme", type=Path, default=Path("docs/departures.md"),
+                        help="the Markdown file holding the table (default: docs/departures.md)")
     parser.add_argument("--data", type=Path, default=default_path())
     parser.add_argument("--schemas", type=Path, default=Path("schemas"))
     parser.add_argument("--paper-config", type=Path, default=Path("configs/paper.yaml"))
-    parser.add_argument("--check", action="store_true", help="only compare; exit 1 when the README is stale")
+    parser.add_argument("--check", action="store_true", help="only compare; exit 1 when the page is stale")
     ns = parser.parse_args(argv)
     return Args(ns.readme, ns.data, ns.schemas, ns.paper_config, ns.check)
 

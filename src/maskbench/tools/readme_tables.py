@@ -1,7 +1,10 @@
-"""Write a run's tables into the README's generated sections, each under a stamp and a caption.
+"""Write a run's tables into a page's generated sections, each under a stamp and a caption.
 
-    python -m maskbench.tools.readme_tables --readme README.md --config config.yaml --name default \
+    python -m maskbench.tools.readme_tables --readme docs/paper-a.md --config config.yaml --name default \\
         --command "snakemake --cores 2" --wall "22 min 40 s" [--ran-at COMMIT ...]
+
+`--readme` is the Markdown file that holds the sections (any file: README.md or a page of docs/); without it, the
+kind's page: docs/paper-a.md (table1), docs/paper-c.md (srnets), docs/paper-d.md (vision), docs/paper-b.md (gender).
 
 Every section starts with a stamp (the commit(s) the DAG ran at, the command, its wall time, the commit that writes
 the report) and a caption (``report.captions``: every dataset with its kind — real, synthetic, stand-in — and size,
@@ -58,6 +61,9 @@ from maskbench.workflow_config import tracks_of
 CODE_PATHS = ("src", "rules", "schemas", "configs", "config.yaml", "Snakefile")
 KINDS = ("table1", "srnets", "vision", "gender")
 TRACK_TABLES = {"table1": "", "srnets": "", "vision": "vision", "gender": "gender"}  # <results>/tables/<track>
+# the page that holds each kind's sections when --readme is not given
+PAGES = {"table1": Path("docs/paper-a.md"), "srnets": Path("docs/paper-c.md"), "vision": Path("docs/paper-d.md"),
+         "gender": Path("docs/paper-b.md")}
 
 
 @dataclass
@@ -78,7 +84,9 @@ class Args:
 def parse_args(argv: list[str] | None = None) -> Args:
     parser = argparse.ArgumentParser(prog="python -m maskbench.tools.readme_tables",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--readme", type=Path, default=Path("README.md"))
+    parser.add_argument("--readme", type=Path, default=None,
+                        help="the Markdown file holding the sections (default: the kind's page, " +
+                             ", ".join(f"{k}: {v}" for k, v in PAGES.items()) + ")")
     parser.add_argument("--config", type=Path, required=True,
                         help="the run's config: its results folder, and what each section's caption says the run is "
                              "on (data from the run's tables/datasets.csv or the config: real, synthetic or stand-in, "
@@ -99,8 +107,15 @@ def parse_args(argv: list[str] | None = None) -> Args:
                         help="a folder of the repository (docs/figures) that receives the run's trade-off figures as "
                              "<name>_tradeoff_<file>.png, shown in the <name>_tradeoff section")
     ns = parser.parse_args(argv)
-    return Args(ns.readme, ns.config, ns.name, ns.command, ns.wall, ns.kind, ns.tables, ns.figures, ns.ran_at,
-                ns.code_changed)
+    return Args(ns.readme or PAGES[ns.kind], ns.config, ns.name, ns.command, ns.wall, ns.kind, ns.tables, ns.figures,
+                ns.ran_at, ns.code_changed)
+
+
+def repository_top(folder: Path) -> Path:
+    """The repository's top folder from any folder in it (a page's, e.g. docs/): the code paths are looked up from
+    there, not from the page's folder."""
+    top = git_output(folder, "rev-parse", "--show-toplevel")
+    return Path(top.strip()) if top else folder
 
 
 def head_commit(repo: Path) -> str:
@@ -136,7 +151,7 @@ def run_commits(repo: Path, report: str, ran_at: list[str], code_changed: str) -
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     text = args.readme.read_text(encoding="utf-8")
-    repo = args.readme.resolve().parent
+    repo = repository_top(args.readme.resolve().parent)
     commit = head_commit(repo)
     ran_at = run_commits(repo, commit, args.ran_at, args.code_changed)
     config = load_config(args.config, repo)
@@ -282,8 +297,8 @@ def table1_sections(text: str, args: Args, stamp: str) -> str:
 
 
 def shown_figures(args: Args, figures: Path) -> str:
-    """Copy the run's trade-off figures into ``args.figures`` (a folder of the repository, beside the README) and
-    return their Markdown image lines; nothing without ``--figures``."""
+    """Copy the run's trade-off figures into ``args.figures`` (a folder of the repository, e.g. docs/figures) and
+    return their Markdown image lines, relative to the page; nothing without ``--figures``."""
     if args.figures is None:
         return ""
     args.figures.mkdir(parents=True, exist_ok=True)

@@ -100,7 +100,7 @@ def check(config: Mapping) -> None:
 
 
 def sweep_knobs(config: Mapping, row: str) -> tuple[str, ...]:
-    """The strength knobs a Table 1 row may sweep (README "Trade-off curves"): the run's learning rate and epochs,
+    """The strength knobs a Table 1 row may sweep (docs/paper-a.md, "Trade-off curves"): the run's learning rate and epochs,
     the mask search's l1_lambda, and its loss's hyper-parameters (``objectives.needs.HYPERPARAMETERS``)."""
     masked, standard = config.get("masked_debiasing") or {}, config.get("standard_debiasing") or {}
     spec = masked.get(row) or standard.get(row)

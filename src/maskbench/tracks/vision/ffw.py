@@ -28,7 +28,7 @@ How the heads follow the gated model is selectable (``head_update``, ``validatio
 heads, refined after each epoch before the validation MI is measured; ours by default: a fresh head per epoch,
 the validation MI measured with it after the epoch).
 
-Departures from paper D's code (README "Where we depart from the papers"): the validation MI and bias accuracy are
+Departures from paper D's code (docs/departures.md): the validation MI and bias accuracy are
 computed against the *bias* labels (paper D's ``run_model`` pairs the head with the task label); the snapshot at
 the end of the run is a candidate too (with a short epoch budget no temperature drop may happen); the validation MI
 is estimated over the whole split rather than averaged over batches.
