@@ -22,6 +22,7 @@ from maskbench.tracks.nlu.report.tradeoff import (
     Change,
     best_ood_at_drop,
     long_form,
+    pick_stability,
     select_point,
     summarise,
     verdict,
@@ -210,6 +211,24 @@ def test_three_seeds_beyond_two_standard_errors_debias():
     assert rec["n_seeds"] == 3 and rec["verdict_word"] == "debiases"
 
 
+def test_a_pick_far_from_the_boundary_survives_every_seed_resample():
+    # paired seeds: the value's ID accuracy equals the baseline's on each seed, so every resample keeps it; 0.3 is
+    # 15 points below on both seeds and never feasible
+    ids = {0.1: {1: 80.0, 2: 70.0}, 0.3: {1: 65.0, 2: 55.0}}
+    assert pick_stability(ids, {1: 80.0, 2: 70.0}, delta=1.0) == 1.0
+
+
+def test_a_pick_at_the_boundary_flips_in_the_resamples_that_cross_it():
+    # all seeds: mean 76.0 against 76.5 - 1 -> 0.1 picked. Seeds {1, 1}: 80 >= 78, kept; {2, 2}: 72 < 73, None;
+    # {1, 2} or {2, 1}: as all seeds. Drawn with replacement: kept with probability 3/4
+    ids = {0.1: {1: 80.0, 2: 72.0}}
+    base = {1: 79.0, 2: 74.0}
+    assert select_point({0.1: 76.0}, 76.5, 1.0) == 0.1
+    assert abs(pick_stability(ids, base, delta=1.0, resamples=4000) - 0.75) < 0.03
+    assert pick_stability(ids, base, delta=1.0) == pick_stability(ids, base, delta=1.0)  # seeded: reproducible
+    assert math.isnan(pick_stability({0.1: {3: 1.0}}, base, delta=1.0))  # no shared seed
+
+
 def test_the_step_writes_tables_figures_and_the_selection(tmp_path):
     evals = []
     for i, data in enumerate(hand_made_evals()):
@@ -228,7 +247,8 @@ def test_the_step_writes_tables_figures_and_the_selection(tmp_path):
     # baseline ID 89, delta 1: lr 0.01 (88.5) and 0.1 (88) are within, 0.3 (83) is not -> the strongest is 0.1
     assert selection.to_dict("records")[0] == {
         "task": "mnli", "method": "md_x", "knob": "learning_rate", "value": 0.1, "point": "md_x", "id_mean": 88.0,
-        "baseline_id": 89.0, "delta": 1.0, "within_delta": True, "candidates": "0.01 0.1 0.3"}
+        "baseline_id": 89.0, "delta": 1.0, "within_delta": True, "candidates": "0.01 0.1 0.3",
+        "pick_stability": 1.0}  # every seed resample keeps 0.1 (each seed alone: within 1 point, 0.3 never)
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (tmp_path / "summary.md").read_text()
     assert "| mnli | md_x | learning_rate | hans | 0.01 0.1 0.3 | 51.00 ± 1.41 | 56.00 ± 1.41 |" in md

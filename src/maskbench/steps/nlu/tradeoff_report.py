@@ -37,6 +37,7 @@ from maskbench.tracks.nlu.report.tradeoff import (
     build_tradeoff_figure,
     long_form,
     mean_std,
+    pick_stability,
     scores,
     select_point,
     summarise,
@@ -80,6 +81,7 @@ def selection_table(long: pd.DataFrame, points: list[dict], lines: list[dict], i
         means = {v: mean_std(list(s.values()))[0] for v, s in ids.items()}
         base_mean = mean_std(list(baseline_scores(long, task, id_sets[task]).values()))[0]
         chosen = select_point(means, base_mean, delta)
+        stability = pick_stability(ids, baseline_scores(long, task, id_sets[task]), delta)
         point = ""
         if chosen is not None:
             point = next(str(p["point"]) for p in points if str(p["task"]) == task and p["method"] == method
@@ -88,7 +90,8 @@ def selection_table(long: pd.DataFrame, points: list[dict], lines: list[dict], i
                         "value": chosen if chosen is not None else math.nan, "point": point,
                         "id_mean": means.get(chosen, math.nan) if chosen is not None else math.nan,
                         "baseline_id": base_mean, "delta": delta, "within_delta": chosen is not None,
-                        "candidates": " ".join(format(v, "g") for v in sorted(means))})
+                        "candidates": " ".join(format(v, "g") for v in sorted(means)),
+                        "pick_stability": stability})
     return pd.DataFrame.from_records(records)
 
 

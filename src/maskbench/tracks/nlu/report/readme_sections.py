@@ -138,13 +138,19 @@ def tradeoff_curves_markdown(long: pd.DataFrame, task_kinds: Mapping[str, set[st
 
 def selection_markdown(selection: pd.DataFrame) -> str:
     """The selection rule's pick per task and swept row (``tradeoff_selection.csv``)."""
-    lines = ["| task | row | knob | values tried | picked | its ID dev | baseline ID dev | within delta |",
-             "|:---|:---|:---|:---|---:|---:|---:|:---|"]
+    stable = "pick_stability" in selection.columns  # written since the stability measure (older runs lack it)
+    lines = ["| task | row | knob | values tried | picked | its ID dev | baseline ID dev | within delta |"
+             + (" pick kept in seed resamples |" if stable else ""),
+             "|:---|:---|:---|:---|---:|---:|---:|:---|" + ("---:|" if stable else "")]
     for rec in selection.itertuples(index=False):
         picked = "none" if pd.isna(rec.value) else format(float(rec.value), "g")
-        lines.append(f"| {rec.task} | {rec.method} | {rec.knob} | {rec.candidates} | {picked} | "
-                     f"{cell(float(rec.id_mean), math.nan)} | {cell(float(rec.baseline_id), math.nan)} | "
-                     f"{'yes' if bool(rec.within_delta) else 'no'} (δ = {format(float(rec.delta), 'g')}) |")
+        line = (f"| {rec.task} | {rec.method} | {rec.knob} | {rec.candidates} | {picked} | "
+                f"{cell(float(rec.id_mean), math.nan)} | {cell(float(rec.baseline_id), math.nan)} | "
+                f"{'yes' if bool(rec.within_delta) else 'no'} (δ = {format(float(rec.delta), 'g')}) |")
+        if stable:
+            share = float(rec.pick_stability)
+            line += " – |" if math.isnan(share) else f" {share:.0%} |"
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 

@@ -303,6 +303,26 @@ def select_point(candidates: Mapping[float, float], base_id: float, delta: float
     return max(feasible) if feasible else None
 
 
+def pick_stability(id_scores: Mapping[float, Mapping[int, float]], base_scores: Mapping[int, float], delta: float,
+                   resamples: int = 1000, seed: int = 0) -> float:
+    """How often the selection rule's pick survives seed noise: the fraction of bootstrap resamples of the seeds
+    (drawn with replacement, the same draw for every knob value and the baseline, as they share their seeds) for
+    which ``select_point`` on the resampled means picks what it picks on all the seeds. NaN when the values and the
+    baseline share no seed. 1.0: no resample changes the pick; near 0.5: a coin flip (another machine's float noise,
+    within the seeds' spread, can flip it)."""
+    seeds = sorted(set(base_scores).intersection(*(set(s) for s in id_scores.values())))
+    if not seeds:
+        return math.nan
+
+    def pick(drawn: Sequence[int]) -> float | None:
+        means = {v: float(np.mean([s[d] for d in drawn])) for v, s in id_scores.items()}
+        return select_point(means, float(np.mean([base_scores[d] for d in drawn])), delta)
+
+    full = pick(seeds)
+    draws = np.random.default_rng(seed).choice(seeds, size=(resamples, len(seeds)), replace=True)
+    return float(np.mean([pick(list(d)) == full for d in draws]))
+
+
 # ------------------------------------------------------------------------------------------------ figures
 
 
