@@ -71,6 +71,17 @@ def synthetic_datasets() -> pd.DataFrame:
 REPO = Path(__file__).resolve().parents[1]
 
 
+def run_tables(results):
+    """A run's tables folder (Table 1, its datasets, its Markdown) and an empty trade-off figures folder."""
+    tables, figures = results / "tables", results / "figures/tradeoff"
+    tables.mkdir(parents=True)
+    figures.mkdir(parents=True)
+    long_table().to_csv(tables / "table1.csv", index=False)
+    synthetic_datasets().to_csv(tables / "datasets.csv", index=False)
+    (tables / "table1.md").write_text("| Method | MNLI HANS |\n|:---|---:|\n| Baseline | 70.00 ± 1.00 (–) |\n")
+    return tables, figures
+
+
 def new_repo(repo):
     """A git repository with a README (written by the caller) and the project's schemas, which validate the config."""
     shutil.copytree(REPO / "schemas", repo / "schemas")
@@ -143,12 +154,7 @@ def test_the_step_copies_the_tradeoff_figures_and_fills_the_baseline_curve(tmp_p
     readme.write_text("".join(f"<!-- generated:{n} -->\n<!-- /generated:{n} -->\n" for n in names))
     new_repo(repo)
     commit_all(repo)
-    tables, figures = tmp_path / "results/r/tables", tmp_path / "results/r/figures/tradeoff"
-    tables.mkdir(parents=True)
-    figures.mkdir(parents=True)
-    long_table().to_csv(tables / "table1.csv", index=False)
-    synthetic_datasets().to_csv(tables / "datasets.csv", index=False)
-    (tables / "table1.md").write_text("| Method | MNLI HANS |\n|:---|---:|\n| Baseline | 70.00 ± 1.00 (–) |\n")
+    tables, figures = run_tables(tmp_path / "results/r")
     pd.DataFrame([{"task": "mnli", "eval_set": e, "metric": "accuracy", "method": m, "knob": k, "value": v,
                    "seed": seed, "score": score}
                   for m, k, v, base in (("baseline", "", None, 60.0), ("md_x", "learning_rate", 0.1, 70.0))
@@ -186,12 +192,7 @@ def test_a_page_in_docs_is_stamped_refused_on_a_changed_tree_and_links_figures_f
     new_repo(repo)
     commit = commit_all(repo)
     results = tmp_path / "results/p"
-    tables, figures = results / "tables", results / "figures/tradeoff"
-    tables.mkdir(parents=True)
-    figures.mkdir(parents=True)
-    long_table().to_csv(tables / "table1.csv", index=False)
-    synthetic_datasets().to_csv(tables / "datasets.csv", index=False)
-    (tables / "table1.md").write_text("| Method | MNLI HANS |\n|:---|---:|\n| Baseline | 70.00 ± 1.00 (–) |\n")
+    tables, figures = run_tables(results)
     pd.DataFrame([{"task": "mnli", "eval_set": e, "metric": "accuracy", "method": m, "knob": k, "value": v,
                    "seed": seed, "score": base + seed}
                   for m, k, v, base in (("baseline", "", None, 60.0), ("md_x", "learning_rate", 0.1, 70.0))
