@@ -6,6 +6,7 @@ re-run since its stamp."""
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 import subprocess
@@ -179,3 +180,58 @@ def test_every_generated_section_is_stamped_with_head_code_or_says_how_it_was_ch
                      f"(a line '*Checked through commit `X`: how*')")
     assert code_equals_head(checked[-1]), (f"{page.relative_to(REPO)}: generated:{name} was checked through "
                                            f"{checked[-1]}, but the code changed since: rerun or check again")
+
+
+CELL = re.compile(r"^(-?\d+(?:\.\d+)?)(?: ± (\d+(?:\.\d+)?))?")
+
+
+def table_grid(markdown: str) -> dict[tuple[str, str], str]:
+    """The first Markdown table of ``markdown``: (row label, column heading) -> cell text."""
+    lines = [line for line in markdown.splitlines() if line.startswith("|")]
+    heads = [c.strip() for c in lines[0].strip("|").split("|")]
+    grid = {}
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        grid.update({(cells[0], head): cell for head, cell in zip(heads[1:], cells[1:], strict=True)})
+    return grid
+
+
+def test_the_table_grid_reads_cells_by_row_and_column():
+    grid = table_grid("text\n| Method | A | B |\n|:---|---:|---:|\n| Baseline | 1.00 ± 0.50 (2) | – |\n")
+    assert grid == {("Baseline", "A"): "1.00 ± 0.50 (2)", ("Baseline", "B"): "–"}
+
+
+def within_spread(shown: str, fresh: str, seeds: int, floor: float) -> bool:
+    """Two cells "mean ± std" agree when their means differ by at most 2 standard errors of the difference
+    (sqrt(s1²/n + s2²/n) over n seeds each) or ``floor``, whichever is larger; "–" only matches "–"."""
+    a, b = CELL.match(shown), CELL.match(fresh)
+    if a is None or b is None:
+        return a is None and b is None
+    s1, s2 = float(a.group(2) or 0.0), float(b.group(2) or 0.0)
+    se = math.sqrt(s1 ** 2 / seeds + s2 ** 2 / seeds)
+    return abs(float(a.group(1)) - float(b.group(1))) <= max(2 * se, floor)
+
+
+def test_within_spread_by_hand():
+    # 2 seeds, stds 1 and 1: SE = sqrt(1/2 + 1/2) = 1, so 2 points apart is within, 2.5 is not (floor 1)
+    assert within_spread("50.00 ± 1.00 (61.97)", "52.00 ± 1.00", 2, 1.0)
+    assert not within_spread("50.00 ± 1.00", "52.50 ± 1.00", 2, 1.0)
+    assert within_spread("24.00 ± 0.00", "25.00 ± 0.00", 2, 1.0)      # zero spread: one example's worth
+    assert not within_spread("24.00 ± 0.00", "25.01 ± 0.00", 2, 1.0)
+    assert within_spread("–", "–", 2, 1.0) and not within_spread("–", "3.00 ± 0.00", 2, 1.0)
+
+
+def test_a_fresh_smoke_run_matches_the_testing_page_within_the_spread(smoke_run):
+    """The session's fresh smoke run against the smoke Table 1 docs/testing.md shows: same rows and columns, every
+    cell within its spread (bit-identical on the machine that wrote the page; within the seeds' noise elsewhere)."""
+    import pandas as pd
+
+    page = dict((name, body) for name, body in SECTION.findall((REPO / "docs" / "testing.md").read_text()))
+    shown = table_grid(page["smoke_table1"])
+    tables = smoke_run / "results" / "tables"
+    fresh = table_grid((tables / "table1.md").read_text())
+    assert shown.keys() == fresh.keys(), sorted(set(shown) ^ set(fresh))
+    floor = 100.0 / int(pd.read_csv(tables / "datasets.csv")["n_examples"].min())  # one example, in points
+    seeds = int(pd.read_csv(tables / "table1.csv")["n_seeds"].max())
+    outside = {key: (shown[key], fresh[key]) for key in shown if not within_spread(shown[key], fresh[key], seeds, floor)}
+    assert not outside, f"cells outside their spread (page, fresh): {outside}"
