@@ -25,6 +25,14 @@ for _track in TRACKS:
     include: os.path.join("rules", _track, "main.smk")
 
 
+# the cross-paper matrix, when the config has `matrix:` (after the tracks: they fill MATRIX_CELLS)
+if "matrix" in config:
+
+    include: "rules/matrix.smk"
+
+    TARGETS["all"] += rules.matrix_report.output
+
+
 rule all:
     default_target: True
     input:

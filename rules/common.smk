@@ -70,6 +70,11 @@ COMPUTE = config["compute"]
 
 # what the Snakefile's targets build, each track adding its files (rules/<track>/common.smk): target -> files
 TARGETS = {"all": [], "prepare": [], "train": [], "masks": [], "evaluate": []}
+# the cross-paper matrix (config `matrix:`, rules/matrix.smk): each track planning matrix cells adds its records
+# file here (rules/<track>/common.smk)
+MATRIX_CELLS = []
+# what a light one-core job (a report, a records file) asks of a cluster
+LIGHT_RESOURCES = {"mem_mb": COMPUTE["eval_mem_mb"], "runtime": COMPUTE["eval_runtime_min"]}
 
 
 wildcard_constraints:

@@ -1,0 +1,28 @@
+# The cross-paper matrix (config `matrix:`): every track that plans matrix cells adds its records file to
+# MATRIX_CELLS (rules/<track>/common.smk; one `matrix_cells_<track>` rule per track turns its evaluations into
+# records, maskbench.matrix.cells); this rule builds the methods x benchmarks table and figure from them.
+
+if not MATRIX_CELLS:
+    raise WorkflowError("matrix: the config has a `matrix:` section, but none of its tracks plans a matrix cell "
+                        "(nlu: `ffw`; gender: `gender.ffw`; vision: `vision.masks`)")
+
+
+rule matrix_report:
+    input:
+        cells=MATRIX_CELLS,
+    output:
+        table=f"{R}/tables/matrix.csv",
+        markdown=f"{R}/tables/matrix.md",
+        figure=f"{R}/figures/matrix.png",
+    params:
+        delta=lambda wildcards: config["matrix"]["delta"],
+    log:
+        f"{R}/logs/matrix_report/matrix.log",
+    threads: 1
+    resources:
+        **LIGHT_RESOURCES,
+    conda:
+        "../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps matrix.report --cells {input.cells:q} --delta {params.delta}"
+        " --table {output.table:q} --markdown {output.markdown:q} --figure {output.figure:q} > {log:q} 2>&1"
