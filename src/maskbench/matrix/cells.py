@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from maskbench.runtime import atomic_path
+
 PAPERS = ("A", "B", "C", "D", "-")
 BASELINE = "baseline"
 
@@ -82,34 +84,33 @@ COLUMNS = [f.name for f in fields(Cell)]
 
 
 def write_cells(cells: Iterable[Cell], path: Path) -> pd.DataFrame:
-    """Write the records as one CSV (atomically: a temporary file renamed into place), sorted for stable bytes."""
+    """Write the records as one CSV (atomically, ``runtime.atomic_path``), sorted for stable bytes."""
     frame = pd.DataFrame([asdict(c) for c in cells], columns=COLUMNS)
     if frame.empty:
         raise CellError(f"{path}: no matrix cell to write")
     frame = frame.sort_values(["benchmark", "method", "knob", "value", "seed"], kind="mergesort",
                               na_position="first").reset_index(drop=True)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    frame.to_csv(tmp, index=False, float_format="%.10g")
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False, float_format="%.10g")
     return frame
 
 
 def read_cells(paths: Iterable[Path]) -> pd.DataFrame:
-    """Every record of the given CSVs, each checked as a ``Cell``; an error names the file and the row."""
+    """Every record of the given CSVs, each checked as a ``Cell`` (empty text fields read back as ""); an error
+    names the file and the row."""
     frames = []
     for path in paths:
         frame = pd.read_csv(path, keep_default_na=False, na_values=["", "nan", "NaN"])
         missing = [c for c in COLUMNS if c not in frame.columns]
         if missing:
             raise CellError(f"{path}: matrix cells lack column(s) {missing}")
+        records = []
         for i, row in enumerate(frame[COLUMNS].to_dict("records")):
             try:
-                Cell(**_typed(row))
+                records.append(asdict(Cell(**_typed(row))))
             except (CellError, TypeError, ValueError) as error:
                 raise CellError(f"{path}: row {i + 2}: {error}") from None
-        frames.append(frame[COLUMNS])
+        frames.append(pd.DataFrame(records, columns=COLUMNS))
     if not frames:
         raise CellError("no matrix cell file given")
     out = pd.concat(frames, ignore_index=True)

@@ -1,0 +1,155 @@
+"""The cross-paper matrix: cell records (round trip, bad input), the selection rule, the effects against the
+baseline with their words, the grid, the figure and the report step — on hand-made records with hand-computed
+numbers."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from maskbench.matrix.cells import COLUMNS, Cell, CellError, read_cells, write_cells
+from maskbench.matrix.table import NO_ID_DEV, NO_KNOB, NONE_WITHIN, PICKED, markdown, matrix_table
+
+NAN = math.nan
+
+
+def cell(method, seed, *, value=NAN, knob="", id_=80.0, ood=50.0, bias=NAN, id_dev=80.0, benchmark="b1",
+         paper="D", native=False, density=0.5, seconds=10.0, bias_ideal=0.0):
+    return Cell(benchmark, method, "-" if method == "baseline" else paper, native, knob, value, seed, id_, ood, bias,
+                id_dev, "ID acc (%)", "OOD acc (%)", "bias head acc (%)" if not math.isnan(bias) else "",
+                bias_ideal, 1.0 if method == "baseline" else density, 0.0 if method == "baseline" else seconds,
+                "real, 10 examples", "tiny")
+
+
+def records():
+    out = [cell("baseline", s, ood=o, id_dev=d, bias=b) for s, o, d, b in
+           ((1, 50, 80, 0.8), (2, 52, 81, 0.8), (3, 48, 79, 0.8))]
+    # gamma 1: id_dev 80 (within 1 of 80), gamma 10: 79.5 (within), gamma 100: 70 (not)
+    for gamma, dev, oods in ((1, 80, (51, 52, 53)), (10, 79.5, (60, 61, 59)), (100, 70, (70, 70, 70))):
+        out += [cell("ffw", s, knob="gamma", value=gamma, id_dev=dev, ood=o, bias=0.2) for s, o in zip((1, 2, 3), oods)]
+    out += [cell("imp", s, paper="C", ood=50 + s, id_dev=60) for s in (1, 2)]
+    out += [cell("movement_poe", s, paper="A", knob="strength", value=v, id_dev=60 - v, ood=55)
+            for s in (1, 2, 3) for v in (0.5, 1.0)]
+    return out
+
+
+def test_round_trip_is_exact(tmp_path):
+    path = tmp_path / "cells" / "x.csv"
+    frame = write_cells(records(), path)
+    back = read_cells([path])
+    assert list(back.columns) == COLUMNS
+    pd.testing.assert_frame_equal(back, frame[COLUMNS])
+    assert [p.name for p in tmp_path.joinpath("cells").iterdir()] == ["x.csv"]  # no temporary left
+
+
+def test_bad_records_name_the_field():
+    with pytest.raises(CellError, match="method_paper"):
+        cell("ffw", 1, paper="E")
+    with pytest.raises(CellError, match="a knob needs a value"):
+        cell("ffw", 1, knob="gamma")
+    with pytest.raises(CellError, match="density"):
+        cell("ffw", 1, density=1.5)
+
+
+def test_bad_file_names_file_and_row(tmp_path):
+    path = tmp_path / "x.csv"
+    write_cells(records(), path)
+    frame = pd.read_csv(path)
+    frame.loc[3, "method_paper"] = "Z"
+    frame.to_csv(path, index=False)
+    with pytest.raises(CellError, match=r"x\.csv: row 5: .*'Z'"):
+        read_cells([path])
+    frame.drop(columns=["density"]).to_csv(path, index=False)
+    with pytest.raises(CellError, match=r"x\.csv: matrix cells lack column\(s\) \['density'\]"):
+        read_cells([path])
+
+
+def test_a_record_in_two_files_is_refused(tmp_path):
+    write_cells(records()[:3], tmp_path / "a.csv")
+    write_cells(records()[:1], tmp_path / "b.csv")
+    with pytest.raises(CellError, match="more than once"):
+        read_cells([tmp_path / "a.csv", tmp_path / "b.csv"])
+
+
+def table():
+    return matrix_table(pd.DataFrame([c.__dict__ for c in records()]), delta=1.0)
+
+
+def row(t, method):
+    return t[t.method == method].iloc[0]
+
+
+def test_selection_rule_picks_the_strongest_value_within_delta():
+    t = table()
+    ffw = row(t, "ffw")
+    assert (ffw.value, ffw.selection, ffw.knob_values) == (10.0, PICKED, "1 10 100")
+    assert ffw.ood_mean == pytest.approx(60.0) and ffw.ood_sd == pytest.approx(1.0)
+    assert row(t, "imp").selection == NO_KNOB
+    # strength 0.5 -> id_dev 59.5, 1.0 -> 59: both more than 1 point under 80: the weakest value
+    poe = row(t, "movement_poe")
+    assert (poe.value, poe.selection) == (0.5, NONE_WITHIN)
+    assert list(t.method[t.benchmark == "b1"])[0] == "baseline"
+
+
+def test_effects_against_the_baseline_and_their_words():
+    t = table()
+    ffw = row(t, "ffw")
+    # OOD 60 ± 1 against 50 ± 2 over 3 seeds each: effect 10, SE sqrt(1/3 + 4/3)
+    se = math.sqrt(1 / 3 + 4 / 3)
+    assert ffw.ood_effect == pytest.approx(10.0) and ffw.ood_effect_se == pytest.approx(se)
+    assert ffw.ood_verdict == f"debiases (+10.00 ± {se:.2f} SE, 3 seeds)"
+    # bias 0.2 against 0.8, ideal 0: 0.6 closer; both constant: SE 0, beyond noise
+    assert ffw.bias_effect == pytest.approx(0.6) and ffw.bias_word == "less bias"
+    imp = row(t, "imp")  # 2 seeds: OOD 51, 52 against 50 ± 2: no claim
+    assert imp.ood_effect == pytest.approx(1.5) and imp.ood_word == "within noise"
+    assert row(t, "baseline").ood_verdict == "no data"
+
+
+def test_no_id_dev_score_picks_the_strongest_and_says_so():
+    cells = [cell("baseline", 1, id_dev=NAN, benchmark="g"),
+             *(cell("ffw", 1, knob="gamma", value=v, id_dev=NAN, benchmark="g") for v in (1, 5))]
+    t = matrix_table(pd.DataFrame([c.__dict__ for c in cells]), 1.0)
+    assert (row(t, "ffw").value, row(t, "ffw").selection) == (5.0, NO_ID_DEV)
+
+
+def test_markdown_grid_marks_native_cells_and_missing_pairs():
+    cells = records() + [cell("baseline", 1, benchmark="b2"), cell("ffw", 1, benchmark="b2", native=True,
+                                                                    knob="gamma", value=10, ood=51)]
+    text = markdown(matrix_table(pd.DataFrame([c.__dict__ for c in cells]), 1.0))
+    lines = text.splitlines()
+    assert lines[0] == "| method | b1 | b2 |"
+    imp_line = next(line for line in lines if line.startswith("| imp (C) |"))
+    assert imp_line.endswith("| not run |")
+    ffw_line = next(line for line in lines if line.startswith("| ffw (D) |"))
+    assert ffw_line.split(" | ")[2].startswith("★ OOD 51.0; ID 80.0;")
+    assert "OOD 60.0 ± 1.0; ID 80.0 ± 0.0; bias 0.20 ± 0.00; 50 % kept; 10 s; gamma 10 (3 seeds)" in ffw_line
+    assert "Pairs that do not fit:" in text
+
+
+def test_figure_titles_fit_and_every_marker_is_named():
+    from figure_checks import outside_canvas, unnamed_marker_styles
+
+    from maskbench.matrix.figure import matrix_figure
+    cells = records() + [cell("baseline", 1, benchmark="gender", ood=NAN, bias=0.5, id_dev=NAN),
+                         cell("ffw", 1, benchmark="gender", ood=NAN, bias=0.1, knob="gamma", value=1, native=True)]
+    fig = matrix_figure(matrix_table(pd.DataFrame([c.__dict__ for c in cells]), 1.0),
+                        "Methods x benchmarks: the selection rule's pick (delta 1)")
+    assert outside_canvas(fig) == []
+    assert unnamed_marker_styles(fig) == set()
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend[0] == "baseline (unpruned)" and "ffw (D), its own paper's benchmark" in legend
+
+
+def test_report_step_writes_table_grid_and_figure(tmp_path):
+    from maskbench.steps.matrix.report import main
+    write_cells(records(), tmp_path / "cells.csv")
+    out = {k: tmp_path / "out" / f"matrix.{k}" for k in ("csv", "md", "png")}
+    assert main(["--cells", str(tmp_path / "cells.csv"), "--delta", "1", "--table", str(out["csv"]),
+                 "--markdown", str(out["md"]), "--figure", str(out["png"])]) == 0
+    written = pd.read_csv(out["csv"])
+    assert list(written.method) == ["baseline", "ffw", "imp", "movement_poe"]
+    assert out["md"].read_text().startswith("**The cross-paper matrix**: 4 methods (baseline included) on 1 "
+                                            "benchmarks;")
+    assert out["png"].read_bytes()[:4] == b"\x89PNG"
