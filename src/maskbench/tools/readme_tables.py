@@ -4,7 +4,7 @@
         --command "snakemake --cores 2" --wall "22 min 40 s" [--ran-at COMMIT ...]
 
 `--readme` is the Markdown file that holds the sections (any file: README.md or a page of docs/); without it, the
-kind's page: docs/paper-a.md (table1), docs/paper-c.md (srnets), docs/paper-d.md (vision), docs/paper-b.md (gender).
+kind's page: docs/paper-a.md (table1), docs/paper-c.md (srnets), docs/paper-d.md (vision), docs/paper-b.md (gender), docs/matrix.md (matrix).
 
 Every section starts with a stamp (the commit(s) the DAG ran at, the command, its wall time, the commit that writes
 the report) and a caption (``report.captions``: every dataset with its kind — real, synthetic, stand-in — and size,
@@ -18,7 +18,8 @@ srnets`: `<NAME>_curves` (paper C's sparsity curves as ID / OOD tables with the 
 `<NAME>_table5` (table5.md); `--kind vision`: `<NAME>_tables` (the vision report's tables.md, its headings one level
 down) and `<NAME>_shrunk` (the structured subnetworks shrunk to dense models,
 <results>/benchmarks/vision_structured.json); `--kind gender`: `<NAME>_tables` (the gender report's tables.md) and
-`<NAME>_shrunk` (its masks shrunk to dense encoders, <results>/benchmarks/structured.json).
+`<NAME>_shrunk` (its masks shrunk to dense encoders, <results>/benchmarks/structured.json); `--kind matrix`:
+`<NAME>_matrix` (the cross-paper matrix, <results>/tables/matrix.md, and its figure).
 
 The report's commit is the repository's HEAD; the step refuses when the code, rules, schemas or configs differ from
 HEAD, and when a ``--ran-at`` commit's differ from HEAD's unless ``--code-changed`` says what changed and how the
@@ -59,11 +60,11 @@ from maskbench.workflow_config import tracks_of
 
 # what decides a run's outputs; a change here that is not committed means the outputs are not HEAD's
 CODE_PATHS = ("src", "rules", "schemas", "configs", "config.yaml", "Snakefile")
-KINDS = ("table1", "srnets", "vision", "gender")
-TRACK_TABLES = {"table1": "", "srnets": "", "vision": "vision", "gender": "gender"}  # <results>/tables/<track>
+KINDS = ("table1", "srnets", "vision", "gender", "matrix")
+TRACK_TABLES = {"table1": "", "srnets": "", "vision": "vision", "gender": "gender", "matrix": ""}  # <results>/tables/<track>
 # the page that holds each kind's sections when --readme is not given
 PAGES = {"table1": Path("docs/paper-a.md"), "srnets": Path("docs/paper-c.md"), "vision": Path("docs/paper-d.md"),
-         "gender": Path("docs/paper-b.md")}
+         "gender": Path("docs/paper-b.md"), "matrix": Path("docs/matrix.md")}
 
 
 @dataclass
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     header = stamp(commit, ran_at, args.command, args.wall, datetime.date.today().isoformat(), args.code_changed)
     header += "\n" + caption_of(args, config)
     writer = {"table1": table1_sections, "srnets": srnets_sections, "vision": vision_sections,
-              "gender": gender_sections}[args.kind]
+              "gender": gender_sections, "matrix": matrix_sections}[args.kind]
     text = writer(text, args, header)
     with atomic_path(args.readme) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
@@ -185,6 +186,9 @@ def caption_of(args: Args, config: dict) -> str:
     """What the run is on, in one line: the nlu track's from its tables/datasets.csv, the others' from the config."""
     if args.kind == "vision":
         return vision_data_caption(config, str(args.config))
+    if args.kind == "matrix":
+        return (f"Config `{args.config}` (outputs below `{args.results}/`), seeds {config['seeds']}; each "
+                "benchmark's data (real / synthetic / stand-in, sizes) and model are listed under the grid.\n")
     if args.kind == "gender":
         corpus = args.results / "gender" / "data" / "corpus.parquet"
         rows = len(pd.read_parquet(corpus, columns=[])) if corpus.is_file() else None
@@ -254,6 +258,21 @@ def gender_sections(text: str, args: Args, stamp: str) -> str:
                                + shrunk_encoders_markdown(json.loads(shrunk.read_text(encoding="utf-8"))),
                                str(args.readme))
     return text
+
+
+def matrix_sections(text: str, args: Args, stamp: str) -> str:
+    figure = args.results / "figures" / "matrix.png"
+    shown = ""
+    if args.figures is not None:
+        args.figures.mkdir(parents=True, exist_ok=True)
+        copy = args.figures / f"{args.name}_matrix.png"
+        shutil.copyfile(figure, copy)
+        where = os.path.relpath(copy.resolve(), args.readme.resolve().parent)
+        shown = f"\n![the matrix: each method's pick per benchmark, ID against OOD or bias]({where})\n"
+    return replace_section(text, f"{args.name}_matrix",
+                           f"{stamp}\n`{args.tables / 'matrix.md'}` (long form: `{args.tables / 'matrix.csv'}`; "
+                           f"figure: `{figure}`):\n\n" + (args.tables / "matrix.md").read_text(encoding="utf-8")
+                           + shown, str(args.readme))
 
 
 def table1_sections(text: str, args: Args, stamp: str) -> str:
