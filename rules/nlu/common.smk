@@ -111,3 +111,12 @@ TARGETS["train"] += P.mask_files() + [f"{bias_dir(t, 'overlap', s)}/train_probs.
                                       for s in P.bias_seeds() if "overlap" in SOURCES]
 TARGETS["masks"] += P.mask_files()
 TARGETS["evaluate"] += P.evaluation_jsons()
+
+# paper D's FFW on the task's baseline (config `ffw:`, rules/nlu/ffw.smk) and its records of the cross-paper matrix
+from maskbench.tracks.nlu.ffw_plan import ATTRIBUTES as FFW_ATTRIBUTES, METHODS as FFW_METHODS, FFWPlan  # noqa: E402
+
+FFW = FFWPlan(config, P) if config.get("ffw") else None
+if FFW:
+    MATRIX_CELLS.append(FFW.cells_file())
+    TARGETS["masks"] += FFW.all_masks()
+    TARGETS["all"] += [FFW.cells_file()]
