@@ -120,3 +120,14 @@ if FFW:
     MATRIX_CELLS.append(FFW.cells_file())
     TARGETS["masks"] += FFW.all_masks()
     TARGETS["all"] += [FFW.cells_file()]
+
+
+def ffw_inputs(wildcards):
+    """An FFW run's inputs: the baseline of its seed, the training part and, for the overlap attribute, the overlap
+    bias model's probabilities."""
+    base = checkpoint_dir(FFW.task, wildcards.seed)
+    inputs = {"model": f"{base}/model.safetensors", "model_summary": f"{base}/train_summary.json",
+              "train": prepared_path(config["tasks"][FFW.task]["train"])}
+    if wildcards.attribute == "overlap":
+        inputs["bias"] = f"{bias_dir(FFW.task, 'overlap', P.bias_seed(wildcards.seed))}/train_probs.parquet"
+    return inputs

@@ -9,14 +9,6 @@ if FFW:
         attribute=alternation(FFW_ATTRIBUTES),
         gamma=r"[0-9][0-9.e+-]*",
 
-    def ffw_inputs(wildcards):
-        base = checkpoint_dir(FFW.task, wildcards.seed)
-        inputs = {"model": f"{base}/model.safetensors", "model_summary": f"{base}/train_summary.json",
-                  "train": prepared_path(config["tasks"][FFW.task]["train"])}
-        if wildcards.attribute == "overlap":
-            inputs["bias"] = f"{bias_dir(FFW.task, 'overlap', P.bias_seed(wildcards.seed))}/train_probs.parquet"
-        return inputs
-
     rule ffw_nlu:
         input:
             unpack(ffw_inputs),
