@@ -20,7 +20,8 @@ if FFW:
                 model_dir=os.path.dirname(input.model), train=input.train, attribute=wildcards.attribute,
                 bias_probs=input.get("bias"), task=FFW.task,
                 settings=Json(FFW.settings(wildcards.ffw_method, wildcards.gamma)), examples=Json(FFW.examples()),
-                max_length=FFW.spec.get("max_length", 128), method=wildcards.ffw_method, seed=int(wildcards.seed),
+                max_length=FFW.spec.get("max_length", 128), length_grouped=FFW.spec.get("length_grouped", 0),
+                method=wildcards.ffw_method, seed=int(wildcards.seed),
                 out=output.mask, summary=output.summary),
         log:
             f"{R}/logs/ffw_nlu/{FFW.task}/{{ffw_method}}/{{attribute}}/gamma~{{gamma}}/seed~{{seed}}.log",

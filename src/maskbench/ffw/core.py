@@ -283,10 +283,11 @@ def gate_objective(adapter: FFWAdapter, heads: list[nn.Linear], bias_classes: li
 
 
 def run_ffw(adapter: FFWAdapter, model: nn.Module, train_data, val_data, bias_classes: list[int],
-            settings: FFWSettings, seed: int, device) -> tuple[dict, dict]:
+            settings: FFWSettings, seed: int, device, length_grouped: int = 0) -> tuple[dict, dict]:
     """Train FFW gates on ``train_data`` (a dataset with a ``collate``, its batches carrying bias attributes),
     select on ``val_data``; return the final keep masks by module name (numpy bool, weight-shaped) and a summary
-    (history, snapshots, the chosen one, settings). The model is left unmasked and unchanged."""
+    (history, snapshots, the chosen one, settings). The model is left unmasked and unchanged. ``length_grouped``:
+    gate batches of similar length (``train.LengthGroupedBatches``, text; 0: random batches)."""
     model.to(device).eval()
     masked = attach_gates(adapter, model, settings)
     try:
@@ -301,7 +302,8 @@ def run_ffw(adapter: FFWAdapter, model: nn.Module, train_data, val_data, bias_cl
         schedule.model = model
         hp = TrainHParams(epochs=settings.max_gate_epochs, batch_size=settings.batch_size,
                           learning_rate=settings.gate_lr, weight_decay=0.0, warmup=0, max_grad_norm=0.0,
-                          lr_schedule="constant", optimizer="adam", log_every=max(1, steps_per_epoch))
+                          lr_schedule="constant", optimizer="adam", log_every=max(1, steps_per_epoch),
+                          length_grouped=length_grouped)
         groups = trainable_groups(model, settings.gate_lr, 0.0, scores=masked, score_lr=settings.gate_lr,
                                   score_weight_decay=settings.gate_weight_decay, weights=False)
         curve = fit(model, train_data, gate_objective(adapter, heads, bias_classes, settings, online), hp, seed,

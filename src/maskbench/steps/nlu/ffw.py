@@ -56,6 +56,8 @@ class NluFFWArgs:
     examples: str = field(default='{"gate_train": 2000, "gate_val": 500, "readout": 500}',
                           metadata={"help": "JSON: pairs in each slice of the training part"})
     max_length: int = field(default=128, metadata={"help": "tokens per pair"})
+    length_grouped: int = field(default=0, metadata={"help": "gate batches of similar length: runs of this many "
+                                                              "batches sorted by length (0: random batches)"})
     method: str = field(default="ffw", metadata={"help": "the run's method name, recorded in the mask"})
     summary: Path | None = field(default=None, metadata={"help": "the run's JSON summary (default: --out with .json)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
@@ -99,7 +101,7 @@ def main(argv=None) -> int:
              args.attribute, class_names, args.model_dir, sizes, shares)
     started = time.perf_counter()
     keep, summary = run_ffw(adapter, model, data["gate_train"], data["gate_val"], [len(class_names)], settings,
-                            args.seed, device)
+                            args.seed, device, args.length_grouped)
     seconds = time.perf_counter() - started
     mask_meta = {"method": args.method, "decider": "temperature_gate", "structured": settings.structured,
                  "gamma": settings.gamma, "attribute": args.attribute, "model_dir": str(args.model_dir),

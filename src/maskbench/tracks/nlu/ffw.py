@@ -136,7 +136,11 @@ class NluFFW:
         return ["attention_output", "ffn_in"], plan, True
 
     def loader(self, data, batch_size):
-        return torch.utils.data.DataLoader(data, batch_size=batch_size, shuffle=False, collate_fn=data.collate)
+        """Batches in length order (longest first; a pair's features do not depend on its batch but for float-sum
+        order, and labels and attributes travel with their pairs): a batch pads to its longest pair."""
+        order = torch.sort(torch.as_tensor(data.lengths, dtype=torch.long), descending=True, stable=True).indices
+        batches = [order[i:i + batch_size].tolist() for i in range(0, len(order), batch_size)]
+        return torch.utils.data.DataLoader(data, batch_sampler=batches, collate_fn=data.collate)
 
 
 def no_dropout(model: nn.Module) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 
 METHODS = ("ffw", "ffw_structured")
 ATTRIBUTES = ("overlap", "negation")
-RUN_LISTS = ("task", "methods", "attributes", "gamma", "seeds", "examples", "max_length", "matrix")  # not FFWSettings fields
+RUN_LISTS = ("task", "methods", "attributes", "gamma", "seeds", "examples", "max_length", "length_grouped", "matrix")  # not FFWSettings fields
 OVERLAP_SOURCE = "overlap"  # the overlap_lr bias source's one name (tracks/nlu/config_checks.py)
 
 
