@@ -6,8 +6,8 @@ gamma * MI(bias attribute, bias head) on a slice of the training part; the weigh
         --settings JSON --examples JSON --seed 1 --out results/.../ffw/method~ffw/attribute~overlap/gamma~10/seed~1.mask
 
 Writes ``--summary`` (default: ``--out`` with .json: the gate epochs, snapshots, the chosen one, the training
-seconds, and the bias readout — a fresh bias head trained on the gate-training slice's features, its accuracy on
-the held-out readout slice, of the masked and of the unpruned model, with the readout slice's majority share), then
+seconds, and the bias readout — a fresh bias head trained on the masked model's features of the gate-training
+slice, its accuracy on the held-out readout slice, with the readout slice's majority share), then
 the mask file last (the project's mask format; ``nlu.evaluate_masks`` scores it like paper A's masks).
 """
 
@@ -108,18 +108,16 @@ def main(argv=None) -> int:
                  "model_fingerprint": fingerprint, "zero_bias_of_empty_rows": settings.structured, "seed": args.seed,
                  "settings": asdict(settings)}
     mask = MaskSet(keep, mask_meta)
-    unpruned = readout(adapter, model, data, len(class_names), settings, args.seed + 997)
     switch = MaskSwitch(model, fingerprint)
     switch.apply(mask)
     masked = readout(adapter, model, data, len(class_names), settings, args.seed + 997)
     switch.revert()
     majority = 100.0 * float(np.bincount(attribute[slices["readout"]]).max()) / len(slices["readout"])
-    log.info("bias readout (fresh head, readout slice): %.2f masked, %.2f unpruned, majority %.2f", masked, unpruned,
-             majority)
+    log.info("bias readout (fresh head, readout slice): %.2f masked, majority %.2f", masked, majority)
     runtime.atomic_write_json(summary_path, {
         **summary, "train_seconds": seconds, "attribute": args.attribute, "attribute_classes": class_names,
         "slices": sizes, "slice_class_counts": shares,
-        "bias_readout": {"masked": masked, "unpruned": unpruned, "majority": majority,
+        "bias_readout": {"masked": masked, "majority": majority,
                          "what": "fresh linear head on the classifier's input features, trained on the gate-training "
                                  "slice, accuracy (%) on the held-out readout slice"},
         "layers_without_heads": layers_without_heads(keep) if settings.structured else 0,
