@@ -111,3 +111,23 @@ TARGETS["train"] += P.mask_files() + [f"{bias_dir(t, 'overlap', s)}/train_probs.
                                       for s in P.bias_seeds() if "overlap" in SOURCES]
 TARGETS["masks"] += P.mask_files()
 TARGETS["evaluate"] += P.evaluation_jsons()
+
+# paper D's FFW on the task's baseline (config `ffw:`, rules/nlu/ffw.smk) and its records of the cross-paper matrix
+from maskbench.tracks.nlu.ffw_plan import ATTRIBUTES as FFW_ATTRIBUTES, METHODS as FFW_METHODS, FFWPlan  # noqa: E402
+
+FFW = FFWPlan(config, P) if config.get("ffw") else None
+if FFW:
+    MATRIX_CELLS.append(FFW.cells_file())
+    TARGETS["masks"] += FFW.all_masks()
+    TARGETS["all"] += [FFW.cells_file()]
+
+
+def ffw_inputs(wildcards):
+    """An FFW run's inputs: the baseline of its seed, the training part and, for the overlap attribute, the overlap
+    bias model's probabilities."""
+    base = checkpoint_dir(FFW.task, wildcards.seed)
+    inputs = {"model": f"{base}/model.safetensors", "model_summary": f"{base}/train_summary.json",
+              "train": prepared_path(config["tasks"][FFW.task]["train"])}
+    if wildcards.attribute == "overlap":
+        inputs["bias"] = f"{bias_dir(FFW.task, 'overlap', P.bias_seed(wildcards.seed))}/train_probs.parquet"
+    return inputs

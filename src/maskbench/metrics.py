@@ -186,7 +186,7 @@ def compute_metrics(
 def mutual_information(bias_labels: Sequence[int], probs, num_bias_classes: int) -> float:
     """Paper D's normalised empirical mutual information between a bias attribute and a head's predicted
     distribution, in [0, 1] (not a percentage): IRENE's estimator, the numpy twin of
-    ``maskbench.tracks.vision.mutual_information.empirical_mi`` (see its docstring for the formula).
+    ``maskbench.ffw.mutual_information.empirical_mi`` (see its docstring for the formula).
 
     ``bias_labels``: N labels in 0..K-1; ``probs``: N x K rows of the head's softmax; K = ``num_bias_classes``.
     """

@@ -27,7 +27,7 @@ from torch.nn.utils import parametrize
 from maskbench.masking.binarizers import masked_weight
 from maskbench.masking.deciders import Decider
 from maskbench.masking.density import density
-from maskbench.masking.granularity import Granularity, GranularityError, Units, Weight, granularity_for
+from maskbench.masking.granularity import Granularity, GranularityError, Head, Units, Weight, granularity_for
 from maskbench.masking.selectors import module_kind, select_modules
 
 
@@ -234,6 +234,10 @@ def is_no_decay(plain_name: str) -> bool:
     return plain_name.endswith("bias") or "LayerNorm" in plain_name
 
 
+def _head_columns(grain: Granularity) -> bool:
+    return isinstance(grain, Head) and grain.axis == "column"
+
+
 def attach(model: nn.Module, decider: Decider, targets: Iterable[str], granularity=None, *,
            family: str = "bert", train_weights: bool = False, zero_bias_of_empty_rows: bool = False,
            gate_unit_output: bool = False, where: str = "modules") -> MaskedModules:
@@ -243,7 +247,9 @@ def attach(model: nn.Module, decider: Decider, targets: Iterable[str], granulari
     ``{kind: spelling, "default": spelling}`` (paper B: square blocks on Q/K/V/O, rows on the FFN).
 
     ``gate_unit_output``: the whole output of a unit is gated, its bias with the same tile as its weight row
-    (``GatedBias``; paper D's structured FFW); only with the output-unit granularity (``row`` / ``channel``).
+    (``GatedBias``; paper D's structured FFW); only with the output-unit granularity (``row`` / ``channel``), or
+    with the head columns of an attention output (``{head: size, axis: column}``): there the tile is the head's
+    whole contribution and the bias, shared by every head, stays as it is.
     """
     per_kind = isinstance(granularity, dict) and "head" not in granularity
     plan = granularity if per_kind else {"default": granularity or "weight"}
@@ -254,9 +260,10 @@ def attach(model: nn.Module, decider: Decider, targets: Iterable[str], granulari
             raise ValueError(f"{where}: {name!r} already carries a mask; detach it first")
         grains[name] = granularity_for(module_kind(name, family), plan, f"{where} granularity")
         grains[name].score_shape(tuple(module.weight.shape), name)
-        if gate_unit_output and grains[name] != Units(0):
+        if gate_unit_output and grains[name] != Units(0) and not _head_columns(grains[name]):
             raise GranularityError(f"{where}: gate_unit_output gates whole output units, but {name!r} has "
-                                   f"granularity {grains[name].describe()!r}; use 'row' or 'channel'")
+                                   f"granularity {grains[name].describe()!r}; use 'row' or 'channel' (or "
+                                   "{head: size, axis: column} on an attention output)")
         if gate_unit_output and zero_bias_of_empty_rows:
             raise ValueError(f"{where}: gate_unit_output already gates the bias; zero_bias_of_empty_rows is "
                              "redundant")
@@ -269,7 +276,7 @@ def attach(model: nn.Module, decider: Decider, targets: Iterable[str], granulari
         parametrize.register_parametrization(module, "weight", mask, unsafe=not decider.trains_scores)
         if zero_bias_of_empty_rows and getattr(module, "bias", None) is not None:
             parametrize.register_parametrization(module, "bias", EmptyRowBias(mask))
-        if gate_unit_output and getattr(module, "bias", None) is not None:
+        if gate_unit_output and grains[name] == Units(0) and getattr(module, "bias", None) is not None:
             parametrize.register_parametrization(module, "bias", GatedBias(mask))
         masks[name] = mask
     return MaskedModules(decider, masks, dict(chosen))

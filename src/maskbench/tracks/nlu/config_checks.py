@@ -97,6 +97,7 @@ def check(config: Mapping) -> None:
                 raise ConfigError(f"config: report.table1.columns.{column}.eval_set has value "
                                   f"{ref['eval_set']!r}, which is not an eval set of task {ref['task']!r}")
     check_tradeoff(config)
+    check_ffw(config.get("ffw"), config, sources)
 
 
 def sweep_knobs(config: Mapping, row: str) -> tuple[str, ...]:
@@ -221,3 +222,38 @@ def check_srnets(srn: Mapping, config: Mapping, sources: Mapping) -> None:
                 model = "srnets.theta_ft" if theta_ft is not None else "the baseline"
                 raise ConfigError(f"config: srnets.timing.steps has {steps[-1]}, but {model} of {task} runs "
                                   f"{total} steps (epochs x ceil(datasets.{spec['train']}.n / batch_size))")
+
+
+def check_ffw(ffw: Mapping | None, config: Mapping, sources: Mapping) -> None:
+    """Paper D's FFW cells (``ffw:``): the task, the overlap bias source, the evaluation sets and native rows the
+    matrix records read."""
+    if not ffw:
+        return
+    tasks = config["tasks"]
+    task = ffw.get("task", "mnli")
+    if task not in tasks:
+        raise ConfigError(f"config: ffw.task has value {task!r}, which is not a task {sorted(tasks)}")
+    if "overlap" in ffw["attributes"] and "overlap" not in sources:
+        raise ConfigError("config: ffw.attributes has 'overlap', which reads the lexical-overlap bias model, but "
+                          f"bias.sources has no 'overlap' source {sorted(sources)}")
+    for seed in ffw.get("seeds") or []:
+        if seed not in config["seeds"]:
+            raise ConfigError(f"config: ffw.seeds has {seed}, which is not one of seeds {config['seeds']} (the FFW "
+                              "runs gate that seed's baseline)")
+    matrix = ffw.get("matrix") or {}
+    eval_sets = tasks[task]["eval_sets"]
+    for key in ("id_set", "ood_set", "negation_set"):
+        name = matrix.get(key, "hans" if key == "ood_set" else None)
+        if name is not None and name not in eval_sets:
+            raise ConfigError(f"config: ffw.matrix.{key} has value {name!r}, which is not an eval set of task "
+                              f"{task!r} {sorted(eval_sets)}")
+    table = (config.get("report") or {}).get("table1")
+    reported = list(table["rows"]) if table else ["baseline"]
+    masked = config.get("masked_debiasing") or {}
+    for row in matrix.get("rows", ["baseline"]):
+        if row != "baseline" and row not in masked:
+            raise ConfigError(f"config: ffw.matrix.rows has {row!r}; a native row is 'baseline' or a "
+                              f"masked_debiasing row {sorted(masked)}")
+        if row not in reported:
+            raise ConfigError(f"config: ffw.matrix.rows has {row!r}, which report.table1.rows does not build "
+                              f"{reported}")

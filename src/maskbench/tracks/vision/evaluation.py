@@ -10,7 +10,9 @@ import torch
 from torch import nn
 
 from maskbench.masking.density import density
-from maskbench.tracks.vision.heads import HeadSettings, extract_features, head_accuracy, train_head
+from maskbench.ffw import heads as shared_heads
+from maskbench.tracks.vision.ffw_adapter import VISION
+from maskbench.tracks.vision.heads import HeadSettings
 
 
 @torch.no_grad()
@@ -70,13 +72,7 @@ def bias_accuracy(model: nn.Module, train_data, test_data, bias_classes: list[in
                   seed: int) -> dict[str, float]:
     """Per bias attribute: a fresh linear head on the model's bottleneck, trained on ``train_data`` (detached
     features), its accuracy (%) on ``test_data``."""
-    train_feats, _, train_bias = extract_features(model, train_data)
-    test_feats, _, test_bias = extract_features(model, test_data)
-    out = {}
-    for b, k in enumerate(bias_classes):
-        head, _ = train_head(train_feats, train_bias[:, b], k, settings, seed + 101 * b)
-        out[str(b)] = head_accuracy(head, test_feats, test_bias[:, b])
-    return out
+    return shared_heads.bias_accuracy(VISION, model, train_data, test_data, bias_classes, settings, seed)
 
 
 def sparsity_report(keep: dict[str, np.ndarray] | None, model: nn.Module, gated: list[str]) -> dict:

@@ -11,7 +11,9 @@ D's eq. (9) and its code's ``StructuredGate`` (``input * TwoSigmoid(m / T)`` on 
 ``gate_unit_output`` gates the bias with the weight row's gate, so a conv / linear unit computes g (W x + b), the
 gate sitting after the layer and before its BatchNorm. (The code defines ``StructuredGate`` but never attaches it;
 after the conv / linear is our reading of eq. (9), "the neuron's output".) A pruned unit thus outputs 0, and what
-follows turns that into f(0) (BatchNorm's shift through the ReLU), which ``shrink.py`` folds downstream. BatchNorm statistics stay frozen (``freeze_norm_stats``). One ``fit`` run
+follows turns that into f(0) (BatchNorm's shift through the ReLU), which ``shrink.py`` folds downstream. BatchNorm statistics stay frozen (``freeze_norm_stats``). The loop, the
+heads, the MI and the schedule are shared with the other tracks (``maskbench.ffw.core``); this module is their
+vision face (``ffw_adapter.VisionFFW``: features = ``model.features``, classifier = ``fc``). One ``fit`` run
 trains the gates with Adam (paper D: lr 1e-3, weight decay 1e-4) on
 
     loss = alpha * CE(task) + gamma * mean_b MI_b,
@@ -36,132 +38,42 @@ is estimated over the whole split rather than averaged over batches.
 
 from __future__ import annotations
 
-import logging
-import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
-import torch
 from torch import nn
 
-from maskbench.masking.deciders import TemperatureGate
-from maskbench.masking.engine import MaskedModules, attach
-from maskbench.tracks.vision.data import loader
+from maskbench.ffw import core
+from maskbench.ffw.core import HEAD_UPDATES, VALIDATION_MI, HardGates  # noqa: F401 (re-exported)
+from maskbench.masking.engine import MaskedModules
 from maskbench.tracks.vision.evaluation import bias_accuracy
-from maskbench.tracks.vision.heads import (
-    HeadSettings,
-    extract_features,
-    head_optimizer,
-    online_head_step,
-    refine_head,
-    train_head,
-)
-from maskbench.tracks.vision.mutual_information import empirical_mi
-from maskbench.train import Hook, TrainHParams, fit, trainable_groups
-
-log = logging.getLogger(__name__)
-CLASSIFIER = "fc"  # the task classifier of every model of tracks/vision/models.py
-HEAD_UPDATES = ("refit", "online")
-VALIDATION_MI = ("pre_epoch", "refined")
+from maskbench.tracks.vision.ffw_adapter import CLASSIFIER, VISION, gate_targets  # noqa: F401 (re-exported)
+from maskbench.tracks.vision.heads import HeadSettings
 
 
 @dataclass
-class FFWSettings:
-    structured: bool = False
-    gamma: float = 10.0
-    alpha: float = 1.0
-    gate_lr: float = 1e-3
-    gate_weight_decay: float = 1e-4
-    batch_size: int = 100
-    temperature: float = 1.0
-    temperature_factor: float = 0.1
-    gate_patience: int = 5
-    mi_rel_tol: float = 0.05
-    min_temperature: float = 1e-8
-    max_gate_epochs: int = 200
-    # how the bias heads follow the gated model: "refit" (ours) a fresh head fitted before each gate epoch and
-    # fixed during it; "online" (paper D's code) the same heads throughout, an SGD step on their CE every gate batch
-    # and refined (warm, until a plateau) after each gate epoch and after each temperature drop
-    head_update: str = "refit"
-    # which heads measure the validation MI that drives the temperature: "pre_epoch" (ours) the heads the epoch
-    # trained against; "refined" (paper D's code) heads brought up to date on the gated model after the epoch
-    validation_mi: str = "pre_epoch"
-    head: HeadSettings = field(default_factory=HeadSettings)
-
-    def __post_init__(self):
-        for key, value, choices in (("head_update", self.head_update, HEAD_UPDATES),
-                                    ("validation_mi", self.validation_mi, VALIDATION_MI)):
-            if value not in choices:
-                raise ValueError(f"vision.ffw.{key}: {value!r} is unknown; choose one of {', '.join(choices)}")
-
-    @classmethod
-    def from_dict(cls, values: dict) -> FFWSettings:
-        values = dict(values)
-        head = HeadSettings(**values.pop("head", {}))
-        return cls(**values, head=head)
-
-
-def gate_targets(model: nn.Module, structured: bool) -> list[str]:
-    """The modules that carry gates: every conv and linear (unstructured), or all but the task classifier."""
-    names = [name for name, m in model.named_modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
-    if structured:
-        names = [name for name in names if name != CLASSIFIER]
-    return [_exact(name) for name in names]
-
-
-def _exact(name: str) -> str:
-    return name.replace(".", r"\.")
+class FFWSettings(core.FFWSettings):
+    CONFIG_KEY: ClassVar[str] = "vision.ffw"
 
 
 def attach_gates(model: nn.Module, settings: FFWSettings) -> MaskedModules:
-    decider = TemperatureGate(init=0.0, temperature=settings.temperature, forward="two_sigmoid")
-    grain = "channel" if settings.structured else "weight"
-    return attach(model, decider, gate_targets(model, settings.structured), grain, family="vision",
-                  gate_unit_output=settings.structured, where="ffw gates")
-
-
-class HardGates:
-    """Inside, the gates act as the final pruning will (keep where m >= 0)."""
-
-    def __init__(self, masked: MaskedModules):
-        self.decider = masked.decider
-
-    def __enter__(self):
-        self.previous = self.decider.gate_forward
-        self.decider.gate_forward = "hard"
-
-    def __exit__(self, *exc):
-        self.decider.gate_forward = self.previous
+    return core.attach_gates(VISION, model, settings)
 
 
 def fit_heads(model, data, bias_classes: list[int], settings: HeadSettings, seed: int) -> list[nn.Linear]:
-    feats, _, bias = extract_features(model, data)
-    return [train_head(feats, bias[:, b], k, settings, seed + 101 * b)[0] for b, k in enumerate(bias_classes)]
+    return core.fit_heads(VISION, model, data, bias_classes, settings, seed)
 
 
-class OnlineHeads:
-    """Paper D's code's privacy heads (``head_update: online``): persistent heads, each with its own SGD whose
-    momentum lives on across per-batch steps and refinements."""
+class OnlineHeads(core.OnlineHeads):
+    """Paper D's code's privacy heads (``head_update: online``) on a vision model."""
 
     def __init__(self, heads: list[nn.Linear], settings: HeadSettings):
-        self.optimizers = [head_optimizer(head, settings) for head in heads]
-
-    def step(self, heads: list[nn.Linear], feats: torch.Tensor, bias: torch.Tensor) -> None:
-        for b, (head, optimizer) in enumerate(zip(heads, self.optimizers, strict=True)):
-            online_head_step(head, optimizer, feats, bias[:, b])
-
-    def refine(self, model, heads: list[nn.Linear], data, settings: HeadSettings, seed: int) -> None:
-        feats, _, bias = extract_features(model, data)
-        for b, (head, optimizer) in enumerate(zip(heads, self.optimizers, strict=True)):
-            refine_head(head, optimizer, feats, bias[:, b], settings, seed + 101 * b)
+        super().__init__(heads, settings, VISION)
 
 
 def validation_mi(model, heads: list[nn.Linear], data, bias_classes: list[int]) -> float:
     """Mean over bias attributes of the normalised MI between the bias labels and each head's softmax."""
-    feats, _, bias = extract_features(model, data)
-    with torch.no_grad():
-        values = [float(empirical_mi(bias[:, b], torch.softmax(head(feats), dim=1), k))
-                  for b, (head, k) in enumerate(zip(heads, bias_classes, strict=True))]
-    return sum(values) / len(values)
+    return core.validation_mi(VISION, model, heads, data, bias_classes)
 
 
 def mean_bias_accuracy(model, train_data, eval_data, bias_classes: list[int], settings: HeadSettings,
@@ -171,100 +83,28 @@ def mean_bias_accuracy(model, train_data, eval_data, bias_classes: list[int], se
     return sum(per_attribute.values()) / len(per_attribute)
 
 
-class FFWSchedule(Hook):
-    """Paper D's outer loop as a hook of ``fit``: heads re-trained before every gate epoch, the temperature lowered
-    on a plateau of the validation MI, a snapshot of the pruned gates at every drop, and the stop criterion."""
+class FFWSchedule(core.FFWSchedule):
+    """``core.FFWSchedule`` on a vision model, its three measurements read through this module's functions."""
 
-    def __init__(self, masked: MaskedModules, heads: list, steps_per_epoch: int, settings: FFWSettings,
-                 train_data, val_data, bias_classes: list[int], seed: int, online: OnlineHeads | None = None):
-        self.masked, self.heads, self.per_epoch, self.settings = masked, heads, steps_per_epoch, settings
-        self.online = online
-        self.train_data, self.val_data, self.bias_classes, self.seed = train_data, val_data, bias_classes, seed
-        self.best_mi, self.bad, self.epoch, self.stale = math.inf, 0, 0, False
-        self.history: list[dict] = []
-        self.snapshots: list[dict] = []
-        self.model = None
+    def __init__(self, masked, heads, steps_per_epoch, settings, train_data, val_data, bias_classes, seed,
+                 online=None):
+        super().__init__(masked, heads, steps_per_epoch, settings, train_data, val_data, bias_classes, seed, online,
+                         adapter=VISION)
 
-    def refresh_heads(self, model) -> None:
-        """Bring the heads up to date on the gated model: fresh ones (``refit``) or the same ones trained further
-        (``online``)."""
-        if self.online is not None:
-            self.online.refine(model, self.heads, self.train_data, self.settings.head, self.seed + 7919 * self.epoch)
-        else:
-            self.heads[:] = fit_heads(model, self.train_data, self.bias_classes, self.settings.head,
-                                      self.seed + 7919 * self.epoch)
-        self.stale = False
+    def fit_heads(self, model, seed):
+        return fit_heads(model, self.train_data, self.bias_classes, self.settings.head, seed)
 
-    def before_step(self, step, total):
-        if step % self.per_epoch == 0 and self.stale and self.model is not None:
-            self.refresh_heads(self.model)
+    def validation_mi(self, model):
+        return validation_mi(model, self.heads, self.val_data, self.bias_classes)
 
-    def snapshot(self, model, reason: str) -> dict:
-        with HardGates(self.masked):
-            accuracy = mean_bias_accuracy(model, self.train_data, self.val_data, self.bias_classes, self.settings.head,
-                                     self.seed + 31 * len(self.snapshots))
-            density = self.masked.density()
-        gates = {name: m.scores.detach().clone() for name, m in self.masked.masks.items()}
-        shot = {"epoch": self.epoch, "reason": reason, "temperature": self.masked.decider.temperature,
-                "val_bias_accuracy": accuracy, "density": density, "gates": gates}
-        self.snapshots.append(shot)
-        log.info("snapshot at epoch %d (%s): val bias accuracy %.2f, density %.4f", self.epoch, reason, accuracy,
-                 density)
-        return shot
-
-    def after_step(self, step, total, model):
-        self.model = model
-        if step % self.per_epoch and step != total:
-            return False
-        self.epoch += 1
-        if self.settings.validation_mi == "refined":  # paper D's code: refine, then measure
-            self.refresh_heads(model)
-        mi = validation_mi(model, self.heads, self.val_data, self.bias_classes)
-        decider = self.masked.decider
-        drop = False
-        if mi < self.best_mi * (1 - self.settings.mi_rel_tol):
-            self.best_mi, self.bad = mi, 0
-        else:
-            self.bad += 1
-            if self.bad > self.settings.gate_patience:
-                decider.set_temperature(decider.temperature * self.settings.temperature_factor)
-                self.bad, drop = 0, True
-        self.history.append({"epoch": self.epoch, "step": step, "val_mi": mi, "temperature": decider.temperature,
-                             "temperature_dropped": drop, "density": self.masked.density()})
-        log.info("gate epoch %d: val MI %.4f, T %.1e%s", self.epoch, mi, decider.temperature,
-                 " (dropped)" if drop else "")
-        if drop:
-            self.snapshot(model, "temperature drop")
-        # the heads are brought up to date before the next epoch, unless they just were and T did not move (a new
-        # T changes the gated model: paper D's code refines its heads again after a drop)
-        self.stale = self.settings.validation_mi == "pre_epoch" or drop
-        return decider.temperature < self.settings.min_temperature
+    def bias_accuracy(self, model, seed):
+        return mean_bias_accuracy(model, self.train_data, self.val_data, self.bias_classes, self.settings.head, seed)
 
 
 def gate_objective(heads: list[nn.Linear], bias_classes: list[int], settings: FFWSettings,
                    online: OnlineHeads | None = None):
-    """alpha * CE(task) + gamma * mean_b MI_b(bias_b, softmax(head_b(features))) on one batch. With ``online``
-    (paper D's code) each head then takes an SGD step on its own CE over the batch's detached features; the MI
-    uses the heads as they were before that step (a copy of their weights, so the step does not touch the graph)."""
-
-    def objective(model, batch):
-        device = next(model.parameters()).device
-        feats = model.features(batch["image"].to(device))
-        logits = model.fc(feats)
-        ce = nn.functional.cross_entropy(logits, batch["label"].to(device))
-        bias = batch["bias"].to(device)
-        if online is None:
-            outputs = [head(feats) for head in heads]
-        else:
-            outputs = [nn.functional.linear(feats, head.weight.detach().clone(), head.bias.detach().clone())
-                       for head in heads]
-            online.step(heads, feats, bias)
-        mis = [empirical_mi(bias[:, b], torch.softmax(out, dim=1), k)
-               for b, (out, k) in enumerate(zip(outputs, bias_classes, strict=True))]
-        mi = torch.stack(mis).mean()
-        return settings.alpha * ce + settings.gamma * mi, {"ce": ce.item(), "mi": mi.item()}
-
-    return objective
+    """alpha * CE(task) + gamma * mean_b MI_b(bias_b, softmax(head_b(features))) on one batch (``core``)."""
+    return core.gate_objective(VISION, heads, bias_classes, settings, online)
 
 
 def run_ffw(model: nn.Module, train_data, val_data, bias_classes: list[int], settings: FFWSettings, seed: int,
@@ -272,33 +112,5 @@ def run_ffw(model: nn.Module, train_data, val_data, bias_classes: list[int], set
     """Train FFW gates on ``train_data`` (the unbiased split with bias labels), select on ``val_data``; return
     the final keep masks by module name (numpy bool, weight-shaped) and a summary (history, snapshots, the chosen
     one, settings). The model is left unmasked and unchanged."""
-    model.to(device).eval()
-    masked = attach_gates(model, settings)
-    try:
-        heads = fit_heads(model, loader(train_data, settings.batch_size), bias_classes, settings.head, seed)
-        steps_per_epoch = math.ceil(len(train_data) / settings.batch_size)
-        train_loader, val_loader = loader(train_data, settings.batch_size), loader(val_data, settings.batch_size)
-        online = OnlineHeads(heads, settings.head) if settings.head_update == "online" else None
-        schedule = FFWSchedule(masked, heads, steps_per_epoch, settings, train_loader, val_loader, bias_classes, seed,
-                               online)
-        schedule.model = model
-        hp = TrainHParams(epochs=settings.max_gate_epochs, batch_size=settings.batch_size,
-                          learning_rate=settings.gate_lr, weight_decay=0.0, warmup=0, max_grad_norm=0.0,
-                          lr_schedule="constant", optimizer="adam", log_every=max(1, steps_per_epoch))
-        groups = trainable_groups(model, settings.gate_lr, 0.0, scores=masked, score_lr=settings.gate_lr,
-                                  score_weight_decay=settings.gate_weight_decay, weights=False)
-        curve = fit(model, train_data, gate_objective(heads, bias_classes, settings, online), hp, seed, device,
-                    groups=groups, hooks=[schedule], freeze_norm_stats=True)
-        final = schedule.snapshot(model, "end of run")
-        best = min(schedule.snapshots, key=lambda s: (s["val_bias_accuracy"], -s["epoch"]))
-        with torch.no_grad():
-            for name, mask in masked.masks.items():
-                mask.scores.copy_(best["gates"][name])
-        keep = masked.hard_masks()
-    finally:
-        masked.detach()
-    summary = {"settings": asdict(settings), "history": schedule.history, "curve": curve,
-               "snapshots": [{k: v for k, v in s.items() if k != "gates"} for s in schedule.snapshots],
-               "chosen_snapshot": schedule.snapshots.index(best), "final_epoch": final["epoch"],
-               "density": best["density"]}
-    return keep, summary
+    return core.run_ffw(VISION, model, train_data, val_data, bias_classes, settings, seed, device)
+

@@ -1,0 +1,90 @@
+"""Entry point: the nlu track's records of the cross-paper matrix (``maskbench.matrix.cells``) — paper D's FFW runs
+on the task's baseline beside the native rows (the baseline, paper A's movement-score masks), one record per
+(benchmark, method, gamma, seed).
+
+    python -m maskbench.steps nlu.matrix_cells --records JSON --out results/matrix/cells/nlu.csv
+
+``--records`` (``tracks/nlu/ffw_plan.FFWPlan.records``): the evaluation sets of each role (id: paper A's "Val."
+accuracy; ood: HANS accuracy; id_dev: the task's dev set, what the selection rule reads; negation: the negation
+subset, its own benchmark ``mnli_negation``), and per run its evaluation JSONs and the file its training seconds
+come from. The bias readout of an FFW run is its summary's fresh bias head accuracy on the held-out readout slice
+(the masked model), with the slice's majority share as the unbiased ideal; the native rows have none (NaN).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.matrix.cells import Cell, write_cells
+from maskbench.steps import run_step
+
+log = logging.getLogger("maskbench.steps.nlu.matrix_cells")
+NAN = float("nan")
+
+
+@dataclass
+class MatrixCellsArgs:
+    records: str = field(metadata={"help": "JSON: sets, model, data and runs (FFWPlan.records)"})
+    out: Path = field(metadata={"help": "the track's records CSV"})
+
+
+def read_json(path: str) -> dict:
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def accuracy(path: str, where: str) -> float:
+    metrics = read_json(path).get("metrics") or {}
+    if "accuracy" not in metrics:
+        raise ValueError(f"{path}: field 'metrics.accuracy' is missing ({where})")
+    return float(metrics["accuracy"])
+
+
+def cells_of(records: dict) -> list[Cell]:
+    sets = records["sets"]
+    benchmarks = [("mnli_hans", "ood", f"{sets['ood']} accuracy (%)")]
+    if sets.get("negation"):
+        benchmarks.append(("mnli_negation", "negation", f"{sets['negation']} accuracy (%, paper A's negation subset)"))
+    cells = []
+    for run in records["runs"]:
+        files = run["evaluations"]
+        where = f"{run['method']} seed {run['seed']}"
+        id_score = accuracy(files["id"], where)
+        id_dev = accuracy(files["id_dev"], where)
+        density = float(read_json(files["id"]).get("mask_density", 1.0))
+        seconds = 0.0 if run["cost"] is None else float(read_json(run["cost"])[run["cost_key"]])
+        bias, bias_ideal, bias_name = NAN, NAN, "fresh bias head accuracy (%): FFW rows only"
+        if run.get("attribute"):
+            readout = read_json(run["cost"])["bias_readout"]
+            bias, bias_ideal = float(readout["masked"]), float(readout["majority"])
+            bias_name = (f"fresh head's accuracy (%) predicting the {run['attribute']} attribute from the classifier's "
+                         "input, held-out training pairs")
+        for benchmark, role, ood_name in benchmarks:
+            cells.append(Cell(
+                benchmark=benchmark, method=run["method"], method_paper=run["paper"], native=run["native"],
+                knob=run["knob"], value=NAN if run["value"] is None else run["value"], seed=run["seed"],
+                id=id_score, ood=accuracy(files[role], where), bias=bias, id_dev=id_dev,
+                id_name=f"{sets['id']} accuracy (%, MNLI dev-matched)", ood_name=ood_name, bias_name=bias_name,
+                bias_ideal=bias_ideal, density=density, train_seconds=seconds, data=records["data"],
+                model=records["model"]))
+    return cells
+
+
+def main(argv=None) -> int:
+    setup_logging()
+    args = parse_dataclass(MatrixCellsArgs, argv, "python -m maskbench.steps nlu.matrix_cells",
+                           __doc__.splitlines()[0])
+    cells = cells_of(json.loads(args.records))
+    frame = write_cells(cells, args.out)
+    log.info("wrote %d records to %s (%d with a bias readout)", len(frame), args.out,
+             sum(not math.isnan(c.bias) for c in cells))
+    return 0
+
+
+if __name__ == "__main__":
+    run_step(main)
