@@ -41,13 +41,6 @@ class ColourModelSettings:
             raise ValueError(f"colour bias model: hidden, steps and learning_rate must be positive, got {self}")
 
 
-def _halves(images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if images.ndim != 4 or images.shape[1] != 3:
-        raise ValueError(f"colour features need RGB images N x 3 x H x W, got shape {images.shape}")
-    width = images.shape[3]
-    return images[:, :, :, : width // 2], images[:, :, :, width // 2:]
-
-
 def colour_features(images: np.ndarray) -> np.ndarray:
     """N x 6 float32: per half (left, right) the most frequent RGB value, each channel in [0, 255] (ties: the
     smallest packed value, deterministic)."""
@@ -63,64 +56,6 @@ def colour_features(images: np.ndarray) -> np.ndarray:
             mode = int(values[counts.argmax()])
             out[i, 3 * h: 3 * h + 3] = ((mode >> 16) & 255, (mode >> 8) & 255, mode & 255)
     return out
-
-
-class ColourModelSettings:
-    hidden: int = 64
-    steps: int = 300  # full-batch Adam steps
-    learning_rate: float = 0.01
-    seed: int = 0
-
-    def __post_init__(self):
-        if self.hidden < 1 or self.steps < 1 or self.learning_rate <= 0:
-            raise ValueError(f"colour bias model: hidden, steps and learning_rate must be positive, got {self}")
-
-
-def _halves(images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if images.ndim != 4 or images.shape[1] != 3:
-        raise ValueError(f"colour features need RGB images N x 3 x H x W, got shape {images.shape}")
-    width = images.shape[3]
-    return images[:, :, :, : width // 2], images[:, :, :, width // 2:]
-
-
-def colour_features(images: np.ndarray) -> np.ndarray:
-    """N x 6 float32: per half (left, right) and channel the median pixel value, in [0, 255]."""
-    out = []
-    for half in _halves(images):
-        flat = half.reshape(half.shape[0], 3, -1).astype(np.float32)
-        out.append(np.median(flat, axis=2))  # torch.median takes the lower middle; numpy's mean of the two is fine
-    return np.concatenate(out, axis=1).astype(np.float32)
-
-
-def background_share(images: np.ndarray) -> np.ndarray:
-    """Per image, the smaller of its two halves' shares of pixels that carry the half's modal colour (all three
-    channels equal to the most frequent RGB triple of the half): above 0.5, the features are the painted colours."""
-    shares = []
-    for half in _halves(images):
-        n, _, h, w = half.shape
-        flat = half.reshape(n, 3, h * w).transpose(0, 2, 1)
-        packed = (flat[:, :, 0].astype(np.int64) << 16) | (flat[:, :, 1].astype(np.int64) << 8) | flat[:, :, 2]
-        share = np.empty(n)
-        for i in range(n):
-            share[i] = np.unique(packed[i], return_counts=True)[1].max() / (h * w)
-        shares.append(share)
-    return np.minimum(*shares)
-
-
-def colour_only_exact(imageset: ImageSet) -> bool:
-    """Whether every image's features equal the colours its generator painted: the majority background colour of
-    each half equals the median, for every channel (the check of this module's claim on a split)."""
-    feats = colour_features(imageset.images)
-    modal = []
-    for half in _halves(imageset.images):
-        n, _, h, w = half.shape
-        flat = half.reshape(n, 3, h * w).transpose(0, 2, 1)
-        rows = []
-        for i in range(n):
-            values, counts = np.unique(flat[i], axis=0, return_counts=True)
-            rows.append(values[counts.argmax()])
-        modal.append(np.stack(rows).astype(np.float32))
-    return bool(np.array_equal(feats, np.concatenate(modal, axis=1)))
 
 
 class ColourModel(nn.Module):
