@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from maskbench.tracks.vision.biased_mnist import GENERATORS, balanced_subset, derived_seed
+from maskbench.tracks.vision.biased_mnist import GENERATORS, balanced_subset, conflicting_counts, derived_seed
 from maskbench.tracks.vision.images import ImageSet
 
 DEV_STREAM = 7  # the stream of derived_seed the dev split draws from (paper_d_splits and biased_test use 0-6)
@@ -33,4 +33,5 @@ def biased_dev_split(mnist: dict, train: ImageSet, generator: str, size: int, op
     out = spec.build(digits[rows], labels[rows], seed=derived_seed(seed, DEV_STREAM + 1), dataset=generator,
                      split="biased_dev", ids=rows, **strength, **shared)
     out.provenance.update({"base_seed": seed, "outside_training_split": True})
+    out.provenance["conflicting"] = conflicting_counts(out)
     return out
