@@ -15,7 +15,12 @@ from test_workflow import REPO, planned_jobs, snakemake
 
 from maskbench.config_checks import ConfigError
 from maskbench.tracks.vision.biased_dev import biased_dev_split
-from maskbench.tracks.vision.biased_mnist import COLOUR_MAP, colour_background, colour_biased_mnist, multi_color_mnist
+from maskbench.tracks.vision.biased_mnist import (
+    COLOUR_MAP,
+    colour_background,
+    colour_biased_mnist,
+    multi_color_mnist,
+)
 from maskbench.tracks.vision.colour_bias import (
     ColourModelSettings,
     accuracy,

@@ -16,6 +16,11 @@ against the colour-only bias model (``colour_bias``), on the engine (``maskbench
   classifier has a trained start value, so it is rewound too. The weights change: the mask alone does not
   reproduce the run on the vanilla model (its record says so).
 
+The strength knob of every one of these cells is the sparsity, paper A's movement masks included (paper A's own
+knob is the loss; here its loss stays at paper A's full strength): the final sparsity is what paper C sweeps, it
+puts the three methods at the same densities beside FFW's, and it is exactly met (``MovementTopK`` keeps a fixed
+fraction per matrix, where ``movement_sigmoid``'s density would follow the scores). Larger is stronger.
+
 The masked modules are the track's (``ffw.gate_targets``): every conv and linear weight, the classifier's too.
 Sparsity is the pruned fraction of each matrix (local), as paper C's.
 """
