@@ -13,6 +13,8 @@ wildcard_constraints:
     ffw_method=alternation(FFW_METHODS),
     gamma=r"[0-9.e+-]+",
     start=r"final|epoch~\d+",
+    mask_method=alternation(VISION.masks["methods"] if VISION.masks else []),
+    sparsity=r"[0-9.e+-]+",
 
 
 # training jobs (models, FFW gates) ask for the training compute and a GPU; the others for the evaluation compute
@@ -45,3 +47,6 @@ def vision_eval_inputs(wildcards):
 
 for _target, _files in VISION.targets().items():
     TARGETS[_target] += _files
+# the cross-paper matrix's vision cells (vision.masks; rules/vision/masks.smk), when the config has a matrix
+if VISION.masks and config.get("matrix"):
+    MATRIX_CELLS.append(VISION.matrix_cells)

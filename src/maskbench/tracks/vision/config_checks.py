@@ -53,3 +53,40 @@ def check(config: Mapping) -> None:
         if missing:
             raise ConfigError(f"config: vision.epochs_ablation.epochs has {missing[0]}, which is not among the "
                               f"snapshot_epochs of model {datasets[ablation['dataset']]['model']!r}")
+    check_masks(vision)
+
+
+MNIST_TRAIN = 60_000
+COLOUR_GENERATORS = ("biased_mnist", "multi_color_mnist")
+
+
+def check_masks(vision: Mapping) -> None:
+    """vision.masks: benchmarks on colour-biased MNIST levels of the config, room for the biased dev split, IMP's
+    sparsities multiples of its step."""
+    masks = vision.get("masks")
+    if not masks:
+        return
+    datasets = vision["datasets"]
+    for name, bench in masks["benchmarks"].items():
+        where = f"config: vision.masks.benchmarks.{name}"
+        if bench["dataset"] not in datasets:
+            raise ConfigError(f"{where}.dataset has value {bench['dataset']!r}, which is not a dataset "
+                              f"{sorted(datasets)}")
+        spec = datasets[bench["dataset"]]
+        if str(bench["level"]) not in {str(k) for k in spec["levels"]}:
+            raise ConfigError(f"{where}.level has value {bench['level']!r}, which is not a level of "
+                              f"{bench['dataset']} {sorted(spec['levels'])}")
+        if spec["generator"] not in COLOUR_GENERATORS:
+            raise ConfigError(f"{where}.dataset is {bench['dataset']!r} with generator {spec['generator']!r}; the "
+                              f"colour-only bias model needs a colour-biased one {COLOUR_GENERATORS}")
+        train = spec.get("sizes", {}).get("train") or MNIST_TRAIN
+        if min(train, MNIST_TRAIN) + masks.get("dev_size", 1000) > MNIST_TRAIN:
+            raise ConfigError(f"config: vision.masks.dev_size has value {masks.get('dev_size', 1000)}, but "
+                              f"vision.datasets.{bench['dataset']}.sizes.train ({train}) leaves only "
+                              f"{MNIST_TRAIN - min(train, MNIST_TRAIN)} MNIST training digits for the biased dev split")
+    if "imp" in masks["methods"]:
+        step = masks.get("imp_step", 0.1)
+        for sparsity in masks["sparsities"]:
+            if abs(round(sparsity / step) * step - sparsity) > 1e-9:
+                raise ConfigError(f"config: vision.masks.sparsities has {sparsity}, which is not a multiple of "
+                                  f"vision.masks.imp_step ({step}), as imp needs")

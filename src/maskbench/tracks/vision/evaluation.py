@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from maskbench import runtime
 from maskbench.masking.density import density
 from maskbench.ffw import heads as shared_heads
 from maskbench.tracks.vision.ffw_adapter import VISION
@@ -91,3 +92,20 @@ def _weight_shape(module: nn.Module) -> tuple[int, ...]:
     if parametrizations is not None and "weight" in parametrizations:
         return tuple(parametrizations.weight.original.shape)
     return tuple(module.weight.shape)
+
+
+def matrix_readout(model: nn.Module, loaders: dict, test_bias_names: list[str], bias_classes: list[int],
+                   head_settings: HeadSettings, seed: int) -> dict:
+    """What a matrix cell run reports, as the evaluation step computes it for paper D's runs: task accuracy on the
+    unbiased test split (pooled, per group, and the groups' unweighted mean), on the biased test split and on the
+    biased dev split, and the bias accuracy of fresh heads (per attribute and their mean). ``loaders``: test,
+    biased_test, biased_dev, head_train (the unbiased training split)."""
+    runtime.seed_everything(seed)
+    accuracy, groups = task_accuracy(model, loaders["test"], test_bias_names)
+    out = {"task_accuracy": accuracy, "task_groups": groups, "unbiased_accuracy": group_mean_accuracy(groups),
+           "biased_test_accuracy": task_accuracy(model, loaders["biased_test"])[0],
+           "biased_dev_accuracy": task_accuracy(model, loaders["biased_dev"])[0]}
+    per_attr = bias_accuracy(model, loaders["head_train"], loaders["test"], bias_classes, head_settings, seed)
+    out["bias_accuracy_per_attribute"] = dict(zip(test_bias_names, per_attr.values(), strict=True))
+    out["bias_accuracy"] = sum(per_attr.values()) / len(per_attr)
+    return out

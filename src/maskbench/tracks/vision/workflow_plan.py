@@ -9,6 +9,7 @@ numpy or pandas, and everything is a pure function of the config (vision section
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -26,6 +27,9 @@ MNIST_GENERATORS = ("biased_mnist", "multi_color_mnist", "corrupted_mnist_standi
 RUN_LISTS = ("methods", "gamma")  # keys of vision.ffw that name runs; the others are FFW's settings
 REPORT_TABLES = ("runs.csv", "summary.csv", "tables.md")
 REPORT_FIGURES = ("samples", "magnitude_vs_ffw", "layer_sparsity")
+# the cross-paper matrix's vision cells (config vision.masks): papers A's and C's methods on the vanilla model
+MASK_METHODS = ("movement_poe", "movement_reweight", "mask_training", "imp")
+MASK_RUN_LISTS = ("benchmarks", "methods", "sparsities", "dev_size", "colour_model")  # the rest: the runs' settings
 
 
 class Level(NamedTuple):
@@ -33,6 +37,16 @@ class Level(NamedTuple):
 
     dataset: str
     level: str
+
+
+class MaskRun(NamedTuple):
+    """One matrix cell run on a benchmark's level (one job per seed): a method at a sparsity."""
+
+    benchmark: str
+    dataset: str
+    level: str
+    method: str
+    sparsity: float
 
 
 class Gates(NamedTuple):
@@ -277,11 +291,111 @@ class VisionPlan:
 
     def targets(self) -> dict[str, list[str]]:
         """What each of the Snakefile's targets builds of this track."""
-        return {"all": self.tables + self.figures + ([self.shrink_benchmark] if self.shrinks else []),
-                "prepare": [self.split(*lv, split) for lv, split in itertools.product(self.levels, SPLITS)],
-                "train": [self.model_marker(*lv, seed) for lv, seed in self.grid],
-                "masks": [run.mask for lv, seed in self.grid for run in self.runs(*lv, seed) if run.mask],
-                "evaluate": self.eval_jsons}
+        out = {"all": self.tables + self.figures + ([self.shrink_benchmark] if self.shrinks else []),
+               "prepare": [self.split(*lv, split) for lv, split in itertools.product(self.levels, SPLITS)],
+               "train": [self.model_marker(*lv, seed) for lv, seed in self.grid],
+               "masks": [run.mask for lv, seed in self.grid for run in self.runs(*lv, seed) if run.mask],
+               "evaluate": self.eval_jsons}
+        if self.masks:
+            out["masks"] += [self.mask_run_stem(run, seed) + ".mask" for run in self.mask_runs for seed in self.seeds]
+            out["evaluate"] += self.matrix_inputs()["runs"]
+        return out
+
+    # ------------------------------------------------------------------------------------------------ matrix cells
+
+    @property
+    def masks(self) -> Mapping[str, Any] | None:
+        """The matrix's vision cells (config vision.masks), or None."""
+        return self.vision.get("masks") or None
+
+    @property
+    def mask_benchmarks(self) -> dict[str, Level]:
+        """Benchmark name -> the dataset level it is run on."""
+        return {name: Level(b["dataset"], str(b["level"])) for name, b in (self.masks or {}).get("benchmarks",
+                                                                                                   {}).items()}
+
+    @property
+    def mask_runs(self) -> list[MaskRun]:
+        if not self.masks:
+            return []
+        return [MaskRun(name, lv.dataset, lv.level, method, float(s)) for name, lv in self.mask_benchmarks.items()
+                for method in self.masks["methods"] for s in self.masks["sparsities"]]
+
+    def biased_dev(self, dataset: str, level: str) -> str:
+        return self.split(dataset, level, "biased_dev")
+
+    def colour_bias(self, dataset: str, level: str, what: str) -> str:
+        """The colour-only bias model's files of a level: ``probs`` (its training-set probabilities) or ``summary``."""
+        name = {"probs": "train_probs.npy", "summary": "summary.json"}[what]
+        return f"{self.root}/{dataset}/{level}/colour_bias/{name}"
+
+    def mask_run_stem(self, run: MaskRun, seed) -> str:
+        return self.mask_stem(run.dataset, run.level, run.method, f"{run.sparsity:g}", seed)
+
+    def mask_stem(self, dataset: str, level: str, method: str, sparsity: str, seed) -> str:
+        """A matrix cell run's files without their suffix (.mask, .json); ``sparsity`` as written in the path."""
+        return f"{self.root}/{dataset}/{level}/masks/{method}/sparsity~{sparsity}/seed~{seed}"
+
+    def dev_scores(self, dataset: str, level: str, seed) -> str:
+        """The vanilla model's and the FFW masks' accuracy on the biased dev split (the native rows' id_dev)."""
+        return f"{self.root}/{dataset}/{level}/eval/biased_dev/seed~{seed}.json"
+
+    @property
+    def matrix_cells(self) -> str:
+        return f"{self.results}/matrix/cells/{TRACK}.csv"
+
+    def native_gates(self, dataset: str, level: str) -> list[Gates]:
+        """The FFW runs of a level that enter the matrix: every one starting from the final model."""
+        return [g for g in self.gates(dataset, level) if g.start == "final"]
+
+    def matrix_inputs(self) -> dict[str, list[str]]:
+        """What the matrix_cells rule reads: the cell runs' records, and per benchmark level and seed the track's
+        evaluation, the biased-dev scores and the FFW summaries (train seconds) of the native rows."""
+        levels = list(dict.fromkeys(self.mask_benchmarks.values()))
+        return {"runs": [self.mask_run_stem(run, seed) + ".json" for run in self.mask_runs for seed in self.seeds],
+                "evals": [self.eval_json(*lv, seed) for lv in levels for seed in self.seeds],
+                "dev": [self.dev_scores(*lv, seed) for lv in levels for seed in self.seeds],
+                "ffw": [self.ffw_stem(*lv, *g.key, seed) + ".json" for lv in levels for g in self.native_gates(*lv)
+                        for seed in self.seeds]}
+
+    def mask_settings(self) -> dict[str, Any]:
+        """MaskSettings' fields: vision.masks but its run lists."""
+        return {k: v for k, v in self.masks.items() if k not in MASK_RUN_LISTS}
+
+    def mask_job(self, dataset: str, level: str, method: str, sparsity: str) -> dict[str, Any]:
+        """A cell run's typed sparsity and settings, looked up from the parts of its path (not parsed)."""
+        for run in self.mask_runs:
+            if (run.dataset, run.level, run.method, f"{run.sparsity:g}") == (dataset, level, method, sparsity):
+                return {"method": run.method, "sparsity": run.sparsity, "settings": self.mask_settings()}
+        raise KeyError(f"{dataset}/{level}/masks/{method}/sparsity~{sparsity}: not a run of vision.masks")
+
+    def dev_runs(self, dataset: str, level: str, seed) -> list[Run]:
+        """The runs the biased-dev scoring job of a level and seed scores: the vanilla model and its FFW masks."""
+        model = self.model_dir(dataset, level, seed)
+        return [Run("vanilla", model, None, {"method": "vanilla"})] + [
+            Run(g.name, model, self.ffw_mask(dataset, level, g, seed), {"method": g.method, "gamma": g.gamma})
+            for g in self.native_gates(dataset, level)]
+
+    def matrix_manifest(self) -> Json:
+        """What the matrix_cells step reads, per benchmark: its level's description and every input file with
+        what it stands for (method, knob value, seed)."""
+        out = {}
+        for name, lv in self.mask_benchmarks.items():
+            spec = self.datasets[lv.dataset]
+            model = self.model(lv.dataset)
+            out[name] = {
+                "dataset": lv.dataset, "level": lv.level, "generator": spec["generator"],
+                "train_size": spec.get("sizes", {}).get("train"),
+                "model": f"{model['arch']} {json.dumps(model.get('kwargs', {}), sort_keys=True)}, vanilla "
+                         f"{model['train']['epochs']:g} epochs",
+                "runs": [{"path": self.mask_run_stem(run, seed) + ".json", "method": run.method,
+                          "sparsity": run.sparsity, "seed": seed}
+                         for run in self.mask_runs if run.benchmark == name for seed in self.seeds],
+                "evals": [{"path": self.eval_json(*lv, seed), "seed": seed} for seed in self.seeds],
+                "dev": [{"path": self.dev_scores(*lv, seed), "seed": seed} for seed in self.seeds],
+                "ffw": [{"path": self.ffw_stem(*lv, *g.key, seed) + ".json", "method": g.method, "gamma": g.gamma,
+                         "run": g.name, "seed": seed} for g in self.native_gates(*lv) for seed in self.seeds]}
+        return Json(out)
 
     # ------------------------------------------------------------------------------------------------ step settings
 
