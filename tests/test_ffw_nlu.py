@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from test_workflow import REPO, planned_jobs
 from transformers import BertConfig, BertForSequenceClassification
 
 from maskbench.ffw import core
@@ -29,7 +30,6 @@ from maskbench.tracks.nlu.ffw import (
 from maskbench.tracks.nlu.ffw_plan import FFWPlan
 from maskbench.tracks.nlu.workflow_plan import NluPlan
 from maskbench.workflow_config import ConfigError
-from test_workflow import REPO, planned_jobs
 
 
 def tiny_bert(seed: int = 0) -> BertForSequenceClassification:
@@ -215,7 +215,7 @@ def test_records_read_each_role_from_its_evaluation_and_the_bias_readout_from_th
              "negation": write("neg.json", {"metrics": {"accuracy": 60.0}})}
     summary = write("run.json", {"train_seconds": 12.5, "bias_readout": {"masked": 70.0, "majority": 66.0}})
     records = {"sets": {"id": "te", "ood": "hans", "id_dev": "dv", "negation": "neg"}, "model": "m", "data": "d",
-               "runs": [{"method": "ffw_overlap", "paper": "D", "native": False, "knob": "gamma", "value": 10.0,
+               "data_source": "local:data/nli/mnli_dev_matched.tsv", "runs": [{"method": "ffw_overlap", "paper": "D", "native": False, "knob": "gamma", "value": 10.0,
                          "seed": 2, "evaluations": evals, "cost": summary, "cost_key": "train_seconds",
                          "attribute": "overlap"},
                         {"method": "baseline", "paper": "-", "native": False, "knob": "", "value": None, "seed": 2,
@@ -225,6 +225,7 @@ def test_records_read_each_role_from_its_evaluation_and_the_bias_readout_from_th
     hans, neg = cells[("mnli_hans", "ffw_overlap")], cells[("mnli_negation", "ffw_overlap")]
     assert (hans.id, hans.ood, hans.id_dev, hans.density, hans.train_seconds) == (80.0, 55.0, 81.0, 0.25, 12.5)
     assert (hans.bias, hans.bias_ideal, neg.ood) == (70.0, 66.0, 60.0)
+    assert hans.data == "real: d"  # the kind of the training set's source, as every caption names it
     base = cells[("mnli_hans", "baseline")]
     assert base.id == 82.0 and base.density == 1.0 and base.train_seconds == 0.0 and math.isnan(base.bias)
 

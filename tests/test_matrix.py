@@ -28,7 +28,7 @@ def records():
            ((1, 50, 80, 0.8), (2, 52, 81, 0.8), (3, 48, 79, 0.8))]
     # gamma 1: id_dev 80 (within 1 of 80), gamma 10: 79.5 (within), gamma 100: 70 (not)
     for gamma, dev, oods in ((1, 80, (51, 52, 53)), (10, 79.5, (60, 61, 59)), (100, 70, (70, 70, 70))):
-        out += [cell("ffw", s, knob="gamma", value=gamma, id_dev=dev, ood=o, bias=0.2) for s, o in zip((1, 2, 3), oods)]
+        out += [cell("ffw", s, knob="gamma", value=gamma, id_dev=dev, ood=o, bias=0.2) for s, o in zip((1, 2, 3), oods, strict=True)]
     out += [cell("imp", s, paper="C", ood=50 + s, id_dev=60) for s in (1, 2)]
     out += [cell("movement_poe", s, paper="A", knob="strength", value=v, id_dev=60 - v, ood=55)
             for s in (1, 2, 3) for v in (0.5, 1.0)]

@@ -17,13 +17,16 @@ from matplotlib.lines import Line2D
 from maskbench.matrix.cells import BASELINE
 
 SHAPES = {"-": "X", "A": "o", "B": "s", "C": "^", "D": "D"}
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
-           "#7f7f7f"]
+# matplotlib's tab20, dark shades first: twenty methods before a colour repeats
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
+           "#dbdb8d", "#9edae5"]
 
 
 def method_colours(methods) -> dict[str, str]:
     names = [BASELINE] * (BASELINE in set(methods)) + sorted(set(methods) - {BASELINE})
-    return {m: ("black" if m == BASELINE else PALETTE[i % len(PALETTE)]) for i, m in enumerate(names)}
+    others = [m for m in names if m != BASELINE]
+    return {BASELINE: "black", **{m: PALETTE[i % len(PALETTE)] for i, m in enumerate(others)}}
 
 
 def y_of(rows: pd.DataFrame) -> tuple[str, str, str]:

@@ -184,10 +184,21 @@ def markdown(table: pd.DataFrame) -> str:
         row = table[table.benchmark == benchmark].iloc[0]
         names = [f"{k} = {v}" for k, v in (("ID", row.id_name), ("OOD", row.ood_name), ("bias", row.bias_name)) if v]
         lines.append(f"- **{benchmark}** ({row.data}; {row.model}): " + "; ".join(names)
-                     + (f" (unbiased: {row.bias_ideal:g})" if row.bias_name else "") + ".")
+                     + _unbiased(table[table.benchmark == benchmark]) + ".")
     lines += ["", "Pairs that do not fit:", ""]
     lines += [f"- {method} on {benchmark}: {why}." for method, benchmark, why in NOT_FITTING]
     return "\n".join(lines) + "\n"
+
+
+def _unbiased(rows: pd.DataFrame) -> str:
+    """What an unbiased model's bias readout would be on a benchmark: one value, or that it differs per row."""
+    ideals = sorted(set(rows.bias_ideal[rows.bias_mean.notna()].dropna()))
+    if not ideals:
+        return ""
+    if len(ideals) == 1:
+        return f" (unbiased: {ideals[0]:g})"
+    return " (unbiased: " + ", ".join(f"{r.method} {r.bias_ideal:.3g}" for r in rows.itertuples()
+                                      if not math.isnan(r.bias_mean)) + ")"
 
 
 def picked_frame(table: pd.DataFrame) -> pd.DataFrame:

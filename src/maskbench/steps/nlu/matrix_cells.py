@@ -21,6 +21,7 @@ from pathlib import Path
 
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.matrix.cells import Cell, write_cells
+from maskbench.report.captions import data_kind
 from maskbench.steps import run_step
 
 log = logging.getLogger("maskbench.steps.nlu.matrix_cells")
@@ -70,7 +71,7 @@ def cells_of(records: dict) -> list[Cell]:
                 knob=run["knob"], value=NAN if run["value"] is None else run["value"], seed=run["seed"],
                 id=id_score, ood=accuracy(files[role], where), bias=bias, id_dev=id_dev,
                 id_name=f"{sets['id']} accuracy (%, MNLI dev-matched)", ood_name=ood_name, bias_name=bias_name,
-                bias_ideal=bias_ideal, density=density, train_seconds=seconds, data=records["data"],
+                bias_ideal=bias_ideal, density=density, train_seconds=seconds, data=f"{data_kind(records['data_source'])}: {records['data']}",
                 model=records["model"]))
     return cells
 

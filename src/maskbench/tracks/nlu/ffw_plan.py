@@ -136,7 +136,8 @@ class FFWPlan:
                              "cost": self.summary(method, attribute, gamma, seed), "cost_key": "train_seconds",
                              "attribute": attribute})
         return {"sets": sets, "model": config["model"]["name"],
-                "data": f"{config['datasets'][train]['source']} ({train}); FFW slices of it: "
+                "data_source": config["datasets"][train]["source"],
+                "data": f"{self.task} training set {train} ({config['datasets'][train]['source']}); FFW slices of it: "
                         f"{examples['gate_train']} gate / {examples['gate_val']} schedule / "
                         f"{examples['readout']} readout pairs",
                 "runs": runs}

@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from maskbench import runtime
-from maskbench.masking.density import density
 from maskbench.ffw import heads as shared_heads
+from maskbench.masking.density import density
 from maskbench.tracks.vision.ffw_adapter import VISION
 from maskbench.tracks.vision.heads import HeadSettings
 
