@@ -27,7 +27,7 @@ from torch.nn.utils import parametrize
 from maskbench.masking.binarizers import masked_weight
 from maskbench.masking.deciders import Decider
 from maskbench.masking.density import density
-from maskbench.masking.granularity import Granularity, GranularityError, Units, Weight, granularity_for
+from maskbench.masking.granularity import Granularity, GranularityError, Head, Units, Weight, granularity_for
 from maskbench.masking.selectors import module_kind, select_modules
 
 
@@ -110,7 +110,9 @@ class EmptyRowBias(nn.Module):
 
 class GatedBias(nn.Module):
     """Parametrization of a bias: multiply each output unit's bias by its unit's gate, the very tile the weight
-    row gets (``Units(0)`` granularity). With ``W_c * g_c`` and ``b_c * g_c`` the unit computes
+    row gets (``Units(0)`` granularity; with a head's rows, ``Head(size)``, every row of the head gets the head's
+    gate: a value matrix gated so computes the head's whole output times its gate). With ``W_c * g_c`` and
+    ``b_c * g_c`` the unit computes
     ``g_c (W_c x + b_c)``: its whole output is gated (paper D eq. (9), ``StructuredGate``), and the gradient of a
     gate sees the bias as well as the weights."""
 
@@ -122,7 +124,10 @@ class GatedBias(nn.Module):
         owner = self._owner[0]
         if owner.bypassed:
             return bias
-        return bias * owner.decider.tiles(owner, owner.training).reshape(bias.shape).to(bias.dtype)
+        tiles = owner.decider.tiles(owner, owner.training)
+        if isinstance(owner.granularity, Head):  # one gate per head: each of its rows' biases gets it
+            tiles = tiles.reshape(-1).repeat_interleave(owner.granularity.size)
+        return bias * tiles.reshape(bias.shape).to(bias.dtype)
 
 
 class FixedMask(nn.Module):
@@ -243,7 +248,8 @@ def attach(model: nn.Module, decider: Decider, targets: Iterable[str], granulari
     ``{kind: spelling, "default": spelling}`` (paper B: square blocks on Q/K/V/O, rows on the FFN).
 
     ``gate_unit_output``: the whole output of a unit is gated, its bias with the same tile as its weight row
-    (``GatedBias``; paper D's structured FFW); only with the output-unit granularity (``row`` / ``channel``).
+    (``GatedBias``; paper D's structured FFW); only with the output-unit granularity (``row`` / ``channel``) or a
+    head's rows (``{head: size}``: one gate per attention head of a value matrix, the gender track's structured FFW).
     """
     per_kind = isinstance(granularity, dict) and "head" not in granularity
     plan = granularity if per_kind else {"default": granularity or "weight"}
@@ -254,9 +260,11 @@ def attach(model: nn.Module, decider: Decider, targets: Iterable[str], granulari
             raise ValueError(f"{where}: {name!r} already carries a mask; detach it first")
         grains[name] = granularity_for(module_kind(name, family), plan, f"{where} granularity")
         grains[name].score_shape(tuple(module.weight.shape), name)
-        if gate_unit_output and grains[name] != Units(0):
+        if gate_unit_output and grains[name] != Units(0) and not (isinstance(grains[name], Head)
+                                                                   and grains[name].axis == "row"):
             raise GranularityError(f"{where}: gate_unit_output gates whole output units, but {name!r} has "
-                                   f"granularity {grains[name].describe()!r}; use 'row' or 'channel'")
+                                   f"granularity {grains[name].describe()!r}; use 'row', 'channel' or a head's "
+                                   "rows ({head: size})")
         if gate_unit_output and zero_bias_of_empty_rows:
             raise ValueError(f"{where}: gate_unit_output already gates the bias; zero_bias_of_empty_rows is "
                              "redundant")
