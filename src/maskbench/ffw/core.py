@@ -88,6 +88,9 @@ class FFWSettings:
     alpha: float = 1.0
     gate_lr: float = 1e-3
     gate_weight_decay: float = 1e-4
+    # the gates' starting value m0 (paper D: 0). Any m0 >= 0 leaves the gated model bit-identical to the vanilla one
+    # (min(2 sigmoid(m / T), 1) = 1); m0 > 0 is a margin a gate must be pushed through before it is pruned
+    gate_init: float = 0.0
     batch_size: int = 100
     temperature: float = 1.0
     temperature_factor: float = 0.1
@@ -118,7 +121,10 @@ class FFWSettings:
 
 
 def attach_gates(adapter: FFWAdapter, model: nn.Module, settings: FFWSettings) -> MaskedModules:
-    decider = TemperatureGate(init=0.0, temperature=settings.temperature, forward="two_sigmoid")
+    if settings.gate_init < 0:
+        raise ValueError(f"{settings.CONFIG_KEY}.gate_init: {settings.gate_init} would prune every weight at the "
+                         "start; use a value >= 0")
+    decider = TemperatureGate(init=settings.gate_init, temperature=settings.temperature, forward="two_sigmoid")
     targets, grain, gate_unit_output = adapter.gate_plan(model, settings.structured)
     return attach(model, decider, targets, grain, family=adapter.family, gate_unit_output=gate_unit_output,
                   where="ffw gates")

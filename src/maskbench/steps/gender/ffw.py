@@ -23,7 +23,7 @@ from pathlib import Path
 
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.ffw.core import run_ffw
+from maskbench.ffw.core import mean_bias_accuracy, run_ffw
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
 from maskbench.steps import run_step
 from maskbench.tracks.gender.attribute import ATTRIBUTES, attribute_sentences
@@ -82,10 +82,15 @@ def main(argv=None) -> int:
     runtime.seed_everything(args.seed)
     log.info("FFW (%s, gamma %g, task term %s) on %s: %d training sentences %s, %d held out %s", args.method,
              settings.gamma, settings.task_term, args.model, len(train), train.counts(), len(val), val.counts())
+    adapter = GenderFFW(settings.task_term)
     started = time.perf_counter()
-    keep, summary = run_ffw(GenderFFW(settings.task_term), model, train, val, [len(ATTRIBUTES)], settings,
-                            args.seed, device)
+    keep, summary = run_ffw(adapter, model, train, val, [len(ATTRIBUTES)], settings, args.seed, device)
     seconds = time.perf_counter() - started
+    # the bias head's held-out accuracy on the encoder before FFW, measured as the snapshots' (a fresh head)
+    model.to(device).eval()
+    before = mean_bias_accuracy(adapter, model, adapter.loader(train, settings.batch_size),
+                                adapter.loader(val, settings.batch_size), [len(ATTRIBUTES)], settings.head,
+                                args.seed)
     gated_density = summary["density"]
     if settings.structured:
         keep = expand_structured(keep, model)
@@ -97,7 +102,7 @@ def main(argv=None) -> int:
                  "zero_bias_of_empty_rows": settings.structured, "seed": args.seed, "settings": asdict(settings)}
     runtime.atomic_write_json(args.summary, {
         **summary, "method": args.method, "seed": args.seed, "seconds": seconds, "model": args.model,
-        "gated_density": gated_density, "density": density, "layer_density": layer_density(keep),
+        "gated_density": gated_density, "density": density, "original_val_bias_accuracy": before, "layer_density": layer_density(keep),
         "heads_pruned": heads_pruned(keep, head_size).astype(int).tolist(),
         "n_train": len(train), "n_val": len(val), "train_counts": train.counts(), "val_counts": val.counts(),
         "dropped_by_length": {"train": train.dropped, "heldout": val.dropped}, "mask": str(args.out),
