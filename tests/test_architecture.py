@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "maskbench.objectives", "maskbench.config_checks", "maskbench.errors")),
     ("library", ("maskbench.data", "maskbench.masking", "maskbench.ffw", "maskbench.checkpoints", "maskbench.checkpoint_integrity",
                  "maskbench.overhead", "maskbench.train", "maskbench.warm")),
-    ("shared", ("maskbench.text", "maskbench.report")),
+    ("shared", ("maskbench.text", "maskbench.report", "maskbench.matrix")),
     ("tracks", ("maskbench.tracks",)),
     ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config")),
 ]
