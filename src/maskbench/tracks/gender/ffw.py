@@ -26,6 +26,17 @@ Why kaneko by default: it covers every real token, the [CLS] the bias head and S
 cannot buy a lower MI by wrecking the sentence feature unseen; paper B's form sees only the attribute words'
 positions, where the gender lives, and leaves [CLS] and the rest of the sentence free to drift.
 
+**A short run's gates** (measured on MiniLM-L6 and the real MultiNLI corpus, 3 gate epochs of 23 steps): this
+task term has zero gradient at the original encoder (a distance to it is smallest there), and as long as every gate
+is >= 0 the gated encoder *is* the original (the forward is clamped at 1), so at first only the MI moves the gates,
+each by Adam's ~gate_lr a step whatever its gradient's size. With paper D's start (gates at 0, T = 1) about half of
+all gates end just below 0 after a few epochs: the hard mask keeps 50 % of the weights, the encoder is wrecked (the
+held-out bias head at chance because nothing is left to read), though the soft-gated encoder the loss saw was
+nearly the original. ``gate_init`` > 0 (a margin a gate must be pushed through, still the original encoder at the
+start) with a low starting ``temperature`` (the soft gates close to the hard ones once crossed, so the task term
+pushes back) prunes selectively instead: 0.05 and 0.01 kept 98.3 % (structured) / 99.4 % (unstructured) of the
+weights and lowered the held-out bias-head accuracy from 98.5 % to 82.5 % / 63.9 % (gamma 10, one seed).
+
 The encoder is loaded with its dropout off (``disable_dropout``): FFW trains gates on a frozen model computing as
 at inference, so the gated and the original pass differ only by the gates (with dropout the regulariser would be a
 noise floor the gates chase).
