@@ -111,10 +111,9 @@ class EmptyRowBias(nn.Module):
 class GatedBias(nn.Module):
     """Parametrization of a bias: multiply each output unit's bias by its unit's gate, the very tile the weight
     row gets (``Units(0)`` granularity; with a head's rows, ``Head(size)``, every row of the head gets the head's
-    gate: a value matrix gated so computes the head's whole output times its gate). With ``W_c * g_c`` and
-    ``b_c * g_c`` the unit computes
-    ``g_c (W_c x + b_c)``: its whole output is gated (paper D eq. (9), ``StructuredGate``), and the gradient of a
-    gate sees the bias as well as the weights."""
+    gate, so a value matrix gated so gives the head's whole output times its gate). With ``W_c * g_c`` and
+    ``b_c * g_c`` the unit computes ``g_c (W_c x + b_c)``: its whole output is gated (paper D eq. (9),
+    ``StructuredGate``), and the gradient of a gate sees the bias as well as the weights."""
 
     def __init__(self, owner: Masked):
         super().__init__()
