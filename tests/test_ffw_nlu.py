@@ -236,7 +236,7 @@ def test_the_smoke_plan_has_the_nlu_ffw_jobs(dry_run):
     assert (jobs["ffw_nlu"], jobs["evaluate_ffw_nlu"], jobs["matrix_cells_nlu"]) == (8, 1, 1)
 
 
-def test_gate_unit_output_takes_head_columns_of_an_attention_output_but_not_head_rows():
+def test_gate_unit_output_takes_head_columns_of_an_attention_output_and_refuses_blocks():
     from maskbench.masking.deciders import TemperatureGate
     from maskbench.masking.engine import attach
     from maskbench.masking.granularity import GranularityError
@@ -245,6 +245,8 @@ def test_gate_unit_output_takes_head_columns_of_an_attention_output_but_not_head
     masked = attach(model, TemperatureGate(init=0.0, forward="two_sigmoid"), ["attention_output"],
                     {"head": 4, "axis": "column"}, gate_unit_output=True)
     assert all(m.scores.numel() == 2 for m in masked.masks.values())  # 2 heads of 4 columns each
+    # the head columns leave the output bias (shared by every head) ungated
+    assert not hasattr(model.bert.encoder.layer[0].attention.output.dense.parametrizations, "bias")
     masked.detach()
     with pytest.raises(GranularityError, match="gate_unit_output gates whole output units"):
-        attach(model, TemperatureGate(init=0.0, forward="two_sigmoid"), ["query"], {"head": 4}, gate_unit_output=True)
+        attach(model, TemperatureGate(init=0.0, forward="two_sigmoid"), ["query"], [2, 2], gate_unit_output=True)

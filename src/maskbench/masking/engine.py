@@ -110,9 +110,10 @@ class EmptyRowBias(nn.Module):
 
 class GatedBias(nn.Module):
     """Parametrization of a bias: multiply each output unit's bias by its unit's gate, the very tile the weight
-    row gets (``Units(0)`` granularity). With ``W_c * g_c`` and ``b_c * g_c`` the unit computes
-    ``g_c (W_c x + b_c)``: its whole output is gated (paper D eq. (9), ``StructuredGate``), and the gradient of a
-    gate sees the bias as well as the weights."""
+    row gets (``Units(0)`` granularity; with a head's rows, ``Head(size)``, every row of the head gets the head's
+    gate, so a value matrix gated so gives the head's whole output times its gate). With ``W_c * g_c`` and
+    ``b_c * g_c`` the unit computes ``g_c (W_c x + b_c)``: its whole output is gated (paper D eq. (9),
+    ``StructuredGate``), and the gradient of a gate sees the bias as well as the weights."""
 
     def __init__(self, owner: Masked):
         super().__init__()
@@ -122,7 +123,10 @@ class GatedBias(nn.Module):
         owner = self._owner[0]
         if owner.bypassed:
             return bias
-        return bias * owner.decider.tiles(owner, owner.training).reshape(bias.shape).to(bias.dtype)
+        tiles = owner.decider.tiles(owner, owner.training)
+        if isinstance(owner.granularity, Head):  # one gate per head: each of its rows' biases gets it
+            tiles = tiles.reshape(-1).repeat_interleave(owner.granularity.size)
+        return bias * tiles.reshape(bias.shape).to(bias.dtype)
 
 
 class FixedMask(nn.Module):
@@ -247,9 +251,10 @@ def attach(model: nn.Module, decider: Decider, targets: Iterable[str], granulari
     ``{kind: spelling, "default": spelling}`` (paper B: square blocks on Q/K/V/O, rows on the FFN).
 
     ``gate_unit_output``: the whole output of a unit is gated, its bias with the same tile as its weight row
-    (``GatedBias``; paper D's structured FFW); only with the output-unit granularity (``row`` / ``channel``), or
-    with the head columns of an attention output (``{head: size, axis: column}``): there the tile is the head's
-    whole contribution and the bias, shared by every head, stays as it is.
+    (``GatedBias``; paper D's structured FFW); only with the output-unit granularity (``row`` / ``channel``), a
+    head's rows (``{head: size}``: one gate per attention head of a value matrix, its rows' biases gated with it;
+    the gender track's structured FFW), or the head columns of an attention output (``{head: size, axis:
+    column}``): there the tile is the head's whole contribution and the bias, shared by every head, stays as it is.
     """
     per_kind = isinstance(granularity, dict) and "head" not in granularity
     plan = granularity if per_kind else {"default": granularity or "weight"}
@@ -260,10 +265,11 @@ def attach(model: nn.Module, decider: Decider, targets: Iterable[str], granulari
             raise ValueError(f"{where}: {name!r} already carries a mask; detach it first")
         grains[name] = granularity_for(module_kind(name, family), plan, f"{where} granularity")
         grains[name].score_shape(tuple(module.weight.shape), name)
-        if gate_unit_output and grains[name] != Units(0) and not _head_columns(grains[name]):
+        if gate_unit_output and grains[name] != Units(0) and not isinstance(grains[name], Head):
             raise GranularityError(f"{where}: gate_unit_output gates whole output units, but {name!r} has "
-                                   f"granularity {grains[name].describe()!r}; use 'row' or 'channel' (or "
-                                   "{head: size, axis: column} on an attention output)")
+                                   f"granularity {grains[name].describe()!r}; use 'row', 'channel', a head's rows "
+                                   "({head: size}) or, on an attention output, its head columns ({head: size, "
+                                   "axis: column})")
         if gate_unit_output and zero_bias_of_empty_rows:
             raise ValueError(f"{where}: gate_unit_output already gates the bias; zero_bias_of_empty_rows is "
                              "redundant")
@@ -276,7 +282,7 @@ def attach(model: nn.Module, decider: Decider, targets: Iterable[str], granulari
         parametrize.register_parametrization(module, "weight", mask, unsafe=not decider.trains_scores)
         if zero_bias_of_empty_rows and getattr(module, "bias", None) is not None:
             parametrize.register_parametrization(module, "bias", EmptyRowBias(mask))
-        if gate_unit_output and grains[name] == Units(0) and getattr(module, "bias", None) is not None:
+        if gate_unit_output and not _head_columns(grains[name]) and getattr(module, "bias", None) is not None:
             parametrize.register_parametrization(module, "bias", GatedBias(mask))
         masks[name] = mask
     return MaskedModules(decider, masks, dict(chosen))

@@ -86,6 +86,70 @@ class GenderRun:
         return record | ({"objective": self.objective} if self.objective else {})
 
 
+@dataclass(frozen=True)
+class FFWRun:
+    """One planned run of paper D's FFW on the encoder (gender.ffw): its method, gamma and seed; a mask file,
+    scored like a frozen run of paper B (SEAT, tasks, masked-LM bias)."""
+
+    method: str  # ffw | ffw_structured
+    gamma: float
+    seed: int
+    base: str
+    task_names: tuple[str, ...] = ()
+    with_lm: bool = False
+    kind = "ffw"
+
+    @property
+    def folder(self) -> str:
+        return f"ffw/{self.method}/gamma~{self.gamma:g}"
+
+    @property
+    def stem(self) -> str:
+        return f"{self.base}/{self.folder}/seed~{self.seed}"
+
+    @property
+    def out(self) -> str:
+        return f"{self.stem}.mask"
+
+    @property
+    def marker(self) -> str:
+        return self.out
+
+    @property
+    def summary(self) -> str:
+        return f"{self.stem}.json"
+
+    @property
+    def seat(self) -> str:
+        return f"{self.stem}.seat.json"
+
+    @property
+    def tasks(self) -> dict[str, str]:
+        return {task: f"{self.stem}.task~{task}.json" for task in self.task_names}
+
+    @property
+    def lm(self) -> str | None:
+        return f"{self.stem}.lm.json" if self.with_lm else None
+
+    @property
+    def evaluations(self) -> list[str]:
+        return [self.seat, *self.tasks.values(), *([self.lm] if self.lm else [])]
+
+
+FFW_PLAN_KEYS = ("methods", "gammas", "task_column")  # gender.ffw keys the plan reads; the rest are run settings
+
+
+def ffw_runs(gender: Mapping, seeds: Sequence[int], base: str, tasks: Sequence[str] = (),
+             with_lm: bool = False) -> list[FFWRun]:
+    """gender.ffw's runs: methods x gammas x seeds; scored on the task column unless ``task_column`` is false."""
+    ffw = gender.get("ffw")
+    if not ffw:
+        return []
+    tasks = tuple(tasks) if ffw.get("task_column", True) else ()
+    return [FFWRun(method, float(gamma), seed, base, tasks, with_lm)
+            for method, gamma, seed in itertools.product(ffw["methods"], ffw["gammas"], seeds)]
+
+
 def grid_runs(gender: Mapping, seeds: Sequence[int], base: str, tasks: Sequence[str] = (),
               with_lm: bool = False) -> list[GenderRun]:
     """The gender.runs grids, one expansion: each kind's granularities x layers x modes x seeds (debias only has no
@@ -149,8 +213,11 @@ class GenderPlan:
         self.crows = [os.path.join(basedir, crows["file"])] if crows else []
         runs = grid_runs(gender, self.seeds, self.base, self.tasks, bool(self.lm))
         self.runs = runs + objective_runs(gender, self.seeds, self.base, self.tasks, bool(self.lm))
-        self._by_folder = {(run.folder, run.seed): run for run in self.runs}
-        self._by_summary = {run.summary: run for run in self.runs}
+        # paper D's FFW on the encoder (gender.ffw), scored like the runs above but outside paper B's report
+        self.ffw = gender.get("ffw") or {}
+        self.ffw_runs = ffw_runs(gender, self.seeds, self.base, self.tasks, bool(self.lm))
+        self._by_folder = {(run.folder, run.seed): run for run in [*self.runs, *self.ffw_runs]}
+        self._by_summary = {run.summary: run for run in [*self.runs, *self.ffw_runs]}
         self.original_seat = f"{self.base}/original.seat.json"
         self.original_lm = [f"{self.base}/original.lm.json"] if self.lm else []
         self.original_tasks = [f"{self.base}/original/seed~{seed}.task~{task}.json"
@@ -163,12 +230,15 @@ class GenderPlan:
         self.structured = f"{results}/benchmarks/structured.json"
         self.tables_dir, self.figures_dir = f"{results}/tables/{TRACK}", f"{results}/figures/{TRACK}"
         self.performance_figure = [f"{self.figures_dir}/performance_bias.png"] if self.tasks else []
+        # the cross-paper matrix (config matrix:): the FFW runs beside paper B's pruning runs and the original
+        self.matrix_cells = f"{results}/matrix/cells/{TRACK}.csv" if "matrix" in config and self.ffw_runs else None
 
     # ------------------------------------------------------------------------------ the runs, found by their files
 
     def folders(self, *kinds: str) -> list[str]:
-        """The planned runs' folders (of these kinds), each once: the values a rule's `grun` wildcard may take."""
-        return list(dict.fromkeys(run.folder for run in self.runs if not kinds or run.kind in kinds))
+        """The planned runs' folders (of these kinds; FFW's kind is ``ffw``), each once: the values a rule's `grun`
+        wildcard may take."""
+        return list(dict.fromkeys(run.folder for run in [*self.runs, *self.ffw_runs] if not kinds or run.kind in kinds))
 
     def run(self, folder: str, seed: int | str) -> GenderRun:
         """The planned run of a folder (below the model's) and seed."""
@@ -196,14 +266,15 @@ class GenderPlan:
 
     def targets(self) -> dict[str, list[str]]:
         """What each of the Snakefile's targets gets from this track."""
-        runs = self.runs
+        runs = [*self.runs, *self.ffw_runs]
         return {
             "prepare": [self.corpus] + [self.task_data(task, split) for task in self.tasks for split in ("train", "dev")],
             "masks": [run.marker for run in runs],
             "evaluate": [run.seat for run in runs] + [self.original_seat]
             + [path for run in runs for path in run.tasks.values()] + self.original_tasks
             + [run.lm for run in runs if run.lm] + self.original_lm,
-            "all": ([self.structured] if self.shrink_masks else []) + self.report_files(),
+            "all": ([self.structured] if self.shrink_masks else []) + self.report_files()
+            + [path for run in self.ffw_runs for path in run.evaluations],
         }
 
     # ------------------------------------------------------------------------------ each step's settings
@@ -287,3 +358,64 @@ class GenderPlan:
 
     def report_runs(self) -> list[dict]:
         return [run.record() for run in self.runs]
+
+    # ------------------------------------------------------------------------------ paper D's FFW and the matrix
+
+    def ffw_run_writing(self, mask: str) -> FFWRun:
+        """The planned FFW run whose mask this is."""
+        for run in self.ffw_runs:
+            if run.out == mask:
+                return run
+        raise KeyError(f"gender: no planned FFW run writes {mask} (gender.ffw, seeds)")
+
+    def ffw_settings(self, run: FFWRun) -> dict:
+        """gender.ffw's run settings (GenderFFWSettings fields: all but the plan's keys) with the run's gamma."""
+        return {**{k: v for k, v in self.ffw.items() if k not in FFW_PLAN_KEYS}, "gamma": run.gamma}
+
+    def native_runs(self) -> list[GenderRun]:
+        """Paper B's own rows of the matrix: its block and head movement-pruning runs (frozen and unfrozen)."""
+        return [run for run in self.runs if run.kind in ("frozen", "unfrozen")]
+
+    def matrix_records(self) -> list[dict]:
+        """What the matrix records step reads of each run: its method, paper, knob, seed and files (the task
+        column's only when the FFW runs are scored on it, gender.ffw.task_column); then the original encoder, one
+        record per seed (its task column is fine-tuned per seed; its SEAT and masked-LM files
+        are the seed-independent original's)."""
+        ffw_tasks = bool(self.ffw_runs and self.ffw_runs[0].task_names)  # the task column, for every row or none
+        records = [{"method": run.method, "paper": "D", "native": False, "knob": "gamma", "value": run.gamma,
+                    "seed": run.seed, "summary": run.summary, "seat": run.seat, "lm": run.lm, "tasks": run.tasks}
+                   for run in self.ffw_runs]
+        records += [{"method": f"block_movement_{run.kind}_{run.granularity}_{run.layers}_{run.mode}", "paper": "B",
+                     "native": True, "knob": "", "value": None, "seed": run.seed, "summary": run.summary,
+                     "seat": run.seat, "lm": run.lm, "tasks": run.tasks if ffw_tasks else {}}
+                    for run in self.native_runs()]
+        records += [{"method": "baseline", "paper": "-", "native": False, "knob": "", "value": None, "seed": seed,
+                     "summary": None, "seat": self.original_seat, "lm": self.original_lm[0] if self.original_lm
+                     else None, "tasks": {task: f"{self.base}/original/seed~{seed}.task~{task}.json"
+                                          for task in self.tasks} if ffw_tasks else {}}
+                    for seed in self.seeds]
+        return records
+
+    def matrix_inputs(self) -> list[str]:
+        """Every file the matrix records step reads."""
+        files = [path for record in self.matrix_records()
+                 for path in [record["summary"], record["seat"], record["lm"], *record["tasks"].values()] if path]
+        return list(dict.fromkeys(files))
+
+    def matrix_data(self) -> str:
+        """The data of the gender cells, as the captions say it."""
+        corpus = self.gender["corpus"]
+        source = ("real MultiNLI sentences" if corpus["source"] == "dataset" else
+                  "generated template sentences" if corpus["source"].startswith("generate:") else "real sentences")
+        crows = self.lm.get("crows_pairs")
+        parts = [f"corpus: {source} with Kaneko & Bollegala's gender words (held out {corpus.get('heldout', 1000)} "
+                 "per category)", f"SEAT {', '.join(self.seat_tests)} (real sent-bias files)"]
+        if crows:
+            parts.append(f"CrowS-Pairs gender ({crows.get('max_pairs') or 262} pairs, real)")
+        if self.ffw_runs and self.ffw_runs[0].task_names:
+            parts.append(f"task column {', '.join(self.tasks)}")
+        return "; ".join(parts)
+
+    def matrix_benchmarks(self) -> list[str]:
+        """gender_seat always; gender_crows when the config scores CrowS-Pairs (gender.lm_bias.crows_pairs)."""
+        return ["gender_seat"] + (["gender_crows"] if self.lm.get("crows_pairs") else [])
