@@ -60,16 +60,14 @@ def method_names(runs: Mapping[str, dict]) -> dict[str, str]:
     """run -> matrix method: ``mask_training`` / ``imp``, followed by what tells the runs of one method apart —
     the paradigm (a: subnetwork of the fine-tuned model, c: of the pre-trained one), a debiased start
     (``poeft``: of the PoE-fine-tuned model) and the loss (``ood``: CE with OOD data mixed in) — each only when the
-    chosen runs of that method differ in it: ``mask_training_poe``, ``imp_a_ce``, ..."""
+    chosen runs differ in it: ``mask_training_poe`` and ``imp_ce`` beside each other, ``mask_training`` and ``imp``
+    when all run one paradigm and loss."""
     parts = {run: (spec["paradigm"],
                    f"{spec['start'][len('ft_'):]}ft" if spec["start"].startswith("ft_") else "",
                    "ood" if spec.get("ood") else spec["loss"]) for run, spec in runs.items()}
-    names = {}
-    for run, spec in runs.items():
-        same = [parts[r] for r, s in runs.items() if s["method"] == spec["method"]]
-        varying = [i for i in range(3) if len({p[i] for p in same}) > 1]
-        names[run] = "_".join([MATRIX_METHODS[spec["method"]], *(parts[run][i] for i in varying if parts[run][i])])
-    return names
+    varying = [i for i in range(3) if len({p[i] for p in parts.values()}) > 1]
+    return {run: "_".join([MATRIX_METHODS[spec["method"]], *(parts[run][i] for i in varying if parts[run][i])])
+            for run, spec in runs.items()}
 
 
 class SrnetMatrixRows:
