@@ -1,6 +1,7 @@
 # Paper D's FFW on the task's fine-tuned baseline (config `ffw:`; maskbench.tracks.nlu.ffw): one gate run per
 # (method, attribute, gamma, seed), the masks of a seed scored on one loaded model by nlu.evaluate_masks as paper A's
-# are, and the nlu track's records of the cross-paper matrix (the FFW runs beside the native rows).
+# are, and the nlu track's records of the cross-paper matrix (the FFW runs beside the native rows: the baseline,
+# paper A's masks and, with `srnets:`, paper C's subnetworks on the task, maskbench.tracks.nlu.srnet_matrix).
 
 if FFW:
 
@@ -62,7 +63,7 @@ if FFW:
 
     rule matrix_cells_nlu:
         input:
-            evaluations=FFW.native_evaluations() + FFW.ffw_evaluations(),
+            evaluations=FFW.native_evaluations() + FFW.ffw_evaluations() + FFW.srnets.evaluations(),
             summaries=FFW.cost_files(),
         output:
             cells=FFW.cells_file(),

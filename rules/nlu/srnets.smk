@@ -41,7 +41,7 @@ if SRN:
                 "python -m maskbench.steps nlu.finetune {params.args} --threads {threads} {params.extra} > {log:q} 2>&1"
 
     # one rule per method, the run a wildcard; the t5 and timing sweeps (mask training, named runs) one rule each
-    _SRN_RULES = {"srnet_mask_train": ("srnet_mask_train", srn_runs_of("mask_train"), srn_level_outputs(SRN_SPARSITIES, ["mask.mask"])),
+    _SRN_RULES = {"srnet_mask_train": ("srnet_mask_train", srn_runs_of("mask_train"), srn_level_outputs(SRN_SPARSITIES, ["mask.mask", "search.json"])),
                   "srnet_imp": ("srnet_imp", srn_runs_of("imp", "imp_rewind"), srn_level_outputs(srnet_grid.imp_levels(SRN))),
                   "srnet_retrain": ("srnet_retrain", srn_runs_of("retrain"), srn_level_outputs(SRN_SPARSITIES)),
                   **{f"srnet_{_run}": ("srnet_mask_train", [_run], [f"{SRN_DIR}/{_name}/mask.mask" for _name in srnet_grid.named_runs(SRN, _run)])

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from maskbench.config_checks import ConfigError
 from maskbench.objectives.needs import HYPERPARAMETERS
+from maskbench.tracks.nlu.srnet_matrix import eligible_runs
 
 
 def check(config: Mapping) -> None:
@@ -226,7 +227,7 @@ def check_srnets(srn: Mapping, config: Mapping, sources: Mapping) -> None:
 
 def check_ffw(ffw: Mapping | None, config: Mapping, sources: Mapping) -> None:
     """Paper D's FFW cells (``ffw:``): the task, the overlap bias source, the evaluation sets and native rows the
-    matrix records read."""
+    matrix records read, paper C's runs among them (``ffw.matrix.srnets``)."""
     if not ffw:
         return
     tasks = config["tasks"]
@@ -257,3 +258,13 @@ def check_ffw(ffw: Mapping | None, config: Mapping, sources: Mapping) -> None:
         if row not in reported:
             raise ConfigError(f"config: ffw.matrix.rows has {row!r}, which report.table1.rows does not build "
                               f"{reported}")
+    named = matrix.get("srnets")
+    if named is not None:
+        eligible = eligible_runs(config, task)
+        if named and not config.get("srnets"):
+            raise ConfigError(f"config: ffw.matrix.srnets has {named[0]!r}, but the config has no `srnets:` "
+                              "section (paper C's runs)")
+        for run in named:
+            if run not in eligible:
+                raise ConfigError(f"config: ffw.matrix.srnets has {run!r}, which is not a mask training or IMP run "
+                                  f"of srnets on task {task!r}; choose from {sorted(eligible)}")

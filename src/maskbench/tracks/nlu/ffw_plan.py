@@ -1,12 +1,15 @@
 """What the nlu track's FFW cells (paper D's gates on the fine-tuned encoder; config ``ffw:``) plan: one gate run per
 (method, attribute, gamma, seed) on the task's baseline checkpoint, one evaluation job per seed scoring all of that
-seed's FFW masks, and the matrix records. Standard library only (imported when the Snakefile is parsed).
+seed's FFW masks, and the matrix records (beside the native rows: the baseline, paper A's masks and, with
+``srnets:``, paper C's subnetworks, ``srnet_matrix``). Standard library only (imported when the Snakefile is parsed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from maskbench.tracks.nlu.srnet_matrix import SrnetMatrixRows
 
 METHODS = ("ffw", "ffw_structured")
 ATTRIBUTES = ("overlap", "negation")
@@ -35,6 +38,7 @@ class FFWPlan:
         self.ood_set = matrix.get("ood_set", "hans")
         self.negation_set = matrix.get("negation_set")
         self.id_dev_set = config["tasks"][self.task]["dev"]
+        self.srnets = SrnetMatrixRows(config, plan, self.task, self.eval_sets())
 
     # ------------------------------------------------------------------------------------------- layout
     def run_stem(self, method: str, attribute: str, gamma: str, seed) -> str:
@@ -106,9 +110,11 @@ class FFWPlan:
         return f"{stem}.search.json"
 
     def cost_files(self) -> list[str]:
-        """What the records read the training seconds from: the FFW summaries and the mask searches' summaries."""
+        """What the records read the training seconds from: the FFW summaries, the mask searches' summaries and
+        paper C's level summaries (its densities too)."""
         files = [self.native_cost_file(r, s) for r in self.native_rows for s in self.seeds]
-        return [f for f in files if f] + [self.summary(*run, s) for s in self.seeds for run in self.runs()]
+        return [f for f in files if f] + [self.summary(*run, s) for s in self.seeds for run in self.runs()] + \
+            self.srnets.summaries()
 
     def records(self) -> dict:
         """Everything ``nlu.matrix_cells`` needs to write the records: per run its files, and the names."""
@@ -135,6 +141,7 @@ class FFWPlan:
                              "evaluations": evaluations(self.row(method, attribute, gamma), seed),
                              "cost": self.summary(method, attribute, gamma, seed), "cost_key": "train_seconds",
                              "attribute": attribute})
+        runs += self.srnets.records(sets)
         return {"sets": sets, "model": config["model"]["name"],
                 "data_source": config["datasets"][train]["source"],
                 "data": f"{self.task} training set {train} ({config['datasets'][train]['source']}); FFW slices of it: "
