@@ -153,3 +153,24 @@ def test_report_step_writes_table_grid_and_figure(tmp_path):
     assert out["md"].read_text().startswith("**The cross-paper matrix**: 4 methods (baseline included) on 1 "
                                             "benchmarks;")
     assert out["png"].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_smoke_dag_writes_the_tiny_matrix(smoke_run):
+    """Every track's cells reach the table: each benchmark with its baseline, the papers' own cells marked, every
+    record's pick taken by the rule, the figure drawn."""
+    results = smoke_run / "results"
+    table = pd.read_csv(results / "tables" / "matrix.csv", keep_default_na=False, na_values=[""])
+    benchmarks = set(table.benchmark)
+    assert benchmarks == {"mnli_hans", "mnli_negation", "gender_seat", "gender_crows", "biased_mnist_0.99",
+                          "multi_color_mnist"}
+    for benchmark, rows in table.groupby("benchmark"):
+        assert "baseline" in set(rows.method), benchmark
+    native = {(r.benchmark, r.method_paper) for r in table.itertuples() if r.native}
+    assert {("mnli_hans", "A"), ("mnli_hans", "C"), ("gender_seat", "B"), ("biased_mnist_0.99", "D")} <= native
+    assert not any(r.native for r in table.itertuples() if (r.benchmark, r.method_paper) in
+                   {("mnli_hans", "D"), ("gender_seat", "D"), ("biased_mnist_0.99", "A"), ("biased_mnist_0.99", "C")})
+    assert set(table.selection) <= {PICKED, NONE_WITHIN, NO_ID_DEV, NO_KNOB}
+    cells = read_cells(sorted((results / "matrix" / "cells").glob("*.csv")))
+    assert set(cells.benchmark) == benchmarks and cells.density.between(0, 1).all()
+    assert (results / "tables" / "matrix.md").read_text().count("\n| ") >= 8
+    assert (results / "figures" / "matrix.png").read_bytes()[:4] == b"\x89PNG"
