@@ -21,8 +21,38 @@ WORDS = {"male": "data/gender/male.txt", "female": "data/gender/female.txt",
 SEAT_FOLDER = "data/gender/seat"
 
 
+class ScoredFiles:
+    """The files a run is scored in, beside its ``stem`` (a run's folder and seed): the run's summary, SEAT, each
+    of its ``task_names``, and the masked-LM bias when ``with_lm``."""
+
+    stem: str
+    task_names: tuple[str, ...]
+    with_lm: bool
+
+    @property
+    def summary(self) -> str:
+        return f"{self.stem}.json"
+
+    @property
+    def seat(self) -> str:
+        return f"{self.stem}.seat.json"
+
+    @property
+    def tasks(self) -> dict[str, str]:
+        return {task: f"{self.stem}.task~{task}.json" for task in self.task_names}
+
+    @property
+    def lm(self) -> str | None:
+        return f"{self.stem}.lm.json" if self.with_lm else None
+
+    @property
+    def evaluations(self) -> list[str]:
+        """Every file a run is scored in: SEAT, each task, the masked-LM bias."""
+        return [self.seat, *self.tasks.values(), *([self.lm] if self.lm else [])]
+
+
 @dataclass(frozen=True)
-class GenderRun:
+class GenderRun(ScoredFiles):
     """One planned run: its grid point (granularity None for debias only), the model's folder it lives in, and the
     tasks and masked-LM measure it is scored on; its files follow from these."""
 
@@ -58,27 +88,6 @@ class GenderRun:
         """The file that says the run finished: the mask, or the checkpoint's training summary."""
         return self.out if self.kind == "frozen" else f"{self.out}/train_summary.json"
 
-    @property
-    def summary(self) -> str:
-        return f"{self.stem}.json"
-
-    @property
-    def seat(self) -> str:
-        return f"{self.stem}.seat.json"
-
-    @property
-    def tasks(self) -> dict[str, str]:
-        return {task: f"{self.stem}.task~{task}.json" for task in self.task_names}
-
-    @property
-    def lm(self) -> str | None:
-        return f"{self.stem}.lm.json" if self.with_lm else None
-
-    @property
-    def evaluations(self) -> list[str]:
-        """Every file a run is scored in: SEAT, each task, the masked-LM bias."""
-        return [self.seat, *self.tasks.values(), *([self.lm] if self.lm else [])]
-
     def record(self) -> dict:
         """The run as the report step reads it (its --runs list): the grid point and the files."""
         record = {"kind": self.kind, "granularity": self.granularity, "layers": self.layers, "mode": self.mode,
@@ -87,7 +96,7 @@ class GenderRun:
 
 
 @dataclass(frozen=True)
-class FFWRun:
+class FFWRun(ScoredFiles):
     """One planned run of paper D's FFW on the encoder (gender.ffw): its method, gamma and seed; a mask file,
     scored like a frozen run of paper B (SEAT, tasks, masked-LM bias)."""
 
@@ -114,26 +123,6 @@ class FFWRun:
     @property
     def marker(self) -> str:
         return self.out
-
-    @property
-    def summary(self) -> str:
-        return f"{self.stem}.json"
-
-    @property
-    def seat(self) -> str:
-        return f"{self.stem}.seat.json"
-
-    @property
-    def tasks(self) -> dict[str, str]:
-        return {task: f"{self.stem}.task~{task}.json" for task in self.task_names}
-
-    @property
-    def lm(self) -> str | None:
-        return f"{self.stem}.lm.json" if self.with_lm else None
-
-    @property
-    def evaluations(self) -> list[str]:
-        return [self.seat, *self.tasks.values(), *([self.lm] if self.lm else [])]
 
 
 FFW_PLAN_KEYS = ("methods", "gammas", "task_column")  # gender.ffw keys the plan reads; the rest are run settings
