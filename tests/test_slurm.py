@@ -34,8 +34,9 @@ SLURM_ENV = ("MASKBENCH_SLURM_ACCOUNT", "MASKBENCH_SLURM_PARTITION", "MASKBENCH_
 # evaluations (the profile gives them one GPU): the only jobs the profile sends to the GPU partition
 TRAINING = re.compile(r"^(finetune_baseline|finetune_debiased|finetune_theta_ft\w*|train_bias_model|search_mask|"
                       r"srnet_(?!report$)\w+|search_mask_sweep|finetune_sweep|"
-                      r"train_vision|ffw|gender_prune_frozen|gender_train_weights|gender_task(_original)?|gender_mlm_head)$")
-EVALUATION = re.compile(r"^(evaluate_((masks_|srnets_|sweep_masks_|sweep_models_)?(mnli|qqp|fever)|vision)|"
+                      r"train_vision|ffw|gender_prune_frozen|gender_train_weights|gender_task(_original)?|gender_mlm_head|"
+                      r"ffw_nlu|gender_ffw|vision_debias_mask)$")
+EVALUATION = re.compile(r"^(evaluate_((masks_|srnets_|sweep_masks_|sweep_models_|ffw_)?(mnli|qqp|fever)|vision|ffw_nlu)|"
                         r"gender_seat(_original)?|gender_lm_bias(_original)?)$")
 RUN_LIMIT_S = 1800  # the limit only catches a hang
 
