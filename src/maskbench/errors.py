@@ -18,6 +18,7 @@ import re
 
 USER_ERRORS = frozenset({
     "BiasDataError",      # tracks/gender/crows_pairs.py: CrowS-Pairs and StereoSet files
+    "CellError",          # matrix/cells.py: a matrix cell record (a track's records file)
     "CheckpointError",    # checkpoint_integrity.py: a model checkpoint that is cut, damaged or unsealed
     "ConfigError",        # workflow_config.py: a config value
     "CorpusError",        # tracks/gender/corpus.py: the gender corpus
