@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
+from maskbench.ffw.mutual_information import empirical_mi
 from maskbench.masking.apply import model_fingerprint
 from maskbench.masking.deciders import two_sigmoid
 from maskbench.tracks.vision import ffw as ffw_module
@@ -18,7 +19,6 @@ from maskbench.tracks.vision.evaluation import sparsity_report, task_accuracy
 from maskbench.tracks.vision.ffw import FFWSchedule, FFWSettings, attach_gates, gate_objective, run_ffw
 from maskbench.tracks.vision.images import ImageDataset, ImageSet
 from maskbench.tracks.vision.models import MLP, SimpleConvNet
-from maskbench.tracks.vision.mutual_information import empirical_mi
 from maskbench.tracks.vision.report.tables import dataset_table, gamma_table, runs_frame, summary_frame
 from maskbench.workflow_config import ConfigError, check_references
 

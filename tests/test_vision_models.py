@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch import nn
 
+from maskbench.ffw.mutual_information import empirical_mi
 from maskbench.masking.deciders import TemperatureGate
 from maskbench.masking.engine import attach
 from maskbench.masking.selectors import select_modules
@@ -25,7 +26,6 @@ from maskbench.tracks.vision.models import (
     resnet18,
     save_model,
 )
-from maskbench.tracks.vision.mutual_information import empirical_mi
 from maskbench.tracks.vision.shrink import count_parameters, cpu_latency, keep_vectors, shrink
 
 # ------------------------------------------------------------------------------------------------ models

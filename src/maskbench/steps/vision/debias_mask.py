@@ -21,13 +21,13 @@ import numpy as np
 
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.ffw.heads import HeadSettings
 from maskbench.masking.apply import MaskSet, MaskSwitch, model_fingerprint
 from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, load_run_model, loader, read_split
 from maskbench.tracks.vision.debias_masks import METHODS, MaskSettings, ProbImages, run_mask
 from maskbench.tracks.vision.evaluation import matrix_readout, sparsity_report
 from maskbench.tracks.vision.ffw import gate_targets
-from maskbench.tracks.vision.heads import HeadSettings
 
 log = logging.getLogger("maskbench.steps.vision.debias_mask")
 

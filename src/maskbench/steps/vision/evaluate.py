@@ -21,6 +21,7 @@ from pathlib import Path
 
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.ffw.heads import HeadSettings
 from maskbench.masking.apply import MaskSet, MaskSwitch
 from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, load_run_model, loader, read_split
@@ -31,7 +32,6 @@ from maskbench.tracks.vision.evaluation import (
     task_accuracy,
 )
 from maskbench.tracks.vision.ffw import gate_targets
-from maskbench.tracks.vision.heads import HeadSettings
 
 log = logging.getLogger("maskbench.steps.vision.evaluate")
 

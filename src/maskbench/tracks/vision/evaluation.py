@@ -11,9 +11,9 @@ from torch import nn
 
 from maskbench import runtime
 from maskbench.ffw import heads as shared_heads
+from maskbench.ffw.heads import HeadSettings
 from maskbench.masking.density import density
 from maskbench.tracks.vision.ffw_adapter import VISION
-from maskbench.tracks.vision.heads import HeadSettings
 
 
 @torch.no_grad()

@@ -45,10 +45,10 @@ from torch import nn
 
 from maskbench.ffw import core
 from maskbench.ffw.core import HEAD_UPDATES, VALIDATION_MI, HardGates  # noqa: F401 (re-exported)
+from maskbench.ffw.heads import HeadSettings
 from maskbench.masking.engine import MaskedModules
 from maskbench.tracks.vision.evaluation import bias_accuracy
 from maskbench.tracks.vision.ffw_adapter import CLASSIFIER, VISION, gate_targets  # noqa: F401 (re-exported)
-from maskbench.tracks.vision.heads import HeadSettings
 
 
 @dataclass
