@@ -18,6 +18,7 @@ rule matrix_report:
         delta=lambda wildcards: config["matrix"]["delta"],
     log:
         f"{R}/logs/matrix_report/matrix.log",
+    localrule: True
     threads: 1
     resources:
         **LIGHT_RESOURCES,

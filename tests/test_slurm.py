@@ -111,10 +111,30 @@ def gpuless_set_resources() -> list[str]:
     return ["--set-resources", *(f"{rule}:gpu=0" for rule, res in profile["set-resources"].items() if "gpu" in res)]
 
 
-# the rules snakemake runs itself: `localrule: True` (tables, figures, the wheel download; a dry run does not always
-# mark them) and `all`, which runs no command; every other job goes through sbatch
-LOCAL_RULES = {"all", "table1", "figure_id_ood", "dataset_summary", "bias_models_table", "mask_report", "srnet_report",
-               "vision_report", "fetch_mnist_wheel", "tradeoff_report", "gender_report"}
+def local_rules() -> set[str]:
+    """The rules snakemake runs itself, read from rules/: those declaring `localrule: True` (tables, figures, the
+    matrix records, the wheel download; a dry run does not always mark them), and `all`, which runs no command.
+    Every other job goes through sbatch."""
+    found = {"all"}
+    for path in (REPO / "rules").rglob("*.smk"):
+        text = path.read_text()
+        heads = list(re.finditer(r"^\s*rule (\w+):$", text, re.M))
+        for head, after in zip(heads, heads[1:] + [None], strict=False):
+            if re.search(r"^\s+localrule: True$", text[head.end():after.start() if after else len(text)], re.M):
+                found.add(head.group(1))
+    return found
+
+
+LOCAL_RULES = local_rules()
+
+
+def test_local_rules_are_read_from_the_rule_files():
+    """The reports, the matrix's records and the wheel download run where snakemake runs; training does not."""
+    assert {"all", "table1", "matrix_report", "matrix_cells_nlu", "matrix_cells_gender", "matrix_cells_vision",
+            "fetch_mnist_wheel", "gender_report", "vision_report"} <= LOCAL_RULES
+    assert not {"finetune_baseline", "ffw_nlu", "gender_ffw", "vision_debias_mask", "evaluate_vision"} & LOCAL_RULES
+
+
 # the smoke DAG's every job is short, so the test submits two group jobs (a config with hours-long jobs keeps them
 # apart): the baseline fine-tuning alone (the job it cancels and SLURM must resubmit; chosen to depend on no other
 # forced job and to feed none, so its group never waits for the other or feeds it), and every other job in one

@@ -43,6 +43,7 @@ if GPLAN.matrix_cells:
             f"{R}/logs/matrix_cells_gender/cells.log",
         benchmark:
             f"{R}/benchmarks/rules/matrix_cells_gender/cells.tsv"
+        localrule: True
         threads: 1
         resources:
             **LIGHT_RESOURCES,

@@ -73,6 +73,7 @@ if FFW:
             f"{R}/logs/matrix_cells_nlu/cells.log",
         benchmark:
             f"{R}/benchmarks/rules/matrix_cells_nlu/cells.tsv"
+        localrule: True
         threads: 1
         resources:
             **LIGHT_RESOURCES,

@@ -123,6 +123,7 @@ rule matrix_cells_vision:
         f"{R}/logs/matrix_cells_vision/cells.log",
     benchmark:
         f"{R}/benchmarks/rules/matrix_cells_vision/cells.tsv"
+    localrule: True
     threads: 1
     resources:
         **LIGHT_RESOURCES,
