@@ -135,25 +135,60 @@ def test_local_rules_are_read_from_the_rule_files():
     assert not {"finetune_baseline", "ffw_nlu", "gender_ffw", "vision_debias_mask", "evaluate_vision"} & LOCAL_RULES
 
 
-# the smoke DAG's every job is short, so the test submits two group jobs (a config with hours-long jobs keeps them
+# the smoke DAG's every job is short, so the test submits few group jobs (a config with hours-long jobs keeps them
 # apart): the baseline fine-tuning alone (the job it cancels and SLURM must resubmit; chosen to depend on no other
-# forced job and to feed none, so its group never waits for the other or feeds it), and every other job in one
-# submission (a group job of 4 or more starts a warm server on its node). Two groups that fed each other both ways
-# would be refused by snakemake.
+# forced job and to feed none, so its group never waits for the others or feeds them), and every other job in one of
+# SHARED_GROUPS submissions that run side by side on the node (a group job of 4 or more starts a warm server on its
+# node). The Slurm plugin runs a group job's jobs one after another (`--jobs 1` inside), each through its own
+# snakemake, so two groups on two CPUs halve the wall time. Two groups that fed each other both ways would be refused
+# by snakemake; rules whose forced jobs depend on one another share a group.
 OWN_GROUPS = ("finetune_baseline",)
-SHARED_GROUP = "smoke"
+SHARED_GROUPS = 2
 
 
-def smoke_group_args(planned: collections.Counter, node_cpus: int) -> list[str]:
+def shared_groups(plan: dict[str, list[tuple[list[str], str, list[str]]]], chosen: dict, groups: int) -> dict[str, str]:
+    """Rule -> group name for the rules of the jobs that forcing `chosen` runs (forced_closure), OWN_GROUPS apart:
+    the rules linked by a dependency between two of those jobs form one component, and the components go, largest
+    first, to whichever of `groups` groups (smoke_1, smoke_2, ...) has the fewest jobs so far."""
+    ancestors = lineage(plan)
+    ids = [(rule, next(i for i, job in enumerate(plan[rule]) if job[0] == outs))
+           for rule, picked in chosen.items() for outs, _ in picked]
+    run_set, _ = forced_closure(ids, ancestors)
+    parent: dict[str, str] = {}
+
+    def root(rule):
+        while parent.setdefault(rule, rule) != rule:
+            rule = parent[rule]
+        return rule
+
+    shared = {job for job in run_set if job[0] not in OWN_GROUPS}
+    for job in shared:
+        for above in ancestors[job] & shared:
+            parent[root(job[0])] = root(above[0])
+    components = collections.defaultdict(list)
+    for job in shared:
+        components[root(job[0])].append(job)
+    names = [f"smoke_{k + 1}" for k in range(groups)]
+    load = dict.fromkeys(names, 0)
+    assigned = {rule: rule for rule in OWN_GROUPS if any(job[0] == rule for job in run_set)}
+    for jobs in sorted(components.values(), key=lambda js: (-len(js), sorted(js))):
+        group = min(names, key=lambda name: (load[name], name))
+        load[group] += len(jobs)
+        assigned.update({rule: group for rule, _ in jobs})
+    return assigned
+
+
+def smoke_group_args(planned: collections.Counter, groups: dict[str, str], node_cpus: int) -> list[str]:
     """--groups / --group-components for the forced jobs (given on the command line, these replace the profile's
-    lists): OWN_GROUPS apart, every other rule in SHARED_GROUP, each group's jobs in one submission; --cores: a group
-    job asks for at most the node's CPUs."""
-    groups = {rule: rule if rule in OWN_GROUPS else SHARED_GROUP for rule in planned}
+    lists): each rule in its group (shared_groups), each group's jobs in one submission; --cores: the node's CPUs
+    shared by the shared groups, so that they run side by side (a group job asks for at most --cores)."""
     jobs_per_group = collections.Counter()
     for rule, group in groups.items():
         jobs_per_group[group] += planned[rule]
+    shared = len({group for rule, group in groups.items() if rule not in OWN_GROUPS})
     return ["--groups", *(f"{rule}={group}" for rule, group in groups.items()),
-            "--group-components", *(f"{group}={n}" for group, n in jobs_per_group.items()), "--cores", str(node_cpus)]
+            "--group-components", *(f"{group}={n}" for group, n in jobs_per_group.items()),
+            "--cores", str(max(1, node_cpus // max(1, shared)))]
 
 
 def squeue(run_name: str) -> list[list[str]]:
@@ -280,6 +315,21 @@ def test_the_chosen_jobs_force_as_little_as_can_be():
     assert forced_counts(plan, chosen_jobs(plan)) == {"eval": 1, "train": 1, "prep": 1}
 
 
+def test_the_shared_groups_keep_dependent_rules_together_and_balance_the_rest():
+    """On a hand-made plan: two chains (a -> b -> c, x -> y) and a lone job z; forcing one job of each rule runs the
+    chains' jobs in one group each (a dependency never crosses groups), z joins the smaller."""
+    plan = {"a": [(["a1"], "", [])], "b": [(["b1"], "", ["a1"])], "c": [(["c1"], "", ["b1"])],
+            "x": [(["x1"], "", [])], "y": [(["y1"], "", ["x1"])], "z": [(["z1"], "", [])],
+            "finetune_baseline": [(["f1"], "", [])]}
+    chosen = {rule: [(jobs[0][0], "")] for rule, jobs in plan.items()}
+    groups = shared_groups(plan, chosen, 2)
+    assert groups == {"a": "smoke_1", "b": "smoke_1", "c": "smoke_1", "x": "smoke_2", "y": "smoke_2",
+                      "z": "smoke_2", "finetune_baseline": "finetune_baseline"}
+    args = smoke_group_args(collections.Counter(dict.fromkeys(plan, 1)), groups, node_cpus=2)
+    assert sorted(args[args.index("--group-components") + 1:args.index("--cores")]) == \
+        ["finetune_baseline=1", "smoke_1=3", "smoke_2=3"] and args[-2:] == ["--cores", "1"]
+
+
 @pytest.fixture(scope="module")
 def slurm_run(tmp_path_factory, smoke_run):
     """One job of every rule kind of the smoke DAG, rerun through `snakemake --profile profiles/slurm --force` on a
@@ -331,7 +381,9 @@ def slurm_run(tmp_path_factory, smoke_run):
     remote = collections.Counter({rule: n for rule, n in planned_jobs(forced_plan.stdout).items()
                                   if rule not in LOCAL_RULES and rule != "total"})
     assert set(remote) == planned_remote and remote == forced_counts(planned_outputs(plan.stdout), chosen), remote
-    args += smoke_group_args(remote, node_cpus)
+    groups = shared_groups(planned_outputs(plan.stdout), chosen, SHARED_GROUPS)
+    assert set(groups) == set(remote), set(groups) ^ set(remote)
+    args += smoke_group_args(remote, groups, node_cpus)
 
     log_path = workdir / "snakemake.log"
     start = time.monotonic()
@@ -400,9 +452,9 @@ def test_one_job_of_every_rule_kind_completed_through_sbatch_in_group_jobs(slurm
     assert sum(finished.values()) == sum(remote.values())  # those jobs and nothing else
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
     assert sorted(submitted, key=int) == sorted((r[0] for r in records), key=int)
-    # grouped: the baseline fine-tuning alone (resubmitted once), every other job in one more submission
+    # grouped: the baseline fine-tuning alone (resubmitted once), every other job in SHARED_GROUPS more submissions
     groups = collections.Counter(comment for _, _, _, comment in completed)
-    assert groups["rule_finetune_baseline_finetune_baseline"] == 1 and len(completed) == 2, groups
+    assert groups["rule_finetune_baseline_finetune_baseline"] == 1 and len(completed) == 1 + SHARED_GROUPS, groups
 
 
 @pytest.mark.slurm

@@ -170,6 +170,27 @@ def test_the_biased_dev_split_uses_digits_outside_the_training_split():
         biased_dev_split(mnist, train, "biased_mnist", 101, {"rho": 0.99}, seed=0)
 
 
+def test_a_train_copy_dev_split_colours_digits_of_the_training_split_afresh():
+    """dev_from train_copy (a training split that uses every digit): digits of the training split, class-balanced,
+    with colours of a stream of their own."""
+    digits, labels = fake_digits(30, seed=10)
+    mnist = {"train": (digits, labels)}
+    train = colour_biased_mnist(digits, labels, rho=0.99, seed=0, ids=np.arange(300))
+    with pytest.raises(ValueError, match="only 0 MNIST training digits are left outside"):
+        biased_dev_split(mnist, train, "biased_mnist", 50, {"rho": 0.99}, seed=0)
+    dev = biased_dev_split(mnist, train, "biased_mnist", 50, {"rho": 0.99}, seed=0, dev_from="train_copy")
+    assert len(dev) == 50 and set(dev.ids.tolist()) <= set(range(300))
+    assert np.array_equal(dev.label, labels[dev.ids]) and np.bincount(dev.label).tolist() == [5] * 10
+    assert float((dev.bias[:, 0] == dev.label).mean()) == 0.8
+    assert dev.provenance["dev_from"] == "train_copy" and not dev.provenance["outside_training_split"]
+    # a fresh colouring: not the training split's own images of those digits
+    assert not np.array_equal(dev.images, train.images[dev.ids])
+    with pytest.raises(ValueError, match="only 300 MNIST training digits are in the training split"):
+        biased_dev_split(mnist, train, "biased_mnist", 301, {"rho": 0.99}, seed=0, dev_from="train_copy")
+    with pytest.raises(ValueError, match="dev_from must be one of unused_train, train_copy, got 'test'"):
+        biased_dev_split(mnist, train, "biased_mnist", 5, {"rho": 0.99}, seed=0, dev_from="test")
+
+
 def smoke_vision():
     return yaml.safe_load((REPO / "configs/smoke.yaml").read_text())["vision"]
 
@@ -180,6 +201,7 @@ def smoke_vision():
      "vision.masks.benchmarks.x.level"),
     (lambda m: m.update(sparsities=[0.3]), "vision.masks.imp_step"),
     (lambda m: m.update(dev_size=60_000), "vision.masks.dev_size"),
+    (lambda m: m.update(dev_size=60_000, dev_from="train_copy"), "vision.masks.dev_size"),
 ])
 def test_a_wrong_masks_section_is_refused_naming_the_key(edit, named):
     vision = smoke_vision()

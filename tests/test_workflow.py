@@ -198,6 +198,26 @@ def test_paper_config_plans_the_whole_of_paper_d(paper_dry_run):
     assert '"normalize": {"mean": 0.0, "std": 255.0}' in mc_train  # the MLP's x / 255 / 255
 
 
+def test_paper_config_plans_the_cross_paper_matrix(paper_dry_run):
+    """The matrix at paper scale on the SLURM profile: FFW on MNLI (2 methods x 2 attributes x 3 gammas x 5 seeds)
+    and on bert-base's gender bias (2 x 3 x 5, each scored as paper B's runs are), papers A's and C's masks on the
+    two colour-biased MNIST benchmarks (4 methods x 4 sparsities x 5 seeds), the biased dev split coloured afresh
+    from the full training split, the records and the report; training on the GPU partition."""
+    jobs = planned_jobs(paper_dry_run.stdout)
+    assert jobs["ffw_nlu"] == 2 * 2 * 3 * 5 and jobs["evaluate_ffw_nlu"] == 5
+    assert jobs["gender_ffw"] == 2 * 3 * 5 and jobs["vision_debias_mask"] == 2 * 4 * 4 * 5
+    assert jobs["vision_biased_dev"] == 2 and jobs["vision_colour_bias"] == 2
+    assert all(jobs[f"matrix_cells_{track}"] == 1 for track in ("nlu", "gender", "vision")) and \
+        jobs["matrix_report"] == 1
+    blocks = paper_dry_run.stdout.split("\n\n")
+    dev = [b for b in blocks if "rule vision_biased_dev:" in b]
+    assert dev and all("--size 1000 --dev-from train_copy" in b for b in dev)
+    training = [b for b in blocks if any(f"rule {r}:" in b for r in ("ffw_nlu", "gender_ffw", "vision_debias_mask"))]
+    assert len(training) == 60 + 30 + 160 and all("gpu=1" in b and "slurm_partition=gpu" in b for b in training)
+    # paper D's own gate start and temperature at paper scale (the offline matrix's margin is a departure)
+    assert all('"gate_init": 0.0' in b and '"temperature": 1.0,' in b for b in training if "rule gender_ffw:" in b)
+
+
 @pytest.mark.parametrize("configfile", ["configs/vision.yaml", "configs/smoke.yaml", "config.yaml"])
 def test_offline_configs_keep_our_defaults_for_paper_d_departures(configfile, tmp_path):
     """The departures the paper config switches to paper D's code stay at ours everywhere else."""

@@ -12,7 +12,7 @@ rule vision_biased_dev:
     params:
         args=lambda wildcards, input, output: shell_args(
             **VISION.prepare_settings(wildcards.vdataset), train=input.train, level=wildcards.level,
-            size=VISION.masks["dev_size"], out=output.split),
+            size=VISION.masks["dev_size"], dev_from=VISION.masks["dev_from"], out=output.split),
     log:
         f"{R}/logs/vision_biased_dev/{{vdataset}}/{{level}}.log",
     benchmark:

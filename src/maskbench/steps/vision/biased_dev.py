@@ -1,5 +1,6 @@
 """Entry point: a level's biased dev split (the matrix's ``id_dev``) — MNIST training digits outside its biased
-training split, coloured at the training split's strength.
+training split (or a fresh colouring of digits in it: --dev-from train_copy), coloured at the training split's
+strength.
 
     python -m maskbench.steps vision.biased_dev --source wheel:W.whl --train T.safetensors --spec JSON \
         --level 0.99 --size 1000 --out results/vision/data/biased_mnist/0.99/biased_dev.safetensors
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.steps import run_step
-from maskbench.tracks.vision.biased_dev import biased_dev_split
+from maskbench.tracks.vision.biased_dev import DEV_FROM, biased_dev_split
 from maskbench.tracks.vision.data import read_digits, read_split
 from maskbench.tracks.vision.images import write_images
 
@@ -31,6 +32,8 @@ class BiasedDevArgs:
     size: int = field(metadata={"help": "how many digits"})
     out: Path = field(metadata={"help": "the split file to write"})
     mirror: str = field(default="", metadata={"help": "hf: a local folder mirroring the Hub dataset"})
+    dev_from: str = field(default="unused_train", metadata={
+        "help": "unused_train: digits the training split leaves out | train_copy: a fresh colouring of digits in it"})
 
 
 def main(argv=None) -> int:
@@ -43,11 +46,13 @@ def main(argv=None) -> int:
         raise ValueError(f"--level {args.level!r} is not a level of the spec ({sorted(levels)})")
     if args.size < 1:
         raise ValueError(f"--size must be positive, got {args.size}")
+    if args.dev_from not in DEV_FROM:
+        raise ValueError(f"--dev-from must be one of {', '.join(DEV_FROM)}, got {args.dev_from!r}")
     options = {k: v for k, v in levels[args.level].items() if k not in LEVEL_ONLY}
     args.out.unlink(missing_ok=True)
     train = read_split(args.train)
     dev = biased_dev_split(read_digits(args.source, args.mirror), train, spec["generator"], args.size, options,
-                           int(spec.get("seed", 0)))
+                           int(spec.get("seed", 0)), args.dev_from)
     write_images(args.out, dev)
     log.info("biased dev split: %d images, conflicting %s", len(dev), dev.provenance.get("conflicting"))
     return 0

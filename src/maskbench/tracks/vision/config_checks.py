@@ -80,10 +80,17 @@ def check_masks(vision: Mapping) -> None:
             raise ConfigError(f"{where}.dataset is {bench['dataset']!r} with generator {spec['generator']!r}; the "
                               f"colour-only bias model needs a colour-biased one {COLOUR_GENERATORS}")
         train = spec.get("sizes", {}).get("train") or MNIST_TRAIN
-        if min(train, MNIST_TRAIN) + masks.get("dev_size", 1000) > MNIST_TRAIN:
-            raise ConfigError(f"config: vision.masks.dev_size has value {masks.get('dev_size', 1000)}, but "
+        dev_size = masks.get("dev_size", 1000)
+        if masks.get("dev_from", "unused_train") == "train_copy":
+            if dev_size > min(train, MNIST_TRAIN):
+                raise ConfigError(f"config: vision.masks.dev_size has value {dev_size}, more than the "
+                                  f"{min(train, MNIST_TRAIN)} digits of vision.datasets.{bench['dataset']}.sizes.train "
+                                  f"that vision.masks.dev_from train_copy colours again")
+        elif min(train, MNIST_TRAIN) + dev_size > MNIST_TRAIN:
+            raise ConfigError(f"config: vision.masks.dev_size has value {dev_size}, but "
                               f"vision.datasets.{bench['dataset']}.sizes.train ({train}) leaves only "
-                              f"{MNIST_TRAIN - min(train, MNIST_TRAIN)} MNIST training digits for the biased dev split")
+                              f"{MNIST_TRAIN - min(train, MNIST_TRAIN)} MNIST training digits for the biased dev split "
+                              f"(vision.masks.dev_from: train_copy colours digits of the training split again)")
     if "imp" in masks["methods"]:
         step = masks.get("imp_step", 0.1)
         for sparsity in masks["sparsities"]:
