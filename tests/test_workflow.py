@@ -240,15 +240,17 @@ def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):
     jobs = planned_jobs(result.stdout)
     # (+ 1: the gender.runs.objectives row, Kaneko & Bollegala's method with context-debias's batches)
     assert jobs["gender_prune_frozen"] == 16 * 5 and jobs["gender_train_weights"] == (16 + 6 + 1) * 5
-    assert jobs["gender_seat"] == (32 + 6 + 1) * 5 and jobs["gender_seat_original"] == 1 and jobs["gender_report"] == 1
+    # every run scored alike: paper B's 39 kinds and the matrix's 6 FFW runs (gender.ffw: 2 methods x 3 gammas)
+    runs = (32 + 6 + 1) + 2 * 3
+    assert jobs["gender_seat"] == runs * 5 and jobs["gender_seat_original"] == 1 and jobs["gender_report"] == 1
     # the GLUE column: every run and the original (per seed) fine-tuned on eight GLUE tasks (STS-B is a regression)
-    assert jobs["gender_task"] == (32 + 6 + 1) * 5 * 8 and jobs["gender_task_original"] == 5 * 8
+    assert jobs["gender_task"] == runs * 5 * 8 and jobs["gender_task_original"] == 5 * 8
     assert jobs["gender_task_data"] == 8 * 2
     blocks = result.stdout.split("\n\n")
     task = next(b for b in blocks if "rule gender_task:" in b and "frozen/block32/layers~all/mode~token" in b
                 and "task~rte" in b)
     assert "--task rte" in task and '"learning_rate": 2e-05' in task and "slurm_partition=gpu" in task
-    assert jobs["gender_lm_bias"] == (32 + 6 + 1) * 5 and jobs["gender_mlm_head"] == 1
+    assert jobs["gender_lm_bias"] == runs * 5 and jobs["gender_mlm_head"] == 1
     lm = next(b for b in blocks if "rule gender_lm_bias:" in b and "head/layers~last/mode~token/seed~10" in b)
     assert "--stereoset-intra hub --stereoset-inter hub" in lm and "--crows-max-pairs 0" in lm
     head = next(b for b in blocks if "rule gender_mlm_head:" in b)
