@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from maskbench.matrix.cells import COLUMNS, Cell, CellError, read_cells, write_cells
-from maskbench.matrix.table import NO_ID_DEV, NO_KNOB, NONE_WITHIN, PICKED, markdown, matrix_table
+from maskbench.matrix.table import NO_ID_DEV, NO_KNOB, NONE_WITHIN, PICKED, cell_text, markdown, matrix_table
 
 NAN = math.nan
 
@@ -90,6 +90,9 @@ def test_selection_rule_picks_the_strongest_value_within_delta():
     # strength 0.5 -> id_dev 59.5, 1.0 -> 59: both more than 1 point under 80: the weakest value
     poe = row(t, "movement_poe")
     assert (poe.value, poe.selection) == (0.5, NONE_WITHIN)
+    # the grid says so beside the value; a value picked as the rule asks carries no note
+    assert "strength 0.5 (the weakest: no value within delta)" in cell_text(poe)
+    assert "gamma 10 (3 seeds)" in cell_text(ffw) and "the weakest" not in cell_text(ffw)
     assert list(t.method[t.benchmark == "b1"])[0] == "baseline"
 
 
@@ -112,6 +115,7 @@ def test_no_id_dev_score_picks_the_strongest_and_says_so():
              *(cell("ffw", 1, knob="gamma", value=v, id_dev=NAN, benchmark="g") for v in (1, 5))]
     t = matrix_table(pd.DataFrame([c.__dict__ for c in cells]), 1.0)
     assert (row(t, "ffw").value, row(t, "ffw").selection) == (5.0, NO_ID_DEV)
+    assert "gamma 5 (the strongest: no ID dev score)" in cell_text(row(t, "ffw"))
 
 
 def test_markdown_grid_marks_native_cells_and_missing_pairs():

@@ -30,6 +30,8 @@ PICKED = "id_dev within delta: strongest"
 NONE_WITHIN = "none within delta: weakest"
 NO_ID_DEV = "no ID dev score: strongest"
 NO_KNOB = "no knob"
+# what a grid cell adds to its knob value when the rule could not pick as it asks
+SELECTION_NOTE = {NONE_WITHIN: " (the weakest: no value within delta)", NO_ID_DEV: " (the strongest: no ID dev score)"}
 
 # the pairs of a method and a benchmark that no config runs, and why (the matrix's missing cells)
 NOT_FITTING: Sequence[tuple[str, str, str]] = (
@@ -142,8 +144,9 @@ def _num(mean: float, sd: float, digits: int = 1) -> str:
 
 
 def cell_text(row: pd.Series) -> str:
-    """One grid cell: OOD, ID and bias (mean ± sd over seeds), kept share, seconds, the picked knob value, the
-    words against the baseline; a ★ where the method's own paper evaluates it on this benchmark."""
+    """One grid cell: OOD, ID and bias (mean ± sd over seeds), kept share, seconds, the picked knob value (and why,
+    when no value was within delta or no ID dev score exists), the words against the baseline; a ★ where the
+    method's own paper evaluates it on this benchmark."""
     parts = []
     if not math.isnan(row.ood_mean):
         parts.append(f"OOD {_num(row.ood_mean, row.ood_sd)}")
@@ -155,7 +158,7 @@ def cell_text(row: pd.Series) -> str:
     if row.method != BASELINE:
         parts.append(f"{row.train_seconds:.0f} s")
     if row.knob:
-        parts.append(f"{row.knob} {row.value:g}")
+        parts.append(f"{row.knob} {row.value:g}" + SELECTION_NOTE.get(row.selection, ""))
     text = "; ".join(parts) + f" ({row.n_seeds} seed{'s' if row.n_seeds != 1 else ''})"
     words = [f"{name} {word}" for name, word in (("OOD", row.ood_verdict), ("bias", row.bias_verdict))
              if word != NO_DATA]
