@@ -10,7 +10,16 @@ import pandas as pd
 import pytest
 
 from maskbench.matrix.cells import COLUMNS, Cell, CellError, read_cells, write_cells
-from maskbench.matrix.table import NO_ID_DEV, NO_KNOB, NONE_WITHIN, PICKED, cell_text, markdown, matrix_table
+from maskbench.matrix.table import (
+    NO_ID_DEV,
+    NO_KNOB,
+    NONE_WITHIN,
+    PICKED,
+    cell_text,
+    markdown,
+    matrix_table,
+    reading,
+)
 
 NAN = math.nan
 
@@ -108,6 +117,23 @@ def test_effects_against_the_baseline_and_their_words():
     imp = row(t, "imp")  # 2 seeds: OOD 51, 52 against 50 ± 2: no claim
     assert imp.ood_effect == pytest.approx(1.5) and imp.ood_word == "within noise"
     assert row(t, "baseline").ood_verdict == "no data"
+
+
+def test_the_reading_names_the_largest_effect_beyond_noise_and_its_ties():
+    # ffw: OOD +10 ± sqrt(1/3 + 4/3) = 1.29; movement_poe: 55 against 50 ± 2, +5 ± sqrt(4/3) = 1.15; their
+    # difference 5 > 2 x hypot(1.29, 1.15) = 3.46: not tied; imp has 2 seeds (within noise): not named
+    assert reading(table()) == [("b1", "largest effect beyond noise: ffw (D), OOD +10.00 ± 1.29 SE (debiases), ID "
+                                       "+0.0 points against the baseline; beyond noise but short of it by more than "
+                                       "the spread: movement_poe (A).")]
+    # movement_poe at 58: +8 ± 1.15, 2 apart from ffw's +10: tied; its pick the weakest value (none within delta)
+    tied = [c if c.method != "movement_poe" else cell("movement_poe", c.seed, paper="A", knob="strength",
+                                                         value=c.value, id_dev=c.id_dev, ood=58) for c in records()]
+    t = matrix_table(pd.DataFrame([c.__dict__ for c in tied]), 1.0)
+    assert reading(t)[0][1].endswith("; tied with it: movement_poe (A).")
+    # every OOD score at the baseline's: nothing beyond noise, and imp's two seeds make no claim
+    flat = [c for c in records() if c.method in ("baseline", "imp")]
+    t = matrix_table(pd.DataFrame([c.__dict__ for c in flat]), 1.0)
+    assert reading(t) == [("b1", "no method's OOD effect is beyond noise over 3 or more seeds.")]
 
 
 def test_no_id_dev_score_picks_the_strongest_and_says_so():

@@ -12,7 +12,8 @@ From the cell records (``cells.py``) of every track:
    (``maskbench.report.evidence``): the OOD score's change ("debiases" / "hurts" only beyond 2 standard errors
    over at least 3 seeds) and the bias readout's move towards its ideal ("less bias" / "more bias", same rule).
 
-``matrix_table`` returns the long table (``matrix.csv``), ``markdown`` renders the grid the docs show.
+``matrix_table`` returns the long table (``matrix.csv``), ``markdown`` renders the grid the docs show with
+``reading``: per benchmark, which method's pick has the largest effect beyond noise and which are tied with it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,15 @@ from collections.abc import Sequence
 import pandas as pd
 
 from maskbench.matrix.cells import BASELINE
-from maskbench.report.evidence import NO_DATA, evidence_word, se_of_difference, worded
+from maskbench.report.evidence import (
+    MIN_SEEDS,
+    MOVES,
+    NO_DATA,
+    NOISE_SE,
+    evidence_word,
+    se_of_difference,
+    worded,
+)
 
 SCORES = ("id", "ood", "bias", "id_dev")
 PICKED = "id_dev within delta: strongest"
@@ -188,9 +197,60 @@ def markdown(table: pd.DataFrame) -> str:
         names = [f"{k} = {v}" for k, v in (("ID", row.id_name), ("OOD", row.ood_name), ("bias", row.bias_name)) if v]
         lines.append(f"- **{benchmark}** ({row.data}; {row.model}): " + "; ".join(names)
                      + _unbiased(table[table.benchmark == benchmark]) + ".")
+    lines += ["", "Which method wins where (from the cells above, by the effect the benchmark is scored on: the OOD "
+              f"score where it has one, else the bias readout; ties: within {NOISE_SE:g} standard errors of the "
+              "difference):", ""]
+    lines += [f"- **{benchmark}**: {line}" for benchmark, line in reading(table)]
     lines += ["", "Pairs that do not fit:", ""]
     lines += [f"- {method} on {benchmark}: {why}." for method, benchmark, why in NOT_FITTING]
     return "\n".join(lines) + "\n"
+
+
+def reading(table: pd.DataFrame) -> list[tuple[str, str]]:
+    """Per benchmark, in words: the method whose picked cell has the largest effect beyond noise in the good
+    direction (OOD where the benchmark has an OOD score, else the bias readout), with its ID score against the
+    baseline's and how it was picked; the methods tied with it (their difference within NOISE_SE standard errors);
+    the others beyond noise; or that none is beyond noise."""
+    out = []
+    for benchmark, rows in table.groupby("benchmark", sort=True):
+        base = rows[rows.method == BASELINE]
+        rows = rows[rows.method != BASELINE]
+        score = "ood" if rows.ood_effect.notna().any() else "bias"
+        good = "debiases" if score == "ood" else "less bias"
+        label = "OOD" if score == "ood" else "bias"
+        beyond = rows[rows[f"{score}_word"] == good].sort_values(f"{score}_effect", ascending=False)
+        if beyond.empty:
+            moved = rows[rows[f"{score}_word"] == MOVES]
+            out.append((benchmark, f"no method's {label} effect is beyond noise over {MIN_SEEDS} or more seeds"
+                        + (f"; with fewer seeds {_names(moved)} move it (no claim)" if len(moved) else "") + "."))
+            continue
+        best = beyond.iloc[0]
+        effect, se = best[f"{score}_effect"], best[f"{score}_effect_se"]
+        line = f"largest effect beyond noise: {_name(best)}, {label} {effect:+.2f} ± {se:.2f} SE ({good})"
+        if len(base) and not (math.isnan(best.id_mean) or math.isnan(base.id_mean.iloc[0])):
+            line += f", ID {best.id_mean - base.id_mean.iloc[0]:+.1f} points against the baseline"
+        if best.selection in SELECTION_NOTE:
+            line += f", {best.knob} {best.value:g}{SELECTION_NOTE[best.selection]}"
+        tied = [r.method for r in beyond.iloc[1:].itertuples()
+                if abs(effect - getattr(r, f"{score}_effect"))
+                <= NOISE_SE * math.hypot(se, getattr(r, f"{score}_effect_se"))]
+        rest = beyond.iloc[1:][~beyond.iloc[1:].method.isin(tied)]
+        if tied:
+            line += f"; tied with it: {_names(beyond[beyond.method.isin(tied)])}"
+        if len(rest):
+            line += f"; beyond noise but short of it by more than the spread: {_names(rest)}"
+        if not tied and not len(rest):
+            line += "; the only method beyond noise"
+        out.append((benchmark, line + "."))
+    return out
+
+
+def _name(row) -> str:
+    return row.method if row.method_paper == "-" else f"{row.method} ({row.method_paper})"
+
+
+def _names(rows: pd.DataFrame) -> str:
+    return ", ".join(_name(r) for r in rows.itertuples())
 
 
 def _unbiased(rows: pd.DataFrame) -> str:
