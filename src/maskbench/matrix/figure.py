@@ -9,6 +9,7 @@ the method's own paper evaluates it on that benchmark, hollow elsewhere. The fig
 from __future__ import annotations
 
 import math
+import textwrap
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -17,6 +18,7 @@ from matplotlib.lines import Line2D
 from maskbench.matrix.cells import BASELINE
 
 SHAPES = {"-": "X", "A": "o", "B": "s", "C": "^", "D": "D"}
+LABEL_WIDTH = 60  # characters an axis label line holds before it wraps (a panel is about 4.6 inches wide)
 # matplotlib's tab20, dark shades first: twenty methods before a colour repeats
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
@@ -63,9 +65,9 @@ def matrix_figure(table: pd.DataFrame, title: str) -> Figure:
         if y == "bias_mean":
             ax.axhline(float(rows.bias_ideal.iloc[0]), color="grey", linestyle=":", linewidth=1)
         ax.set_title(benchmark, fontsize=10)
-        ax.set_xlabel(f"ID: {rows.id_name.iloc[0]}" if rows.id_mean.notna().any() else "(no ID score: x = 0)",
-                      fontsize=8)
-        ax.set_ylabel(y_label, fontsize=8)
+        ax.set_xlabel(textwrap.fill(f"ID: {rows.id_name.iloc[0]}" if rows.id_mean.notna().any()
+                                    else "(no ID score: x = 0)", LABEL_WIDTH), fontsize=8)
+        ax.set_ylabel(textwrap.fill(y_label, LABEL_WIDTH), fontsize=8)
         ax.tick_params(labelsize=8)
     for ax in axes[len(benchmarks):]:
         ax.set_visible(False)
