@@ -191,6 +191,17 @@ def test_a_train_copy_dev_split_colours_digits_of_the_training_split_afresh():
         biased_dev_split(mnist, train, "biased_mnist", 5, {"rho": 0.99}, seed=0, dev_from="test")
 
 
+def test_the_dev_split_step_refuses_an_unknown_source_of_digits_before_reading_any(tmp_path):
+    from maskbench.steps.vision.biased_dev import main
+
+    spec = json.dumps({"generator": "biased_mnist", "levels": {"0.99": {"rho": 0.99}}})
+    args = ["--source", "wheel:none.whl", "--train", str(tmp_path / "none.safetensors"), "--spec", spec,
+            "--level", "0.99", "--size", "10", "--out", str(tmp_path / "dev.safetensors")]
+    with pytest.raises(ValueError, match="--dev-from must be one of unused_train, train_copy, got 'test'"):
+        main([*args, "--dev-from", "test"])
+    assert not (tmp_path / "dev.safetensors").exists()
+
+
 def smoke_vision():
     return yaml.safe_load((REPO / "configs/smoke.yaml").read_text())["vision"]
 

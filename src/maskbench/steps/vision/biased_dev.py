@@ -3,7 +3,8 @@ training split (or a fresh colouring of digits in it: --dev-from train_copy), co
 strength.
 
     python -m maskbench.steps vision.biased_dev --source wheel:W.whl --train T.safetensors --spec JSON \
-        --level 0.99 --size 1000 --out results/vision/data/biased_mnist/0.99/biased_dev.safetensors
+        --level 0.99 --size 1000 --dev-from unused_train \
+        --out results/vision/data/biased_mnist/0.99/biased_dev.safetensors
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ class BiasedDevArgs:
     level: str = field(metadata={"help": "the dataset level"})
     size: int = field(metadata={"help": "how many digits"})
     out: Path = field(metadata={"help": "the split file to write"})
-    mirror: str = field(default="", metadata={"help": "hf: a local folder mirroring the Hub dataset"})
-    dev_from: str = field(default="unused_train", metadata={
+    dev_from: str = field(metadata={
         "help": "unused_train: digits the training split leaves out | train_copy: a fresh colouring of digits in it"})
+    mirror: str = field(default="", metadata={"help": "hf: a local folder mirroring the Hub dataset"})
 
 
 def main(argv=None) -> int:

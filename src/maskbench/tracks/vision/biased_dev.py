@@ -20,7 +20,7 @@ DEV_FROM = ("unused_train", "train_copy")
 
 
 def biased_dev_split(mnist: dict, train: ImageSet, generator: str, size: int, options: dict, seed: int,
-                     dev_from: str = "unused_train") -> ImageSet:
+                     dev_from: str = DEV_FROM[0]) -> ImageSet:
     """``size`` class-balanced MNIST-train digits, outside ``train`` (``unused_train``; its ids are MNIST-train
     indices) or among them (``train_copy``), coloured as the biased training split is (``options``: the level's
     strengths and shared keys)."""
