@@ -1,10 +1,12 @@
-"""The planning benchmark (maskbench.tools.dag_benchmark) plans a config whose user-supplied files are absent."""
+"""The planning benchmark (maskbench.tools.dag_benchmark) plans a config whose user-supplied files are absent, and
+snakemake's floor: a one-rule workflow of the same job count."""
 
 from pathlib import Path
 
+import pytest
 import yaml
 
-from maskbench.tools.dag_benchmark import user_files
+from maskbench.tools.dag_benchmark import floor_snakefile, plan_floor, user_files
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -21,3 +23,15 @@ def test_the_paper_config_needs_exactly_its_four_user_files():
     config = yaml.safe_load((REPO / "configs/paper.yaml").read_text())
     assert user_files(config, REPO) == ["data/fever/fever.dev.jsonl", "data/fever/fever.train.jsonl",
                                         "data/paws_qqp/dev_and_test.tsv", "data/paws_qqp/train.tsv"]
+
+
+def test_the_floor_workflow_plans_exactly_the_jobs_asked_for(tmp_path):
+    seconds = plan_floor(tmp_path / "floor", 7, print_commands=True)
+    assert seconds > 0
+    text = (tmp_path / "floor" / "Snakefile").read_text()
+    assert "range(6)" in text and text.count("rule ") == 2
+
+
+def test_the_floor_workflow_refuses_fewer_than_two_jobs():
+    with pytest.raises(ValueError, match="at least 2 jobs, got 1"):
+        floor_snakefile(1)

@@ -231,15 +231,15 @@ def reading(table: pd.DataFrame) -> list[tuple[str, str]]:
             line += f", ID {best.id_mean - base.id_mean.iloc[0]:+.1f} points against the baseline"
         if best.selection in SELECTION_NOTE:
             line += f", {best.knob} {best.value:g}{SELECTION_NOTE[best.selection]}"
-        tied = [r.method for r in beyond.iloc[1:].itertuples()
-                if abs(effect - getattr(r, f"{score}_effect"))
-                <= NOISE_SE * math.hypot(se, getattr(r, f"{score}_effect_se"))]
-        rest = beyond.iloc[1:][~beyond.iloc[1:].method.isin(tied)]
-        if tied:
-            line += f"; tied with it: {_names(beyond[beyond.method.isin(tied)])}"
+        others = beyond.iloc[1:]
+        within = (others[f"{score}_effect"] - effect).abs() <= NOISE_SE * (others[f"{score}_effect_se"] ** 2
+                                                                         + se ** 2) ** 0.5
+        tied, rest = others[within], others[~within]
+        if len(tied):
+            line += f"; tied with it: {_names(tied)}"
         if len(rest):
             line += f"; beyond noise but short of it by more than the spread: {_names(rest)}"
-        if not tied and not len(rest):
+        if not len(tied) and not len(rest):
             line += "; the only method beyond noise"
         out.append((benchmark, line + "."))
     return out

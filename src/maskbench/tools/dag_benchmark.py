@@ -7,6 +7,11 @@ scale (the config's `seeds` repeated so that there are `scale` times as many: a 
 jobs), runs `snakemake -n` in an empty folder (`repeats` times at scale 1, once above) and records the planned jobs and the median wall
 time of the whole command (Python start-up, snakemake's import, reading and checking the config, building the
 DAG). Run from the repository's root (it plans ./Snakefile).
+
+Beside each config at scale 1 it plans snakemake's floor for the same number of jobs: a one-rule workflow (each
+job one output, no input, one shell line; shell commands printed when the config goes through the SLURM profile,
+which prints them) planned the same way, interleaved with the config's plans. What a config costs above that floor
+is the workflow's own; the floor is what no change to the workflow's rules removes at that job count.
 """
 
 from __future__ import annotations
@@ -76,11 +81,18 @@ def user_files(config: dict, repo: Path) -> list[str]:
     return sorted(set(files))
 
 
-def plan_once(repo: Path, configfile: Path, profile: Path | None, workdir: Path) -> tuple[float, int]:
-    cmd = [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(repo / "Snakefile"), "--configfile",
-           str(configfile), "--directory", str(workdir)]
-    if profile is not None:
-        cmd += ["--profile", str(profile)]
+def floor_snakefile(jobs: int) -> str:
+    """A one-rule workflow of exactly `jobs` jobs: `jobs - 1` jobs of rule `step` (one output each, no input) and the
+    target rule `all` that asks for their outputs."""
+    if jobs < 2:
+        raise ValueError(f"the floor workflow needs at least 2 jobs, got {jobs}")
+    return (f"rule all:\n    input: expand('out/{{i}}.txt', i=range({jobs - 1}))\n\n"
+            "rule step:\n    output: 'out/{i}.txt'\n    shell: 'touch {output}'\n")
+
+
+def plan_once(snakefile: Path, workdir: Path, options: list[str]) -> tuple[float, int]:
+    cmd = [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(snakefile), "--directory", str(workdir),
+           *options]
     env = {**os.environ, **SITE, "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])}
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir)
@@ -88,6 +100,16 @@ def plan_once(repo: Path, configfile: Path, profile: Path | None, workdir: Path)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
     return seconds, planned_total(done.stdout + done.stderr)
+
+
+def plan_floor(workdir: Path, jobs: int, print_commands: bool) -> float:
+    """Seconds `snakemake -n` takes on the one-rule workflow of `jobs` jobs (checked to plan exactly that many)."""
+    workdir.mkdir()
+    (workdir / "Snakefile").write_text(floor_snakefile(jobs))
+    seconds, planned = plan_once(workdir / "Snakefile", workdir, ["--printshellcmds"] if print_commands else [])
+    if planned != jobs:
+        raise RuntimeError(f"the floor workflow planned {planned} jobs, not {jobs}")
+    return seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,26 +126,38 @@ def main(argv: list[str] | None = None) -> int:
                 scaled = scaled_config(config, scale)
                 configfile = Path(scratch) / f"{Path(name).stem}-x{scale}.yaml"
                 configfile.write_text(yaml.safe_dump(scaled, sort_keys=False))
-                times, jobs = [], None
+                options = ["--configfile", str(configfile)] + (["--profile", str(profile)] if profile else [])
+                times, jobs, floor_times = [], None, []
                 for i in range(args.repeats if scale == 1 else 1):  # a larger grid: planned once
                     workdir = Path(scratch) / f"{Path(name).stem}-x{scale}-{i}"
                     workdir.mkdir()
                     for placeholder in user_files(config, repo):
                         (workdir / placeholder).parent.mkdir(parents=True, exist_ok=True)
                         (workdir / placeholder).touch()
-                    seconds, jobs = plan_once(repo, configfile, profile, workdir)
+                    seconds, jobs = plan_once(repo / "Snakefile", workdir, options)
                     times.append(seconds)
+                    if scale == 1:  # snakemake's floor at the same job count, interleaved with the config's plans
+                        floor_times.append(plan_floor(Path(scratch) / f"{Path(name).stem}-floor-{i}", jobs,
+                                                      print_commands=profile is not None))
                 median = statistics.median(times)
                 row = {"config": name, "profile": "profiles/slurm" if profile else None, "seed_scale": scale,
                        "seeds": len(scaled["seeds"]), "jobs": jobs,
                        "seconds": round(median, 3), "all_seconds": [round(t, 3) for t in times],
                        "ms_per_job": round(1000 * median / jobs, 2)}
+                if floor_times:
+                    floor = statistics.median(floor_times)
+                    row.update({"floor_seconds": round(floor, 3),
+                                "floor_all_seconds": [round(t, 3) for t in floor_times],
+                                "ratio_to_floor": round(median / floor, 2)})
                 if scale == 1 and name in TARGET_S:
                     row["target_s"] = TARGET_S[name]
                     row["meets_target"] = median <= TARGET_S[name]
+                    row["floor_meets_target"] = row["floor_seconds"] <= TARGET_S[name]
                 log.info("%s x%d: %d jobs planned in %.2f s", name, scale, jobs, median)
                 rows.append(row)
     record = {"command": "snakemake -n (whole command: interpreter, import, config checks, DAG)",
+              "floor": "snakemake -n of a one-rule workflow with the config's job count (floor_snakefile), "
+                       "shell commands printed when the config's plan uses the SLURM profile",
               "repeats": args.repeats, "load_average": list(os.getloadavg()), "plans": rows}
     with atomic_path(args.out) as tmp:
         Path(tmp).write_text(json.dumps(record, indent=2) + "\n")
