@@ -146,6 +146,51 @@ def test_every_shown_command_plans_against_its_config(page, command, dry_run, pa
         assert target in rules or target in plan, f"{where}: {target!r} is neither a rule nor a planned file"
 
 
+JOBS_HEADERS = ("jobs (`snakemake -n`)", "jobs then (today)")
+
+
+def job_counts(text: str) -> list[tuple[str, str]]:
+    """(config, the count a table gives for today's plan) from every table whose header has a jobs column: in
+    `jobs (`snakemake -n`)` the cell's leading number, in speed.md's `jobs then (today)` the number in parentheses;
+    cells without one (`—`, words) are not counts."""
+    found = []
+    for table in re.findall(r"(?:^\|.*\|\n)+", text, re.M):
+        lines = table.splitlines()
+        header = [c.strip() for c in lines[0].strip("|").split("|")]
+        column = next((i for i, c in enumerate(header) if c in JOBS_HEADERS), None)
+        if column is None:
+            continue
+        for line in lines[2:]:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            config = re.match(r"`([\w./-]+\.yaml)`", cells[0])
+            pattern = r"\(([\d,]+)\)" if header[column] == "jobs then (today)" else r"^([\d,]+)\b"
+            count = re.search(pattern, cells[column])
+            if config and count:
+                found.append((config.group(1), count.group(1).replace(",", "")))
+    return found
+
+
+def test_job_counts_are_found_in_the_config_tables():
+    text = ("| config | jobs (`snakemake -n`) | time |\n|---|---|---|\n| `a.yaml` (default) | 1,234 (all) | 1 s |\n"
+            "| `b.yaml` | — | x |\n\n| config | jobs then (today) |\n|---|---:|\n| `c.yaml` | 5 (7) |\n")
+    assert job_counts(text) == [("a.yaml", "1234"), ("c.yaml", "7")]
+
+
+COUNTED = [(page, config, count) for page in PAGES if page.exists() and page.parent.name == "docs"
+           for config, count in job_counts(page.read_text())]
+
+
+@pytest.mark.parametrize("page,config,count", COUNTED,
+                         ids=[f"{p.relative_to(REPO)}: {c}" for p, c, _ in COUNTED])
+def test_a_config_tables_job_count_is_todays_plan(page, config, count, dry_run, paper_dry_run):
+    if config == "configs/paper.yaml":
+        plan = paper_dry_run.stdout
+    else:
+        plan = dry_run(None if config == "config.yaml" else config)
+    planned = planned_jobs(plan)["total"]
+    assert int(count) == planned, f"{page.relative_to(REPO)} gives {config} {count} jobs; snakemake -n plans {planned}"
+
+
 def git(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
 
