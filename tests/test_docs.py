@@ -1,8 +1,8 @@
 """The documentation cannot rot silently: README.md stays one or two screens, no page links outside the project or
 names an issue, every `snakemake` command a page shows plans against the config it names (its rules and target
-files are in that plan), and every generated section's stamp is a commit whose code is HEAD's — or the section says
-through which later commit it was checked (and that commit's code is HEAD's), or says in the open that it was not
-re-run since its stamp."""
+files are in that plan), the job counts of the pages' config tables are those the configs plan today, and every
+generated section's stamp is a commit whose code is HEAD's — or the section says through which later commit it was
+checked (and that commit's code is HEAD's), or says in the open that it was not re-run since its stamp."""
 
 from __future__ import annotations
 
