@@ -97,7 +97,7 @@ def online_head_step(head: nn.Linear, optimizer: torch.optim.Optimizer, features
         optimizer.step()
     finally:
         head.requires_grad_(False)
-    return float(loss)
+    return float(loss.detach())
 
 
 def _fit(head: nn.Linear, optimizer: torch.optim.Optimizer, features: torch.Tensor, targets: torch.Tensor,
