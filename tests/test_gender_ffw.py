@@ -329,7 +329,7 @@ def test_a_gate_margin_leaves_the_encoder_unchanged_and_a_negative_one_is_refuse
     model, batch = tiny_bert(), batch_of()
     before = hidden_states(model, batch, "cpu")
     masked = attach_gates(GenderFFW(), model, GenderFFWSettings(gate_init=0.05, temperature=0.01))
-    assert float(masked.masks["encoder.layer.0.attention.self.query"].scores.min()) == pytest.approx(0.05)
+    assert float(masked.masks["encoder.layer.0.attention.self.query"].scores.min().detach()) == pytest.approx(0.05)
     assert torch.equal(hidden_states(model, batch, "cpu"), before)  # min(2 sigmoid(5), 1) = 1
     masked.detach()
     with pytest.raises(ValueError, match="gender.ffw.gate_init: -0.1 would prune every weight"):

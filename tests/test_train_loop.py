@@ -139,7 +139,7 @@ def test_sgd_with_momentum_and_adam_take_their_textbook_steps():
             opt.zero_grad()
             w.backward()
             opt.step()
-            moved.append(-float(w))
+            moved.append(-float(w.detach()))
         assert moved == pytest.approx(expected, rel=1e-5), optimizer
     with pytest.raises(ValueError, match="optimizer 'lamb' is unknown"):
         make_optimizer([{"params": [w], "lr": 0.1}], dataclasses.replace(HP, optimizer="lamb"))
