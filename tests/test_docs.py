@@ -160,10 +160,10 @@ def job_counts(text: str) -> list[tuple[str, str]]:
         column = next((i for i, c in enumerate(header) if c in JOBS_HEADERS), None)
         if column is None:
             continue
+        pattern = r"\(([\d,]+)\)" if header[column] == "jobs then (today)" else r"^([\d,]+)\b"
         for line in lines[2:]:
             cells = [c.strip() for c in line.strip("|").split("|")]
             config = re.match(r"`([\w./-]+\.yaml)`", cells[0])
-            pattern = r"\(([\d,]+)\)" if header[column] == "jobs then (today)" else r"^([\d,]+)\b"
             count = re.search(pattern, cells[column])
             if config and count:
                 found.append((config.group(1), count.group(1).replace(",", "")))
