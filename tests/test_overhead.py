@@ -73,6 +73,17 @@ def test_timing_lines_round_trip_and_the_last_one_counts():
     assert read_timing(f"noise\n{timing_line('x', 0, 1, 2, False)}\n{line}\n") == {
         "step": "finetune", "startup_s": 9.25, "work_s": 1.25, "warm": True}
     assert read_timing("no timing here") is None
+    assert read_timing(timing_line("search", 0.0, 1.0, 3.5, False, 812.4)) == {
+        "step": "search", "startup_s": 1.0, "work_s": 2.5, "warm": False, "peak_rss_mb": 812.4}
+
+
+def test_peak_rss_is_this_process_high_water_mark():
+    """getrusage's ru_maxrss (KiB on Linux) in MB: a fresh interpreter's mark holds the 256 MB buffer it fills."""
+    code = ("from maskbench.step_timing import peak_rss_mb; before = peak_rss_mb(); "
+            "buffer = bytearray(256 * 1024 * 1024); after = peak_rss_mb(); print(before, after)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    before, after = map(float, out)
+    assert before < 200 and 256 <= after < before + 300  # the mark holds the buffer, and not much more
 
 
 @pytest.fixture

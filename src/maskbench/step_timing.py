@@ -2,11 +2,14 @@
 
 `python -m maskbench.steps.<step>` ends by writing to stderr (the rule's log)::
 
-    maskbench timing: {"step": "finetune", "startup_s": 9.12, "work_s": 1.03, "warm": false}
+    maskbench timing: {"step": "finetune", "startup_s": 9.12, "work_s": 1.03, "warm": false, "peak_rss_mb": 812.4}
 
 `startup_s` runs from the process's start (read from the kernel, so it includes the interpreter's own start) to the
 first line of the step's `main()`, i.e. process start-up and imports; `work_s` is `main()` itself. Under the warm
 runner the job's process is the small one that hands the step over, so `startup_s` runs from its start.
+`peak_rss_mb` is the step process's peak resident memory (``getrusage``'s ``ru_maxrss``); under the warm runner the
+forked job starts from the server's resident pages (torch and transformers imported, as a cold job's would be), so
+it reads about what the same step run on its own would (the paper miniature's per-rule memory table reads it).
 `maskbench.overhead` reads these lines back.
 """
 
@@ -31,9 +34,21 @@ def process_started() -> float | None:
     return time.time() - max(age, 0.0)
 
 
-def timing_line(step: str, started: float, work_started: float, work_ended: float, warm: bool) -> str:
+def peak_rss_mb() -> float | None:
+    """This process's peak resident memory in MB (Linux reports ``ru_maxrss`` in KiB), or None without it."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return None
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def timing_line(step: str, started: float, work_started: float, work_ended: float, warm: bool,
+                peak_rss: float | None = None) -> str:
     record = {"step": step, "startup_s": round(work_started - started, 3),
               "work_s": round(work_ended - work_started, 3), "warm": warm}
+    if peak_rss is not None:
+        record["peak_rss_mb"] = peak_rss
     return PREFIX + json.dumps(record)
 
 

@@ -40,6 +40,6 @@ def run_step(main: Callable[[], int | None]) -> NoReturn:
         ended = time.time()
         step = module.rsplit(".", 1)[-1]
         started = warm.JOB_STARTED or step_timing.process_started() or _IMPORTED
-        print(step_timing.timing_line(step, started, work_started, ended, warm.JOB_STARTED is not None),
-              file=sys.stderr, flush=True)
+        print(step_timing.timing_line(step, started, work_started, ended, warm.JOB_STARTED is not None,
+                                      step_timing.peak_rss_mb()), file=sys.stderr, flush=True)
     sys.exit(code)
