@@ -6,7 +6,6 @@ No Hub is reachable here, so the Hub readers are tested on mirror folders writte
 from __future__ import annotations
 
 import gzip
-import io
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,11 @@ import pytest
 PIL_Image = pytest.importorskip("PIL.Image")
 datasets = pytest.importorskip("datasets")
 
+from maskbench.miniature.vision_sources import (  # noqa: E402
+    celeba_image_bytes,
+    write_celeba_files,
+    write_cifar10c_file,
+)
 from maskbench.tracks.vision.images import ImageSet  # noqa: E402
 from maskbench.tracks.vision.mnist_wheel import VisionDataError  # noqa: E402
 from maskbench.tracks.vision.sources import (  # noqa: E402
@@ -160,8 +164,7 @@ def colour_png(path: Path, value: int, side: int = 4) -> np.ndarray:
     pixels[..., 0] = value % 256
     pixels[..., 1] = (value * 7) % 256
     pixels[..., 2] = np.arange(side)[None, :] * 10
-    path.parent.mkdir(parents=True, exist_ok=True)
-    PIL_Image.fromarray(pixels, mode="RGB").save(path)
+    write_cifar10c_file(path, pixels)
     return pixels.transpose(2, 0, 1)
 
 
@@ -265,33 +268,9 @@ CELEBA_ROWS = [
 ]
 
 
-def celeba_image_bytes(index: int) -> bytes:
-    pixels = np.zeros((7, 6, 3), dtype=np.uint8)  # 7 high, 6 wide: resized to 4 x 4 below
-    pixels[..., 0] = 15 * index
-    pixels[..., 1] = 200 - 10 * index
-    pixels[..., 2] = 90
-    buffer = io.BytesIO()
-    PIL_Image.fromarray(pixels, mode="RGB").save(buffer, format="JPEG", quality=95)
-    return buffer.getvalue()
-
-
 def write_celeba(root: Path, drop_column: str | None = None) -> None:
-    (root / "img_align_celeba").mkdir(parents=True)
-    partition_lines = ["image_id,partition"]
-    attr_lines = ["image_id,5_o_Clock_Shadow,Blond_Hair,Male,Young"]
-    for i, (part, blond, male) in enumerate(CELEBA_ROWS):
-        name = f"{i + 1:06d}.jpg"
-        partition_lines.append(f"{name},{part}")
-        attr_lines.append(f"{name},-1,{blond},{male},1")
-        (root / "img_align_celeba" / name).write_bytes(celeba_image_bytes(i))
-    (root / "list_eval_partition.csv").write_text("\n".join(partition_lines) + "\n")
-    attr_text = "\n".join(attr_lines) + "\n"
-    if drop_column:
-        import pandas as pd
-
-        frame = pd.read_csv(io.StringIO(attr_text)).drop(columns=[drop_column])
-        attr_text = frame.to_csv(index=False)
-    (root / "list_attr_celeba.csv").write_text(attr_text)
+    write_celeba_files(root, [(part, {"Blond_Hair": blond, "Male": male, "Young": 1})
+                              for part, blond, male in CELEBA_ROWS], drop_column=drop_column)
 
 
 def group_counts(part: ImageSet) -> dict[tuple[int, int], int]:
@@ -357,10 +336,15 @@ def test_celeba_bad_values_and_missing_files(tmp_path):
         read_celeba_folder(tmp_path, image_size=4)
     partition.write_text(partition.read_text().replace("000003.jpg,5", "000003.jpg,1"))
     attrs = tmp_path / "list_attr_celeba.csv"
-    attrs.write_text(attrs.read_text().replace("000004.jpg,-1,-1,1", "000004.jpg,-1,2,1"))
+    original = attrs.read_text()
+    import pandas as pd
+
+    frame = pd.read_csv(attrs)
+    frame.loc[frame["image_id"] == "000004.jpg", "Blond_Hair"] = 2
+    attrs.write_text(frame.to_csv(index=False))
     with pytest.raises(VisionDataError, match=r"list_attr_celeba\.csv: field 'Blond_Hair': value 2 at row 3"):
         read_celeba_folder(tmp_path, image_size=4)
-    attrs.write_text(attrs.read_text().replace("000004.jpg,-1,2,1", "000004.jpg,-1,-1,1"))
+    attrs.write_text(original)
     (tmp_path / "img_align_celeba" / "000002.jpg").unlink()
     with pytest.raises(VisionDataError, match=r"000002\.jpg: field 'image_id': value '000002\.jpg' has no image"):
         read_celeba_folder(tmp_path, image_size=4)
@@ -403,3 +387,45 @@ def test_celeba_hub_mirror_missing_attribute_column(tmp_path):
     write_celeba_hub_mirror(tmp_path / "mirror")
     with pytest.raises(VisionDataError, match=r"img_align\+identity\+attr/train: field 'Smiling': is missing"):
         read_celeba_hub(mirror=tmp_path / "mirror", target="Smiling", image_size=4)
+
+
+# ------------------------------------------------------------------------------- the miniature source writer
+
+
+def test_miniature_vision_sources_read_back_by_the_project_readers(tmp_path):
+    from maskbench.miniature.vision_sources import write_vision_sources
+    from maskbench.steps.vision.prepare import external_splits
+
+    written = write_vision_sources(tmp_path, n_per_class=2, size=8, seed=1)
+    cifar_root = tmp_path / "data" / "cifar10c"
+    assert written["cifar10c"]["root"] == str(cifar_root)
+    for percent in ("0.5pct", "1pct", "2pct", "5pct"):  # the percents of configs/paper.yaml's levels
+        train, test = read_cifar10c_folder(cifar_root, percent)
+        # 2 aligned (bias = label) and max(1, 2 // 4) = 1 conflicting image per class
+        assert (train.provenance["align"], train.provenance["conflict"]) == (20, 10)
+        assert written["cifar10c"]["percents"][percent] == {"align": 20, "conflict": 10}
+        assert np.bincount(train.label, minlength=10).tolist() == [3] * 10
+        aligned = train.label == train.bias[:, 0]
+        assert int(aligned.sum()) == 20
+        assert train.images.shape == (30, 3, 8, 8)
+        assert len(test) == 20 and np.bincount(test.label, minlength=10).tolist() == [2] * 10
+        # test biases of class c: c, c + 1
+        assert sorted(zip(test.label.tolist(), test.bias[:, 0].tolist(), strict=True))[:4] == [(0, 0), (0, 1),
+                                                                                                 (1, 1), (1, 2)]
+    celeba_root = tmp_path / "data" / "celeba"
+    for target in ("Blond_Hair", "Eyeglasses"):  # the targets of the config's levels; bias Male, inverted
+        out = read_celeba_folder(celeba_root, target=target, image_size=6, seed=0)
+        # 8 (blond, glasses, male) combinations x 2 per partition
+        assert len(out["train"]) == 16 and out["train"].ids.tolist() == list(range(16))
+        assert np.bincount(out["train"].label).tolist() == [8, 8]
+        assert np.bincount(out["train"].bias[:, 0]).tolist() == [8, 8]
+        assert group_counts(out["valid"]) == {g: 4 for g in [(0, 0), (0, 1), (1, 0), (1, 1)]}
+        assert len(out["unbiased_train"]) + len(out["unbiased_val"]) == 16
+    frame = __import__("pandas").read_csv(celeba_root / "list_attr_celeba.csv")
+    assert frame.shape == (48, 41) and set(np.unique(frame.drop(columns="image_id").to_numpy())) <= {-1, 1}
+    parts = __import__("pandas").read_csv(celeba_root / "list_eval_partition.csv")
+    assert np.bincount(parts["partition"]).tolist() == [16, 16, 16]
+    # and through the prepare step's reader, as configs/paper.yaml names them
+    splits = external_splits("celeba", f"local:{celeba_root}", "", {"target": "Eyeglasses", "image_size": 6}, 0)
+    assert len(splits["train"]) == 16 and len(splits["test"]) == 16
+    assert np.asarray(splits["train"].images).shape == (16, 3, 6, 6)

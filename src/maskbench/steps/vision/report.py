@@ -153,7 +153,9 @@ def main(argv=None) -> int:
 
     grids = []
     for train_path, test_path in zip(args.samples[::2], args.samples[1::2], strict=True):
-        train, test = read_images(train_path), read_images(test_path)
+        # only the rows the figure shows are read (CelebA's train split is 24.5 GB); the jobs that trained and
+        # evaluated on these files checked their checksums
+        train, test = read_images(train_path, check_sha256=False), read_images(test_path, check_sha256=False)
         grids.append((f"{train.dataset} ({train_path.parent.name}): biased train | unbiased test",
                        sample_grid({"train": train, "test": test}, per_class=1)))
     with runtime.atomic_path(args.figures_dir / "samples.png") as tmp:

@@ -44,6 +44,7 @@ class ColourModelSettings:
 def colour_features(images: np.ndarray) -> np.ndarray:
     """N x 6 float32: per half (left, right) the most frequent RGB value, each channel in [0, 255] (ties: the
     smallest packed value, deterministic)."""
+    images = np.asarray(images)  # a prepared file's images are read from disk here (MNIST: small)
     if images.ndim != 4 or images.shape[1] != 3 or images.dtype != np.uint8:
         raise ValueError(f"colour features need uint8 RGB images N x 3 x H x W, got {images.dtype} {images.shape}")
     width = images.shape[3]

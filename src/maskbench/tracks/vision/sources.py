@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from maskbench.data.hf_source import MIRROR_ENV, mirror_split_dir
-from maskbench.tracks.vision.images import ImageSet
+from maskbench.tracks.vision.images import ImageRows, ImageSet
 from maskbench.tracks.vision.mnist_wheel import VisionDataError
 
 MNIST_SIDE = 28
@@ -94,7 +94,7 @@ def _decode(data: bytes | str | Path, where: Any, mode: str, size: int | None) -
 
 
 def _decode_all(sources: Sequence[Any], wheres: Sequence[Any], mode: str, size: int | None) -> np.ndarray:
-    """Decode into one preallocated array (a second copy of CelebA's train set at 224 px would be 24 GB)."""
+    """Decode into one preallocated array (MNIST and Corrupted CIFAR-10, small; CelebA uses ``DecodedImages``)."""
     if not sources:
         channels = 1 if mode == "L" else 3
         return np.zeros((0, channels, size or 0, size or 0), dtype=np.uint8)
@@ -108,6 +108,29 @@ def _decode_all(sources: Sequence[Any], wheres: Sequence[Any], mode: str, size: 
                                             f"{first.shape}; give an image size to resize them alike")
         out[i] = pixels
     return out
+
+
+class DecodedImages(ImageRows):
+    """Image files decoded (and resized to size x size) when their rows are asked for, never all at once.
+
+    CelebA's train split at 224 px is 24.5 GB of uint8: ``write_images`` asks for it a chunk of rows at a time
+    and writes each chunk into the prepared file before the next is decoded."""
+
+    def __init__(self, sources: Sequence[Any], wheres: Sequence[Any], mode: str, size: int):
+        if len(sources) != len(wheres):
+            raise ValueError(f"{len(sources)} image sources for {len(wheres)} names")
+        self.sources, self.wheres, self.mode, self.size = list(sources), list(wheres), mode, int(size)
+        self.shape = (len(self.sources), 1 if mode == "L" else 3, self.size, self.size)
+
+    def rows(self, index: np.ndarray) -> np.ndarray:
+        out = np.empty((len(index), *self.shape[1:]), dtype=np.uint8)
+        for k, i in enumerate(np.asarray(index, dtype=np.int64).tolist()):
+            pixels = _decode(self.sources[i], self.wheres[i], self.mode, self.size)
+            if pixels.shape != out.shape[1:]:  # a mode Pillow cannot convert to the channels asked for
+                raise _fail(self.wheres[i], "image", f"value has shape {pixels.shape} (C x H x W), expected "
+                                                     f"{out.shape[1:]}")
+            out[k] = pixels
+        return out
 
 
 # ------------------------------------------------------------------------------------------------ splitting
@@ -402,7 +425,7 @@ def balanced_rows(label: np.ndarray, bias: np.ndarray, rng: np.random.Generator,
 
 
 def _celeba_splits(ids: np.ndarray, partition: np.ndarray, target01: np.ndarray, bias01: np.ndarray,
-                   load_images: Callable[[np.ndarray], np.ndarray], target: str, bias: str, invert_bias: bool,
+                   load_images: Callable[[np.ndarray], ImageRows], target: str, bias: str, invert_bias: bool,
                    seed: int, where: str, provenance: dict[str, Any]) -> dict[str, ImageSet]:
     """Paper D's CelebA splits from per-image (id, partition 0/1/2, target 0/1, bias attribute 0/1).
 
@@ -466,8 +489,8 @@ def read_celeba_folder(root: str | Path, target: str = "Blond_Hair", bias: str =
     and the 40 attributes as -1/1, read as 0/1), images ``img_align_celeba/<image_id>``. The bias column is
     inverted by default when it is ``Male`` as in paper D's code (``~Male + 2`` on the 0/1 column), so bias 1 =
     female, 0 = male; the label is the target attribute (1 = blond). Ids are rows of the partition file
-    (0-based; 000001.jpg is id 0). The whole train partition is decoded: 162,770 images at 224 px are 24.5 GB.
-    Unverified here: the official partition sizes 162,770 / 19,867 / 19,962."""
+    (0-based; 000001.jpg is id 0). The images are ``DecodedImages``: decoded when written, a chunk at a time
+    (162,770 train images at 224 px are 24.5 GB). Unverified here: the official partition sizes 162,770 / 19,867 / 19,962."""
     root = Path(root)
     invert = (bias == "Male") if invert_bias is None else invert_bias
     partition_file, attr_file = root / "list_eval_partition.csv", root / "list_attr_celeba.csv"
@@ -493,12 +516,12 @@ def read_celeba_folder(root: str | Path, target: str = "Blond_Hair", bias: str =
     bias01 = _binary(attrs[bias].to_numpy(), attr_file, bias)
     folder = _celeba_image_folder(root)
 
-    def load_images(rows: np.ndarray) -> np.ndarray:
+    def load_images(rows: np.ndarray) -> DecodedImages:
         paths = [folder / image_ids[r] for r in rows]
         for path in paths:
             if not path.is_file():
                 raise _fail(path, "image_id", f"value {path.name!r} has no image file in {folder}")
-        return _decode_all(paths, paths, "RGB", image_size)
+        return DecodedImages(paths, paths, "RGB", image_size)
 
     return _celeba_splits(np.arange(len(image_ids), dtype=np.int64), partition.astype(np.int64), target01, bias01,
                           load_images, target, bias, invert, seed, str(root),
@@ -516,7 +539,8 @@ def read_celeba_hub(hub_id: str = "flwrlabs/celeba", config: str = CELEBA_HUB_CO
     partition 0 / 1 / 2 row for row (there is no ``image_id`` column to check it), and that rows keep the official
     order; ids here are positions in train, then valid, then test. With ``mirror`` (or $MASKBENCH_HF_MIRROR) the
     splits come from ``<mirror>/<hub_id>/<config>/<split>/``. The encoded image bytes of all three splits are held
-    in memory while the chosen rows are decoded (about 1.4 GB of JPEGs for the full dataset, an estimate)."""
+    in memory while the chosen rows are decoded (about 1.4 GB of JPEGs for the full dataset, an estimate); the
+    decoded images are ``DecodedImages``, decoded a chunk at a time when written."""
     invert = (bias == "Male") if invert_bias is None else invert_bias
     parts, wheres, sources, source_wheres = [], [], [], []
     for name, code in CELEBA_PARTITIONS.items():
@@ -533,8 +557,8 @@ def read_celeba_hub(hub_id: str = "flwrlabs/celeba", config: str = CELEBA_HUB_CO
     target01 = np.concatenate([p[1] for p in parts])
     bias01 = np.concatenate([p[2] for p in parts])
 
-    def load_images(rows: np.ndarray) -> np.ndarray:
-        return _decode_all([sources[r] for r in rows], [source_wheres[r] for r in rows], "RGB", image_size)
+    def load_images(rows: np.ndarray) -> DecodedImages:
+        return DecodedImages([sources[r] for r in rows], [source_wheres[r] for r in rows], "RGB", image_size)
 
     return _celeba_splits(np.arange(len(partition), dtype=np.int64), partition, target01, bias01, load_images,
                           target, bias, invert, seed, f"hf:{hub_id}",
