@@ -5,7 +5,7 @@
 - ``data/fever/fever.train.jsonl`` and ``fever.dev.jsonl`` in the fields of Schuster et al.'s NLI-style files
   (docs/data.md, "FEVER"): ``id`` (the FEVER claim id, an integer, repeated once per evidence sentence of the
   claim), ``claim``, ``evidence``, ``gold_label``, and in train ``weight``; train has the three labels, dev only
-  SUPPORTS and REFUTES, as the real dev file (TalSchuster/FeverSymmetric issue 2);
+  SUPPORTS and REFUTES, as the real dev file (docs/data.md);
 - ``downloads/quora_duplicate_questions.tsv`` (Quora's layout: id, qid1, qid2, question1, question2,
   is_duplicate) and ``downloads/paws_qqp/train.tsv``, ``dev_and_test.tsv`` (PAWS's index layout: id, qid1,
   sentence1, qid2, sentence2, label, sentences as "/"-joined token indices, one "(qid, index):(qid, index)" item);
