@@ -295,7 +295,9 @@ def test_duplicated_id_names_file_field_and_value(tmp_path):
     path = write_jsonl(tmp_path / "fever_dev.jsonl", records)
     with pytest.raises(DataError) as err:
         load_dataset("fever_dev", {**FEVER_SPEC, "source": "local:fever_dev.jsonl"}, base_dir=tmp_path)
-    assert str(err.value) == f"{path} (dataset 'fever_dev'): field 'id' has duplicated value '75397' at line 3 (first at line 1)"
+    assert str(err.value) == (f"{path} (dataset 'fever_dev'): field 'id' (source column 'id') has duplicated value "
+                              f"'75397' at line 3 (first at line 1; 1 repeated ids in all); set `duplicate_ids: "
+                              f"renumber` in the dataset's entry to make them unique as '<id>-<k>'")
 
 
 def test_bad_json_line_names_file_and_line(tmp_path):

@@ -38,7 +38,7 @@ class TrainHParams:
     eval_batch_size: int = 256
     log_every: int = 50
     lr_schedule: str = "linear"  # linear warm-up and decay, or "constant" (paper A's mask search: its scheduler
-    # was returned under a key Lightning ignores, method_details.md §1)
+    # was returned under a key Lightning ignores, docs/paper-a.md, "Mask search")
     adam_eps: float = 1e-8
     eval_every_epoch: bool = True  # score the dev set after every epoch (False: after the last one only)
     optimizer: str = "adamw"  # "adamw" (decoupled decay, BERT's), "adam" (L2 decay in the gradient, paper D's

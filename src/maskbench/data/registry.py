@@ -18,6 +18,14 @@ SOURCE_KINDS = ("hf", "local", "synthetic")
 _NOT_GENERATOR_PARAMS = ("source", "labels", "task")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 Position = Callable[[int], str]
+# `duplicate_ids:` — what a dataset does with an id its file repeats: refuse it (the default), or renumber every
+# occurrence of a repeated id "<id>-<k>", k = 1, 2, ... in file order (the NLI-style FEVER files repeat the claim
+# id once per evidence sentence; docs/data.md)
+DUPLICATE_IDS = ("refuse", "renumber")
+# the original id of a renumbered row, kept beside the new one (a provenance column of the prepared file)
+SOURCE_ID = "source_id"
+# a text cell that is a Python bytes literal: b'...' or b"..." (a Python 2 script's str(bytes) under Python 3)
+_BYTES_LITERAL = re.compile(r"b(['\"]).*\1", re.DOTALL)
 
 
 def row_position(row: int) -> str:
@@ -72,6 +80,13 @@ def check_spec(name: str, spec: Mapping) -> str:
         fmt = spec.get("format")
         if fmt is not None and fmt not in ("jsonl", "csv", "tsv", "parquet"):
             raise DataError(f"{where}: field 'format' has value {fmt!r}; expected jsonl, csv, tsv or parquet")
+    duplicate_ids = spec.get("duplicate_ids")
+    if duplicate_ids is not None:
+        if kind == "synthetic":
+            raise DataError(f"{where}: field 'duplicate_ids' is set but synthetic sources make unique ids")
+        if duplicate_ids not in DUPLICATE_IDS:
+            raise DataError(f"{where}: field 'duplicate_ids' has value {duplicate_ids!r}; expected one of "
+                            f"{list(DUPLICATE_IDS)}")
     sha256 = spec.get("sha256")
     if sha256 is not None:
         if kind != "local":
@@ -251,6 +266,64 @@ def check_local_file(name: str, spec: Mapping, path: Path) -> None:
                         f"{actual}: it is not the file the config names (changed, cut or another version)")
 
 
+def renumber_ids(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """Make repeated ids unique: every occurrence of an id that appears more than once becomes "<id>-<k>", k = 1,
+    2, ... in row (file) order; ids that appear once are kept. The original id goes to column ``source_id``.
+
+    A new id that another row already has as its own is a DataError naming it: renumbering never merges rows."""
+    ids = df["id"].tolist()
+    repeated = df["id"].duplicated(keep=False).to_numpy()
+    seen: dict[str, int] = {}
+    new = []
+    for value, again in zip(ids, repeated, strict=True):
+        if again:
+            seen[value] = seen.get(value, 0) + 1
+            new.append(f"{value}-{seen[value]}")
+        else:
+            new.append(value)
+    kept = set(df["id"][~repeated])
+    clash = next((value for value, again in zip(new, repeated, strict=True) if again and value in kept), None)
+    if clash is not None:
+        raise DataError(f"{where}: field 'id' renumbered to {clash!r} (duplicate_ids: renumber), which another row "
+                        f"has as its id; the file's ids cannot be made unique this way")
+    out = df.copy()
+    out[SOURCE_ID] = ids
+    out["id"] = new
+    return out
+
+
+def _check_unique_ids(df: pd.DataFrame, spec: Mapping, where: str, position: Position) -> None:
+    """Refuse a repeated id, naming the way out (`duplicate_ids: renumber`); validate_frame would refuse it too,
+    without the hint."""
+    duplicated = df["id"].duplicated().to_numpy()
+    if not duplicated.any():
+        return
+    row = int(np.flatnonzero(duplicated)[0])
+    value = df["id"].iloc[row]
+    first = int(np.flatnonzero((df["id"] == value).to_numpy())[0])
+    source = (spec.get("columns") or {}).get("id", "id")
+    count = int(duplicated.sum())
+    raise DataError(f"{where}: field 'id' (source column {source!r}) has duplicated value {value!r} at "
+                    f"{position(row)} (first at {position(first)}; {count} repeated ids in all); set "
+                    f"`duplicate_ids: renumber` in the dataset's entry to make them unique as '<id>-<k>'")
+
+
+def _check_text_cells(df: pd.DataFrame, spec: Mapping, where: str, position: Position) -> None:
+    """Refuse a text cell that is a Python bytes literal (b'...'): the mark of a Python 2 script's bytes written
+    through str() under Python 3 (google-research-datasets/paws' qqp_generate_data.py run naively)."""
+    columns = spec.get("columns") or {}
+    for text in ("text_a", "text_b"):
+        if text not in df.columns:
+            continue
+        bad = df[text].map(lambda v: isinstance(v, str) and _BYTES_LITERAL.fullmatch(v) is not None).to_numpy(bool)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            value = df[text].iloc[row]
+            raise DataError(f"{where}: {position(row)}, column {columns.get(text, text)!r} has value {value[:60]!r}, "
+                            f"a Python bytes literal, not text (a Python 2 script run under Python 3?); for "
+                            f"PAWS-QQP rebuild the file with python -m maskbench.tools.paws_qqp")
+
+
 def load_dataset(name: str, spec: Mapping, base_dir=Path("."), single_text: bool = False,
                  local_path=None) -> tuple[pd.DataFrame, list[str]]:
     """Load, map and validate one dataset; relative local paths and mirrors resolve against base_dir.
@@ -283,6 +356,12 @@ def load_dataset(name: str, spec: Mapping, base_dir=Path("."), single_text: bool
         position, absent = row_position, None
         where = f"{origin} (dataset {name!r})"
     df = map_columns(raw, name, spec, where, position, absent, single_text)
+    if kind == "local":
+        _check_text_cells(df, spec, where, position)
+    if spec.get("duplicate_ids", "refuse") == "renumber":
+        df = renumber_ids(df, where)
+    else:
+        _check_unique_ids(df, spec, where, position)
     labels = list(spec["labels"])
     validate_frame(df, labels, where, position=position)
     return cut(df, spec, where), labels

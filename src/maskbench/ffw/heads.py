@@ -5,7 +5,7 @@ features (whatever the track's ``FFWAdapter`` calls its features), trained with 
 The features of a frozen (or gated-but-fixed) model do not change while a head trains, so they are computed once
 and the head trains on the cached matrix: the same updates as paper D's loop over images, at a fraction of the
 cost. Paper D's head: SGD lr 0.1, momentum 0.9, weight decay 1e-4, batch 100, until the loss stops improving by
-a relative 1e-3 for 5 epochs, or 200 epochs (method_details.md §5).
+a relative 1e-3 for 5 epochs, or 200 epochs (docs/paper-d.md, "What runs").
 """
 
 from __future__ import annotations

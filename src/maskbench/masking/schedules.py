@@ -8,7 +8,7 @@ def cubic(step: float, total: float, start: float, end: float, warmup_start: flo
     """nn_pruning's cubic schedule: ``start`` for ``step <= warmup_start``, ``end`` after ``total - warmup_end``,
     and in between ``end + (start - end) * m**3`` with ``m = 1 - (step - w_i) / (total - (w_i + w_f))``.
 
-    Paper A's code calls it without warm-up steps, so its w_i = -1 and w_f = -10 (method_details.md §1): the
+    Paper A's code calls it without warm-up steps, so its w_i = -1 and w_f = -10 (docs/paper-a.md, "Mask search"): the
     cubic then spans the whole run, ``m = 1 - (step + 1) / (total + 11)``. Paper C's gradual sparsity is the
     same curve with w_i = w_f = 0 over fractional epochs.
     """

@@ -1,1 +1,2 @@
-"""Miniature inputs in the layouts of the real, user-supplied sources, for tests and dry runs."""
+"""Miniature inputs in each real source's own layout (the Hub's cache, the files a researcher supplies), for the
+paper config in miniature (`maskbench.tools.miniature`) and the tests."""

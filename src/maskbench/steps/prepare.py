@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from maskbench.data.registry import load_dataset
+from maskbench.data.registry import SOURCE_ID, load_dataset
 from maskbench.data.schema import DataError, write_prepared_with_summary
 from maskbench.runtime import provenance
 from maskbench.steps import run_step
@@ -79,8 +79,13 @@ def prepare(args: PrepareArgs) -> dict:
         "out": str(args.out),
         "provenance": provenance(args),
     }
+    meta = {"dataset": args.name, "task": task, "source": source, "spec": args.spec}
+    if spec.get("duplicate_ids") == "renumber":
+        # rows whose repeated id became "<id>-<k>" (the registry's duplicate_ids: renumber; the old id in source_id)
+        renumbered = int((df["id"] != df[SOURCE_ID]).sum())
+        summary["ids_renumbered"] = meta["ids_renumbered"] = renumbered
     summary["seconds"] = round(time.perf_counter() - start, 3)
-    write_prepared_with_summary(df, labels, args.out, {"dataset": args.name, "task": task, "source": source, "spec": args.spec}, args.summary, summary)
+    write_prepared_with_summary(df, labels, args.out, meta, args.summary, summary)
     return summary
 
 

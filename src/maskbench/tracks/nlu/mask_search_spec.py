@@ -40,7 +40,7 @@ class MaskSearchSpec:
     score_init: float = 0.0  # nn_pruning never forwards its mask_init settings: scores start at 0
     threshold_start: float = 0.0
     threshold_end: float = 0.1
-    # paper A's code passes no warm-up, so nn_pruning's defaults -1 x (1, 10) apply (method_details.md §1)
+    # paper A's code passes no warm-up, so nn_pruning's defaults -1 x (1, 10) apply (docs/paper-a.md, "Mask search")
     threshold_warmup_start: float = -1
     threshold_warmup_end: float = -10
     l1_lambda: float = 1.0  # paper A's effective lambda (its configured final lambda 10 is never applied)

@@ -43,7 +43,7 @@ MASK_TRAIN, IMP, IMP_REWIND, RETRAIN = "mask_train", "imp", "imp_rewind", "retra
 METHODS = (MASK_TRAIN, IMP, IMP_REWIND, RETRAIN)
 
 
-# paper C's masked modules (method_details.md §4): mask training masks the six encoder matrices of every layer,
+# paper C's masked modules (docs/paper-c.md, "The methods"): mask training masks the six encoder matrices of every layer,
 # the pooler and the classifier; IMP prunes the six encoder matrices and the pooler, not the classifier
 DEFAULT_MODULES = {
     MASK_TRAIN: (*ENCODER_KINDS, "pooler", "classifier"),
