@@ -65,6 +65,13 @@ onerror:
 
 R = config["results"]
 TRACKS = tracks_of(config)
+
+# A cluster job (snakemake's remote mode: every job the SLURM executor submits) never reaches the Hugging Face Hub:
+# it reads the Hub cache `python -m maskbench.tools.fetch` filled on the login node (docs/cluster.md, "Offline
+# compute nodes"). Set here rather than in the profile so that the sbatch options stay the same; an exported
+# HF_HUB_OFFLINE=0 (the plugin submits with --export=ALL) lets jobs on a site with internet download.
+if workflow.remote_exec:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
 SEEDS = [int(s) for s in config["seeds"]]
 COMPUTE = config["compute"]
 
