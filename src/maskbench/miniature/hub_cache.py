@@ -247,9 +247,10 @@ def fixture_words(extra_lists: Iterable[Path] = ()) -> list[str]:
 
 
 def model_files(repo_id: str, words: list[str], seed: int) -> dict[str, bytes]:
-    """A tiny BertForMaskedLM (bert-base's config class; hidden 32, 2 layers, 2 heads) with a WordPiece vocab."""
+    """A tiny BERT (bert-base's config class; hidden 32, 2 layers, 2 heads) with a WordPiece vocab, its weights
+    those of ``BertForPreTraining`` as bert-base-uncased ships them: encoder, pooler, masked-LM and NSP heads."""
     import torch
-    from transformers import BertConfig, BertForMaskedLM
+    from transformers import BertConfig, BertForPreTraining
 
     specials = ["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     pieces = sorted({f"##{c}" for w in words for c in w if c.isalnum()} | {c for w in words for c in w})
@@ -258,7 +259,7 @@ def model_files(repo_id: str, words: list[str], seed: int) -> dict[str, bytes]:
                         intermediate_size=64, max_position_embeddings=128, pad_token_id=0,
                         architectures=["BertForMaskedLM"])
     torch.manual_seed(seed)
-    model = BertForMaskedLM(config)
+    model = BertForPreTraining(config)
     with tempfile.TemporaryDirectory() as tmp:
         model.save_pretrained(tmp)
         out = {name: (Path(tmp) / name).read_bytes() for name in ("config.json", "model.safetensors")}
