@@ -303,3 +303,23 @@ def test_gender_corpus_url_is_read_from_its_download():
     assert plan.corpus_download == "results/paper/gender/data/downloads/news-commentary-v15.en.gz"
     assert plan.corpus_source_arg(plan.corpus_download) == plan.corpus_download   # the job gets the file, not the URL
     assert fetch.corpus_target(PAPER, CORPUS_URL) == plan.corpus_download
+
+
+def test_fetch_is_a_snakemake_target_on_the_login_node(tmp_path):
+    from test_workflow import snakemake
+
+    result = snakemake("fetch", "-n", "-p", "--configfile", str(REPO / "configs/paper.yaml"), workdir=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (f"python -m maskbench.tools.fetch --configfile {REPO / 'configs/paper.yaml'} --lock "
+            f"results/paper/fetch.lock.json") in result.stdout
+    assert "localrule: True" in (REPO / "rules/common.smk").read_text().split("rule fetch:")[1]   # never sbatch
+
+
+def test_fetch_merges_config_files_like_snakemake(tmp_path):
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("results: elsewhere\nmodel: {path: google/bert_uncased_L-2_H-128_A-2}\n")
+    config = fetch.read_configs([REPO / "configs/paper.yaml", extra])
+    assert config["results"] == "elsewhere" and config["model"] == {**PAPER["model"],
+                                                                    "path": "google/bert_uncased_L-2_H-128_A-2"}
+    with pytest.raises(DataError, match=r"nope.yaml: the config file does not exist \(field --configfile\)"):
+        fetch.read_configs([tmp_path / "nope.yaml"])

@@ -185,9 +185,30 @@ def fetch(items: list[Item], cache: str | None, local_files_only: bool, say=prin
     return {"cache": cache or hub.hub_cache_dir(), "repos": list(repos.values()), "downloads": downloads}
 
 
+def _merge(base: dict, update: dict) -> dict:
+    out = dict(base)
+    for key, value in update.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def read_configs(paths: list[Path]) -> dict:
+    """The config files merged in order, a later file's mappings updating an earlier one's key by key (snakemake)."""
+    config: dict = {}
+    for path in paths:
+        if not path.is_file():
+            raise DataError(f"{path}: the config file does not exist (field --configfile)")
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if not isinstance(loaded, dict):
+            raise DataError(f"{path}: not a YAML mapping (field --configfile)")
+        config = _merge(config, loaded)
+    return config
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m maskbench.tools.fetch", description=__doc__.splitlines()[0])
-    parser.add_argument("--configfile", required=True, type=Path, help="the workflow config (configs/paper.yaml)")
+    parser.add_argument("--configfile", required=True, type=Path, nargs="+",
+                        help="the workflow config (configs/paper.yaml); several are merged as snakemake merges them")
     parser.add_argument("--cache", default=None, help="Hub cache folder (default $HF_HUB_CACHE); jobs then need "
                                                       "HF_HUB_CACHE set to it")
     parser.add_argument("--dry-run", action="store_true", help="list what would be fetched; touch nothing")
@@ -196,14 +217,11 @@ def main(argv=None) -> int:
     parser.add_argument("--lock", type=Path, default=None, help="lock file (default <results>/fetch.lock.json)")
     args = parser.parse_args(argv)
     try:
-        if not args.configfile.is_file():
-            raise DataError(f"{args.configfile}: the config file does not exist (field --configfile)")
-        config = yaml.safe_load(args.configfile.read_text(encoding="utf-8"))
-        if not isinstance(config, dict):
-            raise DataError(f"{args.configfile}: not a YAML mapping")
+        config = read_configs(args.configfile)
         items = plan(config)
         if args.dry_run:
-            print(f"{args.configfile}: {len(items)} item(s) to fetch into {args.cache or hub.hub_cache_dir()}")
+            names = " ".join(str(p) for p in args.configfile)
+            print(f"{names}: {len(items)} item(s) to fetch into {args.cache or hub.hub_cache_dir()}")
             for item in items:
                 print(f"  {item.line()}   [{', '.join(item.keys)}]")
             return 0
@@ -211,7 +229,7 @@ def main(argv=None) -> int:
     except DataError as err:
         print(f"maskbench.tools.fetch: error: {err}", file=sys.stderr)
         return 1
-    lock = {"configfile": str(args.configfile), **lock, "items": [asdict(i) for i in items]}
+    lock = {"configfiles": [str(p) for p in args.configfile], **lock, "items": [asdict(i) for i in items]}
     path = args.lock or Path(config.get("results", "results")) / "fetch.lock.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(lock, indent=1) + "\n", encoding="utf-8")
