@@ -31,6 +31,14 @@ for _track in tracks_of(config):
     validate(config, os.path.join(SCHEMAS, f"{_track}.schema.yaml"))
 check_references(config)
 
+# A cluster job (snakemake's remote mode: every job the SLURM executor submits) never reaches the Hugging Face Hub:
+# it reads the Hub cache `python -m maskbench.tools.fetch` filled on the login node (docs/cluster.md, "Offline
+# compute nodes"). Set here, before a group job's warm server starts (below), rather than in the profile so that
+# the sbatch options stay the same; an exported HF_HUB_OFFLINE=0 (the plugin submits with --export=ALL) lets jobs
+# on a site whose nodes reach the Hub download.
+if workflow.remote_exec:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
 # The warm runner (src/maskbench/warm.py): in a local run, the jobs fork from one process that has imported torch
 # and transformers once, instead of importing them again each (~9 s a job on 2 CPU cores). Never from the submit
 # host of a cluster; MASKBENCH_WARM=0 turns it off.
@@ -118,3 +126,21 @@ def local_file(source, owner, key):
 
 def training_gpus():
     return COMPUTE["gpus_per_training_job"]
+
+
+# `snakemake --configfile <config> fetch`: the login-node download of everything the config reads from the network
+# (python -m maskbench.tools.fetch; docs/cluster.md, "Offline compute nodes") as a target; a localrule, never a
+# cluster job. It reads the config files given (or the embedded config.yaml), not --config overrides.
+FETCH_CONFIGFILES = [str(f) for f in workflow.overwrite_configfiles] or [os.path.join(workflow.basedir, "config.yaml")]
+
+
+rule fetch:
+    output:
+        f"{R}/fetch.lock.json",
+    params:
+        args=lambda wildcards, output: shell_args(configfile=FETCH_CONFIGFILES, lock=output[0]),
+    log:
+        f"{R}/logs/fetch/fetch.log",
+    localrule: True
+    shell:
+        "python -m maskbench.tools.fetch {params.args} > {log:q} 2>&1"

@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("maskbench.cli", "maskbench.runtime", "maskbench.resume", "maskbench.metrics", "maskbench.step_timing",
               "maskbench.objectives", "maskbench.config_checks", "maskbench.errors")),
     ("library", ("maskbench.data", "maskbench.masking", "maskbench.ffw", "maskbench.checkpoints", "maskbench.checkpoint_integrity",
-                 "maskbench.overhead", "maskbench.train", "maskbench.warm")),
+                 "maskbench.overhead", "maskbench.train", "maskbench.warm", "maskbench.hub", "maskbench.miniature")),
     ("shared", ("maskbench.text", "maskbench.report", "maskbench.matrix")),
     ("tracks", ("maskbench.tracks",)),
     ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config")),

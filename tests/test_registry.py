@@ -23,15 +23,19 @@ MNLI_SPEC = {
 
 
 @pytest.fixture(autouse=True)
-def no_hub(monkeypatch):
-    """The Hub is unreachable here; fail fast (as the real call would, after retries) and record calls."""
+def no_hub(monkeypatch, tmp_path):
+    """Offline with an empty Hub cache: the real Hub loader runs (and fails on the missing snapshot, as on a compute
+    node before the fetch); its calls are recorded."""
     calls = []
+    real = hf_source._load_hub
 
-    def offline(hub_id, config, split, revision):
+    def recorded(hub_id, config, split, revision):
         calls.append((hub_id, config, split, revision))
-        raise ConnectionError(f"Couldn't reach '{hub_id}' on the Hub (offline)")
+        return real(hub_id, config, split, revision)
 
-    monkeypatch.setattr(hf_source, "_load_hub", offline)
+    monkeypatch.setattr(hf_source, "_load_hub", recorded)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
     monkeypatch.delenv(hf_source.MIRROR_ENV, raising=False)
     return calls
 
@@ -90,12 +94,13 @@ HANS_ROWS = [
 
 @pytest.fixture
 def hans_mirror(tmp_path):
-    """HANS validation as the Hub's parquet conversion: a folder of numbered parquet shards."""
+    """HANS validation as the Hub's parquet conversion (refs/convert/parquet): plain_text/validation/ holding
+    numbered parquet shards."""
     frame = pd.DataFrame(HANS_ROWS, columns=["premise", "hypothesis", "label", "heuristic", "subcase"])
     for column in ("parse_premise", "parse_hypothesis", "binary_parse_premise", "binary_parse_hypothesis"):
         frame[column] = "( ( x ) )"
     frame["template"] = "temp1"
-    folder = tmp_path / "mirror/jhu-cogsci/hans/default/validation"
+    folder = tmp_path / "mirror/jhu-cogsci/hans/plain_text/validation"   # the parquet branch's config folder
     folder.mkdir(parents=True)
     frame.iloc[:2].to_parquet(folder / "0000.parquet", index=False)
     frame.iloc[2:].to_parquet(folder / "0001.parquet", index=False)
@@ -128,7 +133,8 @@ def test_hf_missing_everywhere_names_hub_id_config_split_and_attempts(tmp_path, 
     with pytest.raises(DataError) as err:
         load_dataset("mnli_dev", {**MNLI_SPEC, "mirror": str(tmp_path / "empty")})
     message = str(err.value)
-    for part in ("nyu-mll/glue", "'mnli'", "'validation_matched'", str(tmp_path / "empty"), "offline"):
+    for part in ("nyu-mll/glue", "'mnli'", "'validation_matched'", str(tmp_path / "empty"), "not in the Hub cache",
+                 str(tmp_path / "empty-hub-cache"), "maskbench.tools.fetch"):
         assert part in message
     assert no_hub == [("nyu-mll/glue", "mnli", "validation_matched", None)]
 

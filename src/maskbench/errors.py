@@ -26,6 +26,7 @@ USER_ERRORS = frozenset({
     "DeparturesError",    # report/departures.py: docs/departures.yaml
     "GranularityError",   # masking/granularity.py: a granularity that does not fit the model
     "HeadError",          # tracks/gender/mlm.py: a masked-LM head file
+    "HubError",           # hub.py: a Hub repo, revision or file missing from the Hub cache
     "MaskFileError",      # masking/codec.py: a mask file
     "MaskMismatchError",  # masking/apply.py: a mask of another model
     "ModelSpecError",     # text/models.py: a model spec (config model:)

@@ -1,7 +1,11 @@
-"""Hugging Face Hub datasets, with an on-disk mirror for machines that cannot reach the Hub.
+"""Hugging Face Hub datasets: the split's parquet files in the Hub cache, or an on-disk mirror.
 
+The Hub: the parquet files of the config and split in the repo snapshot at the spec's revision
+(``maskbench.hub.dataset_split_files``), downloaded into the Hub cache unless ``HF_HUB_OFFLINE=1``, when only the
+cache is read (filled beforehand by ``python -m maskbench.tools.fetch``).
 Mirror layout: <mirror>/<hub id>/<config or "default">/<split>/ holding either a
-`Dataset.save_to_disk` folder or the Hub's parquet-conversion files (*.parquet).
+`Dataset.save_to_disk` folder or the Hub's parquet-conversion files (*.parquet); with no config, the one config
+folder holding the split is taken too (a copy of the parquet branch: jhu-cogsci/hans's plain_text/<split>/).
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ MIRROR_ENV = "MASKBENCH_HF_MIRROR"
 
 
 def mirror_split_dir(mirror, hub_id: str, config: str | None, split: str) -> Path:
-    return Path(mirror) / hub_id / (config or "default") / split
+    """<mirror>/<hub id>/<config>/<split>; with no config, ``default`` or else the one config folder holding the
+    split (a copy of the Hub's parquet branch: jhu-cogsci/hans is ``plain_text/<split>/``)."""
+    base = Path(mirror) / hub_id
+    if config is None and not (base / "default" / split).is_dir():
+        found = sorted(p for p in base.glob(f"*/{split}") if p.is_dir())
+        if len(found) == 1:
+            return found[0]
+    return base / (config or "default") / split
 
 
 def _is_saved_dataset(folder: Path) -> bool:
@@ -43,9 +54,14 @@ def _load_mirror(folder: Path, split: str):
 
 
 def _load_hub(hub_id: str, config: str | None, split: str, revision: str | None):
+    """The split from the Hub cache's snapshot of the repo (downloaded first unless offline), read with datasets'
+    parquet builder so that the features stored in the files (ClassLabel, Image) come back."""
     import datasets
 
-    return datasets.load_dataset(hub_id, name=config, split=split, revision=revision)
+    from maskbench.hub import dataset_split_files
+
+    _, files = dataset_split_files(hub_id, config, split, revision)
+    return datasets.load_dataset("parquet", data_files=[str(f) for f in files], split="train")
 
 
 def load_hf_frame(
@@ -76,9 +92,10 @@ def load_hf_frame(
     try:
         dataset = _load_hub(hub_id, config, split, revision)
     except Exception as err:
-        reason = (str(err).splitlines() or [""])[0][:300]
-        tried.append(f"Hub datasets.load_dataset({hub_id!r}, name={config!r}, split={split!r}, "
-                     f"revision={revision!r}) -> {type(err).__name__}: {reason}")
+        # a DataError (maskbench.hub's: the cache lacks the snapshot or the split) is already one line, kept whole
+        reason = (str(err).splitlines() or [""])[0][:None if isinstance(err, DataError) else 300]
+        tried.append(f"Hub {hub_id!r} (config {config!r}, split {split!r}, revision {revision!r}) -> "
+                     f"{type(err).__name__}: {reason}")
         raise DataError(
             f"hf:{hub_id}: field 'split' has value {split!r} (config {config!r}) that could not be loaded; "
             f"tried: " + "; ".join(tried)

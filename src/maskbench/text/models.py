@@ -30,7 +30,9 @@ class ModelSpecError(ValueError):
 
 
 def resolve_model_path(path: str) -> str:
-    """Turn ``package:<module>`` into the folder the package ships; anything else is returned as is."""
+    """Turn ``package:<module>`` into the folder the package ships and, with ``HF_HUB_OFFLINE=1``, a Hub id into
+    its snapshot folder in the Hub cache (``maskbench.hub.model_snapshot``: a missing one is a HubError naming the
+    id and the cache); anything else is returned as is (online, transformers downloads a Hub id itself)."""
     if path.startswith("package:"):
         module_name = path.split(":", 1)[1]
         try:
@@ -41,6 +43,11 @@ def resolve_model_path(path: str) -> str:
                 f"(pip install {module_name.replace('_', '-')})"
             ) from err
         return str(module.get_model_path())
+    from maskbench.hub import hub_offline, is_hub_id, model_snapshot
+
+    if is_hub_id(path) and hub_offline():
+        # offline (a compute node): the snapshot the fetch put in the Hub cache, or one line naming what is missing
+        return str(model_snapshot(path, local_files_only=True))
     return path
 
 

@@ -173,6 +173,16 @@ def debias_spec(gender: Mapping, run: GenderRun) -> dict:
     return {**spec, **pruning, **grain, "freeze_weights": run.kind == "frozen"}
 
 
+URL_PREFIXES = ("http://", "https://", "file://")
+
+
+def corpus_download_path(data: str, url: str) -> str:
+    """Where a corpus URL is downloaded (by ``python -m maskbench.tools.fetch`` or the ``gender_corpus_download``
+    localrule, both on the login node) for the ``gender_corpus`` job to read: ``<data>/downloads/<file name>``."""
+    name = url.rstrip("/").rsplit("/", 1)[-1] or "corpus.txt"
+    return f"{data}/downloads/{name}"
+
+
 class GenderPlan:
     """Everything the gender rules plan, from the (validated) config, the results folder and the project folder
     (where the word lists, SEAT files and CrowS-Pairs ship)."""
@@ -286,11 +296,18 @@ class GenderPlan:
             return corpus["dataset"]["source"], "gender corpus", "gender.corpus.dataset.source"
         return corpus["source"], "gender corpus", "gender.corpus.source"
 
-    def corpus_source_arg(self, local: str | None) -> str:
-        """gender.corpus's --source, given the corpus's local file (or None): a local: source's file, or the
-        source as named (generate:<n>, a URL, dataset)."""
+    @property
+    def corpus_download(self) -> str | None:
+        """The file a corpus URL is downloaded to on the login node (None for any other source): the compute job
+        reads that file and never the network."""
         source = self.gender["corpus"]["source"]
-        return local if source.startswith("local:") else source
+        return corpus_download_path(self.data, source) if source.startswith(URL_PREFIXES) else None
+
+    def corpus_source_arg(self, local: str | None) -> str:
+        """gender.corpus's --source, given the corpus's local file (or None): a local: source's file or a URL's
+        download, or the source as named (generate:<n>, dataset)."""
+        source = self.gender["corpus"]["source"]
+        return local if source.startswith(("local:", *URL_PREFIXES)) else source
 
     def corpus_settings(self, local: str | None) -> dict:
         """gender.corpus's other settings: the held-out cut, and for a dataset its registry entry and local file."""

@@ -262,8 +262,10 @@ def _load_split(hub_id: str, config: str | None, split: str, revision: str | Non
             return datasets.load_dataset("parquet", data_files=files, split="train"), str(folder)
         raise VisionDataError(f"{folder}: mirror of hf:{hub_id} split {split!r} has no save_to_disk files and no "
                               f"*.parquet (mirror {mirror})")
+    from maskbench.data.hf_source import _load_hub  # the Hub cache's parquet files (maskbench.hub)
+
     try:
-        return datasets.load_dataset(hub_id, name=config, split=split, revision=revision), \
+        return _load_hub(hub_id, config, split, revision), \
             f"hf:{hub_id}/{config or 'default'}/{split}@{revision or 'main'}"
     except Exception as err:  # offline, unknown config, bad revision: one message either way
         reason = (str(err).splitlines() or [""])[0][:300]
