@@ -162,8 +162,8 @@ def test_from_pretrained_hub_id_offline_through_maskbench(offline, tmp_path):
     assert folder == str(cache / "models--bert-base-uncased/snapshots" / repos["bert-base-uncased"]["commit"])
     model, tokenizer = build_model_and_tokenizer({"init": "pretrained", "path": "bert-base-uncased"},
                                                  ["entailment", "neutral", "contradiction"], [], tmp_path)
-    assert model.config.model_type == "bert" and model.config.hidden_size == 32
-    assert model.config.num_hidden_layers == 2 and model.config.id2label[2] == "contradiction"
+    assert model.config.model_type == "bert" and model.config.hidden_size == 128
+    assert model.config.num_hidden_layers == 5 and model.config.id2label[2] == "contradiction"
     assert tokenizer.tokenize("The mother did NOT see the Father") == ["the", "mother", "did", "not", "see", "the",
                                                                           "father"]
 
@@ -180,9 +180,9 @@ def test_masked_lm_head_and_encoder_offline(offline):
                             / "model.safetensors"))
     for key, value in head.state_dict().items():
         assert value.equal(shipped[f"cls.{key}"]), key
-    assert head.hidden_size == 32
+    assert head.hidden_size == 128
     encoder, tokenizer = load_encoder("google/bert_uncased_L-2_H-128_A-2")
-    assert encoder.config.hidden_size == 32 and tokenizer.convert_tokens_to_ids("nurse") != tokenizer.unk_token_id
+    assert encoder.config.hidden_size == 128 and tokenizer.convert_tokens_to_ids("nurse") != tokenizer.unk_token_id
 
 
 def test_uncached_model_offline_is_one_line(offline):

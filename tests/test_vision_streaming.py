@@ -151,3 +151,19 @@ def test_prepare_read_hash_and_an_epoch_of_celeba_stay_far_below_the_file_size(t
     assert seen == n_train and size > n_train * 3 * side * side
     # the whole-array code held the split twice (decoded array + tobytes() copy; tensor + tobytes() on reading)
     assert peak - baseline < 0.5 * size, (baseline, peak, size)
+
+
+def test_an_empty_split_is_written_and_read_back_as_save_file_would(tmp_path):
+    """A split with no images (Corrupted CIFAR-10 has no unbiased training split) writes the same header and an
+    empty data buffer as ``save_file``, and reads back empty (the paper miniature found the write refused)."""
+    from safetensors.numpy import save_file
+
+    imageset = small_set(0)
+    tensors, metadata = images_mod._to_file(imageset)
+    save_file(tensors, str(tmp_path / "old.safetensors"), metadata=metadata)
+    write_images(tmp_path / "new.safetensors", imageset)
+    old, new = (tmp_path / "old.safetensors").read_bytes(), (tmp_path / "new.safetensors").read_bytes()
+    header = int.from_bytes(new[:8], "little")
+    assert len(old) == len(new) == 8 + header
+    back = read_images(tmp_path / "new.safetensors")
+    assert back.images.shape == (0, *imageset.images.shape[1:]) and len(back.label) == 0

@@ -90,6 +90,11 @@ def _glue_rows(config: str, split: str, rows: int, rng: random.Random) -> tuple[
             # MNLI's hypotheses: every other one negated, so that gold-entailment rows with a negation exist
             negate = config == "mnli" and k == 1 and i % 2 == 0
             text = _sentence(rng, i + k, negate)
+            if config == "mnli" and k == 1 and label == 0:
+                # an entailment's hypothesis repeats its premise's words (MNLI's lexical-overlap shortcut, which
+                # paper A's overlap bias model and the FFW overlap attribute need in both of their classes)
+                premise = data[texts[0]][-1].split(" who was ")[0].split()
+                text = " ".join(premise[:2] + (["did", "not"] if negate else []) + premise[2:]) + " ."
             data[column].append(text.replace(" .", " ?") if column.startswith("question") else text)
         data["label"].append(label)
         data["idx"].append(i)
@@ -247,7 +252,9 @@ def fixture_words(extra_lists: Iterable[Path] = ()) -> list[str]:
 
 
 def model_files(repo_id: str, words: list[str], seed: int) -> dict[str, bytes]:
-    """A tiny BERT (bert-base's config class; hidden 32, 2 layers, 2 heads) with a WordPiece vocab, its weights
+    """A tiny BERT (bert-base's config class: hidden 128, 2 heads of 64 — paper B's head blocks are 64 wide —
+    intermediate 512; 5 layers under bert-base-uncased's id, the fewest paper B's "intermediate" layer set (layers
+    1-4) takes, 2 under BERT-tiny's, as it has) with a WordPiece vocab, its weights
     those of ``BertForPreTraining`` as bert-base-uncased ships them: encoder, pooler, masked-LM and NSP heads."""
     import torch
     from transformers import BertConfig, BertForPreTraining
@@ -255,8 +262,9 @@ def model_files(repo_id: str, words: list[str], seed: int) -> dict[str, bytes]:
     specials = ["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     pieces = sorted({f"##{c}" for w in words for c in w if c.isalnum()} | {c for w in words for c in w})
     vocab = specials + [w for w in dict.fromkeys(words + pieces) if w not in specials]
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128, pad_token_id=0,
+    layers = 5 if repo_id == "bert-base-uncased" else 2
+    config = BertConfig(vocab_size=len(vocab), hidden_size=128, num_hidden_layers=layers, num_attention_heads=2,
+                        intermediate_size=512, max_position_embeddings=128, pad_token_id=0,
                         architectures=["BertForMaskedLM"])
     torch.manual_seed(seed)
     model = BertForPreTraining(config)
@@ -266,7 +274,6 @@ def model_files(repo_id: str, words: list[str], seed: int) -> dict[str, bytes]:
     out["vocab.txt"] = ("\n".join(vocab) + "\n").encode()
     out["tokenizer_config.json"] = json.dumps({"do_lower_case": True, "model_max_length": 512,
                                                "tokenizer_class": "BertTokenizer"}).encode()
-    del repo_id
     return out
 
 

@@ -151,7 +151,7 @@ class FileImages(ImageRows):
         with open(self.path, "rb", buffering=0) as handle:
             for a, b in zip(np.r_[0, breaks], np.r_[breaks, len(index)], strict=True):
                 handle.seek(self.offset + int(index[a]) * size)
-                view = memoryview(flat[a:b]).cast("B")
+                view = _byte_view(flat[a:b])
                 got = handle.readinto(view)
                 while got and got < len(view):  # readinto may return fewer bytes than asked before the end
                     more = handle.readinto(view[got:])
@@ -241,14 +241,20 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
+def _byte_view(array: np.ndarray) -> memoryview:
+    """An array's C-order bytes as a flat memoryview, without a copy; an empty array (a split with no images, or
+    no bias columns) gives an empty view — ``memoryview(...).cast("B")`` refuses a shape with a zero in it."""
+    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+
+
 def _update(digest, array) -> None:
     """Feed an array's C-order bytes to ``digest`` at most CHUNK_BYTES at a time (what ``tobytes()`` would give in
     one piece, without the copy); an ``ImageRows`` is fed a chunk of rows at a time."""
     if isinstance(array, ImageRows):
         for chunk in array.chunks():
-            digest.update(memoryview(chunk).cast("B"))
+            digest.update(_byte_view(chunk))
         return
-    flat = memoryview(np.ascontiguousarray(array)).cast("B")
+    flat = _byte_view(array)
     for start in range(0, len(flat), CHUNK_BYTES):
         digest.update(flat[start:start + CHUNK_BYTES])
 
@@ -332,7 +338,7 @@ def write_images(path: str | Path, imageset: ImageSet) -> str:
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
         handle.write(header)
         for name in ("bias", "id", "label"):
-            handle.write(memoryview(small[name]).cast("B"))
+            handle.write(_byte_view(small[name]))
         for name in ("bias", "id"):  # sorted names: bias, id, images, label
             digest.update(_describe(name, small[name]))
             _update(digest, small[name])
@@ -341,7 +347,7 @@ def write_images(path: str | Path, imageset: ImageSet) -> str:
             if chunk.shape[1:] != tuple(images.shape[1:]) or chunk.dtype != np.uint8:
                 raise _fail(str(path), "images", f"a chunk of rows came as {chunk.dtype} {chunk.shape[1:]}, "
                                                  f"expected uint8 {tuple(images.shape[1:])}")
-            view = memoryview(np.ascontiguousarray(chunk)).cast("B")
+            view = _byte_view(chunk)
             handle.write(view)
             digest.update(view)
         digest.update(_describe("label", small["label"]))
