@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 from maskbench.cli import Json, shell_args  # noqa: E402,F401 - the rules render their settings with these
 from maskbench.warm import Server as WarmServer, jobs_run_here  # noqa: E402
 from maskbench.workflow_config import check_references, check_renamed_keys, tracks_of  # noqa: E402
+from maskbench.cluster_requests import check_requests  # noqa: E402
 
 # schemas/config.schema.yaml holds the shared keys and applies schemas/<track>.schema.yaml for every track the
 # config names, so a key that is neither shared nor of a named track is refused. Each track's schema is applied
@@ -30,6 +31,12 @@ validate(config, os.path.join(SCHEMAS, "config.schema.yaml"))
 for _track in tracks_of(config):
     validate(config, os.path.join(SCHEMAS, f"{_track}.schema.yaml"))
 check_references(config)
+# a runtime request below a long job's derived need, where the job does not resume, is refused here, before any
+# job is queued (src/maskbench/cluster_requests.py; docs/cluster.md, "Requests")
+try:
+    check_requests(config)
+except ValueError as err:
+    raise WorkflowError(str(err)) from None
 
 # A cluster job (snakemake's remote mode: every job the SLURM executor submits) never reaches the Hugging Face Hub:
 # it reads the Hub cache `python -m maskbench.tools.fetch` filled on the login node (docs/cluster.md, "Offline

@@ -224,3 +224,59 @@ def test_an_early_stopped_fine_tuning_keeps_its_best_epoch_and_resumes_bit_ident
     assert run(tmp_path / "resumed", "--checkpoint-every", "3") == 0
     assert (tmp_path / "resumed" / "model.safetensors").read_bytes() == \
         (tmp_path / "straight" / "model.safetensors").read_bytes()
+
+
+def without_seconds(value):
+    """A summary less its wall-clock fields (every other field must reproduce)."""
+    if isinstance(value, dict):
+        return {k: without_seconds(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [without_seconds(v) for v in value]
+    return value
+
+
+def test_a_killed_sweep_keeps_its_finished_sparsities_and_resumes_the_cut_one(data, uninterrupted, tmp_path,
+                                                                            monkeypatch):
+    # paper C's sweep job (two sparsities here) killed in its second run: snakemake deletes the declared outputs,
+    # so the first run's mask and summary come back from their staged copies (not trained again) and the second
+    # run goes on from its saved state; the files equal those of an uninterrupted sweep
+    sweep = tmp_path / "sweep"
+    files = [sweep / level / name for level in ("sparsity~0.3", "sparsity~0.6") for name in ("mask.mask", "search.json")]
+
+    def train():
+        spec = {"select_after": 0.3, "eval_every": 2, "reset_every": 3}
+        return srnet_mask_train.main([
+            "--start-dir", str(uninterrupted), "--train", str(data / "train.parquet"), "--dev", str(data / "dev.parquet"),
+            "--seed", "1", "--threads", "1", "--spec", json.dumps(spec), "--hparams", json.dumps(SEARCH_HP),
+            "--sparsities", "0.3", "0.6", "--sweep-dir", str(sweep), "--checkpoint-every", "3"])
+
+    assert train() == 0
+    straight = {f: f.read_bytes() for f in files}
+    assert not [p for p in sweep.rglob(".*")]  # no staged copy or state left by a completed sweep
+    for f in files:
+        f.unlink()
+    calls = []
+    real = train_module.train_step
+
+    def dying(*args, **kwargs):
+        calls.append(args[7])
+        if len(calls) == 15:  # the second run's step 5 (each run: 2 epochs x 5 batches)
+            raise Killed("time limit")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "train_step", dying)
+    with pytest.raises(Killed):
+        train()
+    monkeypatch.undo()
+    for f in files:  # what snakemake does to a failed job's outputs
+        f.unlink(missing_ok=True)
+    ran = count_steps(monkeypatch)
+    assert train() == 0
+    assert ran == list(range(3, 10))  # the first sparsity not trained again; the second from its step-3 state
+    for f in files:
+        if f.suffix == ".json":
+            a, b = (without_seconds(json.loads(x)) for x in (straight[f], f.read_bytes()))
+            assert a == b, f
+        else:
+            assert f.read_bytes() == straight[f], f
+    assert not [p for p in sweep.rglob(".*")]

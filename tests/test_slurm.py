@@ -517,3 +517,80 @@ def test_outputs_equal_those_of_a_local_run(slurm_run, smoke_run):
                 counted["runs"] += 1
     assert counted["bytes"] >= 3 and counted["tensors"] >= 10 and counted["frames"] >= 10, counted
     assert counted["metrics"] + counted["runs"] >= 3, counted
+
+
+FAKE_SLURM = {
+    # sbatch records its command line (one line a call) and answers a job id, as `sbatch --parsable` does
+    "sbatch": 'echo "sbatch $*" >> "$FAKE_SBATCH_LOG"; cat > /dev/null; echo $((4200 + $(wc -l < "$FAKE_SBATCH_LOG")))',
+    "sacctmgr": "echo acct", "sshare": "echo acct", "sinfo": "echo cpu gpu", "squeue": "true", "sacct": "true",
+    "scancel": "true",
+}
+
+
+def test_the_sbatch_lines_of_the_paper_config_request_a_gpu_only_for_training_and_evaluation(tmp_path):
+    """The sbatch command lines the plugin generates for paper config jobs (fake Slurm tools on PATH record them):
+    a baseline fine-tuning asks for one GPU (`--gpus=1`, the plugin 2.8's rendering of `gpu=1`), 8 CPUs per GPU
+    and the config's time and memory on the GPU partition; a data preparation (a CPU group job) for no GPU on the
+    CPU partition."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool, body in FAKE_SLURM.items():
+        (bin_dir / tool).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / tool).chmod(0o755)
+    work = tmp_path / "work"
+    for supplied in ("data/fever/fever.train.jsonl", "data/fever/fever.dev.jsonl", "data/paws_qqp/train.tsv",
+                     "data/paws_qqp/dev_and_test.tsv"):
+        (work / supplied).parent.mkdir(parents=True, exist_ok=True)
+        (work / supplied).touch()
+    sbatch_log = tmp_path / "sbatch.log"
+    sbatch_log.touch()
+    env = env_with({"MASKBENCH_SLURM_ACCOUNT": "acct", "MASKBENCH_SLURM_PARTITION": "cpu",
+                    "MASKBENCH_SLURM_GPU_PARTITION": "gpu", "FAKE_SBATCH_LOG": str(sbatch_log)})
+    env["PATH"] = os.pathsep.join([str(bin_dir), env["PATH"]])
+    config = str(REPO / "configs/paper.yaml")
+    plan = run(snakemake_cmd(work, "-n", "--configfile", config), timeout=300, env=env)
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    blocks = {}
+    for block in plan.stdout.split("\n\n"):
+        head = re.search(r"^\s*(?:local)?rule (\w+):$", block, re.M)
+        if head and head.group(1) in ("finetune_baseline", "prepare_dataset") and head.group(1) not in blocks:
+            fields = {k: v.split(", ") for k, v in re.findall(r"^\s+(input|output): (.*)$", block, re.M)}
+            blocks[head.group(1)] = fields
+    # the inputs of one fine-tuning present: it and one data preparation are ready to submit
+    touched = set(blocks["finetune_baseline"]["input"])
+    for path in touched:
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).touch()
+    prepare = blocks["prepare_dataset"]["output"][0]
+    assert prepare not in touched
+    targets = [blocks["finetune_baseline"]["output"][0], prepare]
+
+    def submitted() -> dict[str, str]:
+        """rule (of a group job: group and rules) -> its sbatch line; a job resubmitted counts once"""
+        return {re.search(r"--comment '?rule_(\w+?)(_wildcards|'| )", line).group(1): line
+                for line in sbatch_log.read_text().splitlines()}
+
+    # (files present count, whatever their times: the touched ones have none of snakemake's records)
+    proc = subprocess.Popen(snakemake_cmd(work, *targets, "--rerun-triggers", "params", "--configfile", config),
+                            env=env, cwd=work,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and len(submitted()) < len(targets):
+            time.sleep(1)
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    by_rule = submitted()
+    assert len(by_rule) == len(targets), by_rule
+    for rule in ("finetune_baseline",):
+        line = by_rule[rule]
+        assert re.search(r"(^| )--gpus=1( |$)", line), line
+        assert re.search(r"(^| )(-p|--partition)[= ]'?gpu'?( |$)", line), line
+        assert re.search(r"--cpus-per-gpu[= ]'?8( |$)", line), line
+        assert re.search(r"(^| )-t 720 --mem 32000( |$)", line), line
+    cpu = [line for rule, line in by_rule.items() if rule != "finetune_baseline"]
+    assert cpu, by_rule
+    for line in cpu:
+        assert "--gpus" not in line and "--gres" not in line, line
+        assert re.search(r"(^| )(-p|--partition)[= ]'?cpu'?( |$)", line), line

@@ -381,3 +381,46 @@ def test_paper_cs_code_scores_only_on_its_grid_and_saves_a_gradual_mask_at_the_i
         assert pruned(theirs.masks[name]) == prune_count(mask.size, 0.3), name
     with pytest.raises(ValueError, match="no evaluation fell in the selection window"):
         run(score_first_and_last=False, select_after=0.9)
+
+
+def test_evaluate_srnets_cut_off_scores_only_the_rest_when_run_again(work, tmp_path, monkeypatch):
+    # the job killed after its second item: snakemake deletes every declared output, the staged copies of the two
+    # scored items come back, only the third is scored, and the files equal those of an uninterrupted run
+    from maskbench.steps.nlu import evaluate_srnets
+
+    outs = [tmp_path / n for n in ("masked", "ft", "init")]
+    argv = ["--model-dirs", str(work / "ft"), str(work / "ft"), str(work / "init"),
+            "--masks", str(work / "m50.mask"), "none", "none", "--rows", "srnets/a/0.5", "srnets/ft/0", "srnets/init/0",
+            "--out-dirs", *map(str, outs), "--data", str(work / "dev.parquet"),
+            "--eval-sets", json.dumps([{"name": "dev", "metric": "accuracy"}]), "--task", "mnli", "--seed", "1",
+            "--threads", "1"]
+    files = [d / name for d in outs for name in ("dev.json", "dev.predictions.parquet")]
+    assert evaluate_srnets.main(argv) == 0
+    straight = {f: f.read_bytes() for f in files}
+    assert not [p for p in tmp_path.rglob(".*")]
+    for f in files:
+        f.unlink()
+    real, scored = evaluate_srnets.score_all, []
+
+    def dying(*args, **kwargs):
+        if len(scored) == 2:
+            raise KeyboardInterrupt("time limit")
+        scored.append(args[5])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate_srnets, "score_all", dying)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_srnets.main(argv)
+    for f in files:  # what snakemake does to a failed job's outputs
+        f.unlink(missing_ok=True)
+    scored.clear()
+    monkeypatch.setattr(evaluate_srnets, "score_all", lambda *a, **k: (scored.append(a[5]), real(*a, **k)))
+    assert evaluate_srnets.main(argv) == 0
+    assert scored == [outs[2]]
+    for f in files:  # the predictions byte for byte; the JSONs but for their wall-clock seconds
+        if f.suffix == ".json":
+            a, b = (json.loads(x) for x in (straight[f], f.read_bytes()))
+            assert {**a, "seconds": 0} == {**b, "seconds": 0}, f
+        else:
+            assert f.read_bytes() == straight[f], f
+    assert not [p for p in tmp_path.rglob(".*")]

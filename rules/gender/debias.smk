@@ -19,7 +19,7 @@ rule gender_prune_frozen:
     threads: COMPUTE["train_threads"]
     resources:
         mem_mb=COMPUTE["train_mem_mb"],
-        runtime=COMPUTE["train_runtime_min"],
+        runtime=COMPUTE.get("gender_runtime_min", COMPUTE["train_runtime_min"]),
         gpu=training_gpus(),
     conda:
         "../../envs/maskbench.yaml"

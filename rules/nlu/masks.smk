@@ -98,7 +98,7 @@ rule mask_benchmark:
         f"{R}/benchmarks/rules/mask_benchmark/masks.tsv"
     threads: 2
     resources:
-        mem_mb=4000,
+        mem_mb=COMPUTE["benchmark_mem_mb"],
         runtime=30,
     conda:
         "../../envs/maskbench.yaml"

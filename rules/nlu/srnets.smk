@@ -108,7 +108,7 @@ if SRN:
             threads: 1
             resources:
                 mem_mb=COMPUTE["eval_mem_mb"],
-                runtime=COMPUTE["eval_runtime_min"],
+                runtime=COMPUTE.get("srnet_eval_runtime_min", COMPUTE["eval_runtime_min"]),
             conda:
                 "../../envs/maskbench.yaml"
             shell:

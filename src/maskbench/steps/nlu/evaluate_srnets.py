@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import runtime
+from maskbench import runtime, staging
 from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
 from maskbench.masking.apply import MaskSet, MaskSwitch
 from maskbench.steps import run_step
@@ -67,8 +67,25 @@ def main(argv=None) -> int:
         for mask_set, _, _ in items:
             if mask_set is not None:
                 switch.check(mask_set)
-    n_scored = 0
+    # a job cut off by the cluster's time limit: the items it scored are staged outside the declared outputs
+    # (which snakemake deletes) and put back when it runs again, so that only the rest are scored
+    names = [e.name for e in eval_sets]
+    common = (args.task, args.seed, args.eval_sets, [str(d) for d in args.data], args.max_length, args.batch_size,
+              args.length_sorted)
+
+    def part(model_dir, mask_set, row, out_dir):
+        files = [out_dir / f"{name}{suffix}" for name in names for suffix in (".json", ".predictions.parquet")]
+        inputs = [model_dir, mask_set.path if mask_set is not None else None, *args.data]
+        return files, staging.part_key(common, row, str(out_dir), staging.inputs_stamp(inputs))
+
+    parts = {out_dir: part(model_dir, mask_set, row, out_dir)
+             for model_dir, items in groups.items() for mask_set, row, out_dir in items}
+    n_scored = n_restored = 0
     for model_dir, items in groups.items():
+        items = [item for item in items if not staging.restore(*parts[item[2]])]
+        n_restored += len(groups[model_dir]) - len(items)
+        if not items:
+            continue
         model, tokenizer = load_classifier(model_dir)
         model.to(device)
         loaded = loaded_for[tuple(model_labels(model))]
@@ -81,9 +98,12 @@ def main(argv=None) -> int:
                 switch.apply(mask_set)
                 record.update(mask=str(mask_set.path), mask_density=mask_set.density())
             score_all(model, tokenizer, loaded, args, device, out_dir, record, model_dir)
+            staging.keep(*parts[out_dir])
             n_scored += 1
         switch.revert()
-    log.info("scored %d items of %d models", n_scored, len(groups))
+    for files, key in parts.values():
+        staging.discard(files, key)
+    log.info("scored %d items of %d models (%d more scored before a cut-off)", n_scored, len(groups), n_restored)
     return 0
 
 

@@ -32,9 +32,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import runtime
+from maskbench import runtime, staging
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
+from maskbench.resume import run_key
 from maskbench.steps import run_step
 from maskbench.tracks.nlu.paths import level_name
 from maskbench.tracks.nlu.srnet_run import (
@@ -195,8 +196,22 @@ def run(args: MaskTrainArgs, spec: MaskTrainingSpec) -> int:
 
 def main(argv=None) -> int:
     setup_logging()
-    for run_args, spec in expand(parse_args(argv)):
+    args = parse_args(argv)
+    runs = expand(args)
+    sweep = bool(args.sparsities or args.runs)
+    # a sweep cut off by the cluster's time limit: the runs it finished are staged outside the declared outputs
+    # (which snakemake deletes) and put back when the job runs again; the run it was in resumes from its state
+    parts = [([run_args.out_mask, run_args.summary], staging.part_key(
+        run_key(run_args), staging.inputs_stamp([run_args.start_dir, run_args.train, run_args.dev])))
+        for run_args, _ in runs]
+    for (run_args, spec), (files, key) in zip(runs, parts, strict=True):
+        if sweep and staging.restore(files, key):
+            continue
         run(run_args, spec)
+        if sweep:
+            staging.keep(files, key)
+    for files, key in parts if sweep else []:
+        staging.discard(files, key)
     return 0
 
 

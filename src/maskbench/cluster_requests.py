@@ -1,0 +1,194 @@
+"""What a config's long cluster jobs need: runtime derived from a per-step cost x the config's step counts, and a
+planning-time check that refuses a runtime request below a job's estimate unless the job resumes.
+
+The cost model (stated, not measured on a GPU here):
+
+- ``GPU_STEPS_PER_S``: one BERT-base training step (forward, backward, AdamW; fp32, 32 rows x 128 tokens) takes
+  1/9 s on an A100 (project issue 40). A step of ``n`` rows costs ``n / 32`` such steps; a forward pass alone
+  ``FORWARD_SHARE`` of one (backward ~ twice the forward).
+- A mask-search / mask-training step costs what a fine-tuning step does (0.967x, measured on the CPU at 32 x 128:
+  docs/speed.md, "The training step").
+- Paper B's step (Kaneko-Bollegala): each of the batch's 128 examples is a target and an attribute sentence (256
+  rows trained) plus the original model's forward pass over the same 256 rows.
+- ``MARGIN`` (1.5x) covers the dev evaluations inside a run (paper C: every 500-1000 steps), loading, and a slower
+  or shared card.
+
+A job longer than ``CAP_MIN`` (24 h, what most GPU partitions allow) is requested at the cap only when it resumes
+(its state saved every ``compute.checkpoint_every`` steps, finished parts staged): it continues across
+resubmissions (the profile's ``retries: 1`` and a rerun of snakemake), and needs ``ceil(estimate / cap)`` of them.
+
+Step counts: ``examples / batch`` (rounded up) x epochs, with the real sizes of the datasets the paper config names
+(``TRAIN_SIZES``; a config whose training set is not among them, e.g. a local cut, gets no estimate).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+GPU_STEPS_PER_S = 9.0
+UNIT_ROWS = 32
+FORWARD_SHARE = 1 / 3
+MARGIN = 1.5
+CAP_MIN = 24 * 60
+SUBMISSIONS = 2  # profiles/slurm: retries: 1 — a job killed at its limit is submitted once more
+
+# training-set sizes of the sources the paper config names: (source, config, split) -> examples
+TRAIN_SIZES = {
+    ("hf:nyu-mll/glue", "mnli", "train"): 392_702,
+    ("hf:nyu-mll/glue", "qqp", "train"): 363_846,
+    ("local:data/fever/fever.train.jsonl", None, None): 242_911,  # Schuster et al.'s NLI-style FEVER train
+}
+# evaluation sets of the paper config (rows scored per subnetwork); a set not here counts 0 (the negation subset:
+# a few hundred rows)
+EVAL_SIZES = {
+    ("hf:nyu-mll/glue", "mnli", "validation_matched"): 9_815,
+    ("hf:jhu-cogsci/hans", None, "validation"): 30_000,
+    ("hf:nyu-mll/glue", "qqp", "validation"): 40_430,
+    ("local:data/paws_qqp/dev_and_test.tsv", None, None): 677,
+    ("hf:google-research-datasets/paws", "labeled_final", "test"): 8_000,
+    ("local:data/fever/fever.dev.jsonl", None, None): 19_998,
+    ("local:data/nli/fever_symmetric_full.jsonl", None, None): 717,
+    ("local:data/nli/fever_symmetric_test.jsonl", None, None): 717,
+}
+# paper B's corpus (News Commentary v15 cut by the word lists): 246 batches of 128 an epoch, from paper B's 24,600
+# steps over 100 epochs (the code counts the corpus's stereotype sentences; the corpus is not on this machine)
+GENDER_BATCHES_PER_EPOCH = {"http://data.statmt.org/news-commentary/v15/training-monolingual/news-commentary-v15.en.gz":
+                            246}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    family: str      # the job family (rules) and the case that decides it
+    key: str         # the compute key whose value is the request
+    requested: int   # minutes
+    steps: int       # optimiser steps of the job (all runs of a sweep)
+    units_per_step: float  # cost of one step in BERT-base 32 x 128 training steps
+    resumes: bool
+
+    @property
+    def minutes(self) -> int:
+        """The derived wall time: steps x cost x margin."""
+        return math.ceil(self.steps * self.units_per_step / GPU_STEPS_PER_S * MARGIN / 60)
+
+    @property
+    def request(self) -> int:
+        """What to ask for: the estimate, capped where the job resumes."""
+        return min(self.minutes, CAP_MIN) if self.resumes else self.minutes
+
+    @property
+    def submissions(self) -> int:
+        return math.ceil(self.minutes / self.requested) if self.requested else 0
+
+    def problem(self) -> str | None:
+        if self.requested >= self.minutes:
+            return None
+        if not self.resumes:
+            return (f"compute.{self.key}: {self.requested} min is below the derived {self.minutes} min of "
+                    f"{self.family} ({self.steps:,} steps), which does not resume; ask for at least {self.minutes}")
+        if self.submissions > SUBMISSIONS:
+            return (f"compute.{self.key}: {self.requested} min needs {self.submissions} submissions of {self.family} "
+                    f"(derived {self.minutes} min, {self.steps:,} steps); the SLURM profile retries a job "
+                    f"{SUBMISSIONS - 1} time(s): ask for at least {math.ceil(self.minutes / SUBMISSIONS)}")
+        return None
+
+
+def steps_of(examples: int, batch_size: int, epochs: int) -> int:
+    return math.ceil(examples / batch_size) * epochs
+
+
+def size_of(dataset: Mapping, table: Mapping) -> int | None:
+    source = dataset.get("source")
+    size = table.get((source, dataset.get("config"), dataset.get("split")))
+    return size if size is not None else table.get((source, None, None))
+
+
+def train_size(dataset: Mapping) -> int | None:
+    return size_of(dataset, TRAIN_SIZES)
+
+
+def srnet_subnetworks(srn: Mapping, task: str) -> int:
+    """The subnetworks evaluate_srnets scores for one (task, seed): every grid run's sparsities, the named sweeps'
+    runs, theta_ft (rules/nlu/srnets_common.smk, srn_items)."""
+    from maskbench.tracks.nlu import srnet_grid
+
+    runs = srnet_grid.grid(srn)
+    count = sum(len(srn.get("sparsities", [])) for run in runs
+                if task in srnet_grid.tasks_of(srn, runs, run, [task]))
+    for sweep in srnet_grid.named_sweeps(srn):
+        if task in srnet_grid.tasks_of(srn, runs, sweep, [task]):
+            count += len(srnet_grid.named_runs(srn, sweep))
+    return count + (1 if srn.get("theta_ft") is not None else 0)
+
+
+def merged(*layers: Mapping | None) -> dict:
+    out: dict = {}
+    for layer in layers:
+        out.update(layer or {})
+    return out
+
+
+def estimates(config: Mapping) -> list[Estimate]:
+    """The derived runtime of each long job family the config plans whose step count is known."""
+    compute = config.get("compute", {})
+    train_min = int(compute.get("train_runtime_min", 30))
+    resumes = int(compute.get("checkpoint_every", 0)) > 0
+    out: list[Estimate] = []
+    datasets, tasks = config.get("datasets", {}), config.get("tasks", {})
+    sizes = {task: train_size(datasets.get(spec.get("train"), {})) for task, spec in tasks.items()}
+    sizes = {task: n for task, n in sizes.items() if n is not None}
+    finetune = config.get("finetune") or {}
+    for task, n in sizes.items():
+        if finetune:
+            out.append(Estimate(f"finetune_baseline/finetune_debiased ({task})", "train_runtime_min", train_min,
+                                steps_of(n, finetune.get("batch_size", 32), finetune.get("epochs", 3)),
+                                finetune.get("batch_size", 32) / UNIT_ROWS, resumes))
+        search = (config.get("mask_search") or {}).get("hparams")
+        if search:
+            out.append(Estimate(f"search_mask ({task})", "train_runtime_min", train_min,
+                                steps_of(n, search["batch_size"], search["epochs"]),
+                                search["batch_size"] / UNIT_ROWS, resumes))
+    srn = config.get("srnets") or {}
+    srn_min = int(compute.get("srnet_runtime_min", train_min))
+    # mask training resumes within a run and keeps its finished sparsities; a retraining sweep resumes within a
+    # run only (its finished sparsities are trained again) and IMP restarts: both must fit one request
+    for method, rule, runs, sweep_resumes in (
+            ("mask_training", "srnet_mask_train", len(srn.get("sparsities", [])), resumes),
+            ("retrain", "srnet_retrain", len(srn.get("sparsities", [])), False),
+            ("imp", "srnet_imp", 1, False)):
+        section = srn.get(method)
+        for task, n in sizes.items() if section else []:
+            hp = merged(section.get("hparams"), (section.get("tasks", {}).get(task) or {}).get("hparams"))
+            what = f"{runs} sparsities in turn" if runs > 1 else "one run"
+            out.append(Estimate(f"{rule} ({task}, {what})", "srnet_runtime_min", srn_min,
+                                runs * steps_of(n, hp.get("batch_size") or 32, hp.get("epochs") or 3),
+                                (hp.get("batch_size") or 32) / UNIT_ROWS, sweep_resumes))
+    eval_min = int(compute.get("srnet_eval_runtime_min", compute.get("eval_runtime_min", 15)))
+    eval_batch = int(finetune.get("eval_batch_size", 256))
+    for task, spec in tasks.items() if srn else []:
+        rows = sum(size_of(datasets.get(name, {}), EVAL_SIZES) or 0 for name in spec.get("eval_sets", {}))
+        if rows:
+            items = srnet_subnetworks(srn, task)
+            batches = items * math.ceil(rows / eval_batch)  # forward passes only; an item staged once scored
+            out.append(Estimate(f"evaluate_srnets_{task} ({items} subnetworks x {rows:,} rows)",
+                                "srnet_eval_runtime_min", eval_min, batches,
+                                eval_batch / UNIT_ROWS * FORWARD_SHARE, True))
+    gender = config.get("gender") or {}
+    batches = GENDER_BATCHES_PER_EPOCH.get((gender.get("corpus") or {}).get("source"))
+    hp = (gender.get("pruning") or {}).get("hparams")
+    if batches and hp:
+        rows = 2 * hp["batch_size"]  # a target and an attribute sentence per example
+        out.append(Estimate("gender_prune_frozen/gender_train_weights (paper B)",
+                            "gender_runtime_min", int(compute.get("gender_runtime_min", train_min)),
+                            batches * hp["epochs"], rows / UNIT_ROWS * (1 + FORWARD_SHARE), resumes))
+    return out
+
+
+def check_requests(config: Mapping) -> None:
+    """Refuse a runtime request below a job's derived estimate, unless the job resumes within the profile's
+    submissions: one line naming the key and value."""
+    for estimate in estimates(config):
+        problem = estimate.problem()
+        if problem:
+            raise ValueError(problem)
