@@ -16,13 +16,12 @@ MINIATURE = yaml.safe_load((REPO / "configs/paper-miniature.yaml").read_text(enc
 # keys whose values are sizes: counts of epochs, steps, rows, seeds, batches, tokens, pixels, channels, patience;
 # the learning-rate warm-up in steps; where the results go
 SIZE_KEYS = {"results", "seeds", "epochs", "batch_size", "eval_batch_size", "max_length", "log_every", "warmup",
-             "train_subset", "mnli", "qqp", "fever", "sizes", "image_size", "n_samples", "heldout", "steps",
+             "train_subset", "sizes", "image_size", "n_samples", "heldout", "steps",
              "gate_train", "gate_val", "readout", "gate_patience", "max_gate_epochs", "max_epochs", "checkpoint_every",
              "reset_every", "eval_every", "debiased_epochs", "channels", "hidden", "milestones", "snapshot_epochs",
              "patience", "cooldown", "dev_size", "imp_step", "max_pairs", "batch", "length", "repeats", "rounds",
              "step_hidden", "step_layers", "step_heads", "step_intermediate", "step_batch", "step_seq", "step_repeats",
-             "apply_hidden", "apply_layers", "apply_heads", "apply_intermediate", "apply_repeats", "train", "test",
-             "unbiased_train", "unbiased_val"}
+             "apply_hidden", "apply_layers", "apply_heads", "apply_intermediate", "apply_repeats", "sample", "repeat"}
 # the wildcards that name a branch (a loss, bias, method, granularity kind, dataset, table row ...); the others are
 # sizes or knob values (seed, sparsity, gamma, value, level's subset size)
 BRANCH_WILDCARDS = {"attribute", "dataset", "ffw_method", "gffw", "glayers", "gmode", "granularity", "gtask", "knob",
@@ -30,39 +29,56 @@ BRANCH_WILDCARDS = {"attribute", "dataset", "ffw_method", "gffw", "glayers", "gm
 
 
 def leaves(tree, path=()):
+    """(key path, value) of every leaf; a list of mappings is walked by position ("0", "1", ...)."""
     if isinstance(tree, dict):
         for key, value in tree.items():
             yield from leaves(value, (*path, str(key)))
+    elif isinstance(tree, list) and tree and all(isinstance(item, dict) for item in tree):
+        for index, item in enumerate(tree):
+            yield from leaves(item, (*path, str(index)))
     else:
         yield path, tree
 
 
 def lookup(tree, path):
     for key in path:
-        if not isinstance(tree, dict) or key not in tree:
+        if isinstance(tree, list) and key.isdigit() and int(key) < len(tree):
+            tree = tree[int(key)]
+        elif isinstance(tree, dict) and key in tree:
+            tree = tree[key]
+        else:
             return KeyError
-        tree = tree[key]
     return tree
 
 
-def test_the_overlay_changes_sizes_only():
-    """Every value the overlay sets is a size, the paper config's own value, or a subset of its list."""
+def non_size_changes(overlay: dict, paper: dict) -> list[tuple[str, object, object]]:
+    """The values ``overlay`` sets that are neither a size, the paper config's own value, nor a subset of its list."""
     changed = []
-    for path, value in leaves(MINIATURE):
-        paper = lookup(PAPER, path)
-        if any(key in SIZE_KEYS for key in path) or value == paper:
+    for path, value in leaves(overlay):
+        base = lookup(paper, path)
+        if any(key in SIZE_KEYS for key in path) or value == base:
             continue
-        if isinstance(value, list) and isinstance(paper, list) and set(map(str, value)) <= set(map(str, paper)):
+        if isinstance(value, list) and isinstance(base, list) and set(map(str, value)) <= set(map(str, base)):
             continue
-        changed.append((".".join(path), value, paper))
-    assert changed == []
+        changed.append((".".join(path), value, base))
+    return changed
+
+
+def test_the_overlay_changes_sizes_only():
+    assert non_size_changes(MINIATURE, PAPER) == []
 
 
 def test_the_size_check_sees_a_changed_branch():
-    """The check above refuses a loss, a method or a list entry the paper config does not have."""
-    assert lookup(PAPER, ("masked_debiasing", "md_hyponly", "loss")) == "poe"
-    assert "loss" not in SIZE_KEYS and "granularities" not in SIZE_KEYS
-    assert not {"block16"} <= set(PAPER["gender"]["runs"]["frozen"]["granularities"])
+    """A loss, a granularity the paper config does not plan, or a new key is reported; sizes and subsets are not."""
+    overlay = {"masked_debiasing": {"md_hyponly": {"loss": "ce"}},
+               "gender": {"runs": {"frozen": {"granularities": ["block16"], "layers": ["last"]}}},
+               "srnets": {"ood_informed": {"train": {"fever": [{"dataset": "fever_dev", "repeat": 1}]}}},
+               "finetune": {"epochs": 1, "optimizer": "sgd"}}
+    assert non_size_changes(overlay, PAPER) == [
+        ("masked_debiasing.md_hyponly.loss", "ce", "poe"),
+        ("gender.runs.frozen.granularities", ["block16"], ["block32", "block64", "block128", "head"]),
+        ("srnets.ood_informed.train.fever.0.dataset", "fever_dev", "fever_symmetric_v2_dev"),
+        ("finetune.optimizer", "sgd", KeyError)]
 
 
 def plan_by_rule(stdout: str) -> dict[str, dict[str, set[str]]]:

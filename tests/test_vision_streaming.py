@@ -167,3 +167,17 @@ def test_an_empty_split_is_written_and_read_back_as_save_file_would(tmp_path):
     assert len(old) == len(new) == 8 + header
     back = read_images(tmp_path / "new.safetensors")
     assert back.images.shape == (0, *imageset.images.shape[1:]) and len(back.label) == 0
+
+
+def test_preparation_refuses_a_split_left_without_images_naming_it():
+    """A source too small for paper D's splits (the miniature's first Corrupted CIFAR-10 had no bias-aligned image
+    in its test part) stops preparation, naming the split, instead of the evaluation after training."""
+    from maskbench.steps.vision.prepare import SPLITS, refuse_empty_splits
+    from maskbench.tracks.vision.mnist_wheel import VisionDataError
+
+    splits = {name: small_set(4) for name in SPLITS}
+    refuse_empty_splits(splits, "local:data/cifar10c (corrupted_cifar10, level 0.95)")
+    splits["biased_test"] = small_set(0)
+    with pytest.raises(VisionDataError, match=r"^local:data/cifar10c \(corrupted_cifar10, level 0.95\): field "
+                                              r"'biased_test' has 0 images \(the test images whose bias"):
+        refuse_empty_splits(splits, "local:data/cifar10c (corrupted_cifar10, level 0.95)")

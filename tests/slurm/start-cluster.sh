@@ -109,6 +109,20 @@ MEM_MB=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
 REAL_MEM=$((MEM_MB * 9 / 10))   # a bit under the machine's: slurmd refuses a node that reports less
 TOPOLOGY=$(slurmd -C | head -n 1 | grep -oE '(Boards|SocketsPerBoard|CoresPerSocket|ThreadsPerCore)=[0-9]+' \
     | tr '\n' ' ')
+# A node shaped like a cluster's GPU node (for the paper config's own requests: --gpus=1, 8 CPUs per GPU, 32 GB):
+# MASKBENCH_SLURM_NODE_CPUS / _MEM_MB / _GPUS make slurmd advertise that many CPUs, MB and GPUs
+# (SlurmdParameters=config_overrides; the GPUs are a count without device files). Jobs then share the real cores.
+NODE_GRES=""
+OVERRIDES=""
+if [ -n "${MASKBENCH_SLURM_NODE_CPUS:-}${MASKBENCH_SLURM_NODE_MEM_MB:-}${MASKBENCH_SLURM_NODE_GPUS:-}" ]; then
+    CPUS=${MASKBENCH_SLURM_NODE_CPUS:-$CPUS}
+    REAL_MEM=${MASKBENCH_SLURM_NODE_MEM_MB:-$REAL_MEM}
+    TOPOLOGY=""
+    OVERRIDES="SlurmdParameters=config_overrides"
+    if [ "${MASKBENCH_SLURM_NODE_GPUS:-0}" -gt 0 ]; then
+        NODE_GRES="Gres=gpu:$MASKBENCH_SLURM_NODE_GPUS"
+    fi
+fi
 cat >"$DIR/etc/slurm.conf" <<EOF
 # written by tests/slurm/start-cluster.sh: a one-node cluster on $NODE
 ClusterName=$CLUSTER
@@ -145,9 +159,17 @@ KillWait=10
 InactiveLimit=0
 SlurmctldTimeout=60
 SlurmdTimeout=120
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS $TOPOLOGY RealMemory=$REAL_MEM State=UNKNOWN
+$OVERRIDES
+${NODE_GRES:+GresTypes=gpu}
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS $TOPOLOGY RealMemory=$REAL_MEM $NODE_GRES State=UNKNOWN
 PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 EOF
+if [ -n "$NODE_GRES" ]; then
+    # a GPU slurmd can count: /dev/null as its device file (nothing on this node uses it)
+    echo "NodeName=$NODE Name=gpu Count=$MASKBENCH_SLURM_NODE_GPUS File=/dev/null" >"$DIR/etc/gres.conf"
+else
+    rm -f "$DIR/etc/gres.conf"
+fi
 DB_PASS=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 (
     umask 077

@@ -3,7 +3,8 @@ measure it (job count, wall time, peak memory per rule kind, what failed).
 
     python -m maskbench.tools.miniature --workdir /tmp/paper-mini            # inputs, then the whole DAG locally
     python -m maskbench.tools.miniature --workdir /tmp/paper-mini --inputs-only
-    python -m maskbench.tools.miniature --workdir /tmp/paper-mini -- paper_a_targets --forcerun table1
+    python -m maskbench.tools.miniature --workdir /tmp/paper-mini -- --forcerun table1
+    python -m maskbench.tools.miniature --workdir /tmp/paper-mini --no-inputs --slurm-one-per-rule
 
 The run is `snakemake --configfile configs/paper.yaml configs/paper-miniature.yaml` in ``--workdir`` with
 ``HF_HOME=<workdir>/hf`` and ``HF_HUB_OFFLINE=1`` (also the datasets and transformers offline switches): every Hub
@@ -14,6 +15,13 @@ researcher supplies (FEVER, PAWS-QQP, CIFAR-10-C, CelebA) are written where conf
 
 The summary (``<workdir>/<results>/miniature_run.json``, and a markdown table with ``--markdown``) reads the run's
 snakemake log and each job's timing line (`maskbench.step_timing`: wall time and the step's peak resident memory).
+
+``--slurm-one-per-rule`` (after a complete local run, with a SLURM cluster's `env.sh` sourced): one job of every
+rule kind again, through `profiles/slurm` with the paper config's own resource requests (`snakemake --force` on
+the first planned job's outputs of each rule), then the cluster's own records of what each job asked for (sacct's
+requested TRES, time limit and partition) in ``<workdir>/<results>/miniature_slurm.json``. On the one-node cluster of
+tests/slurm/start-cluster.sh, start it with a GPU node's shape (MASKBENCH_SLURM_NODE_CPUS=16
+MASKBENCH_SLURM_NODE_MEM_MB=131072 MASKBENCH_SLURM_NODE_GPUS=1) so that those requests can be met.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -63,9 +72,11 @@ def write_inputs(workdir: Path, seed: int = 0) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     config = read_configs([PAPER_CONFIG, MINIATURE_CONFIG])
     corpus = workdir / corpus_target(config, config["gender"]["corpus"]["source"])
-    return {"hub_cache": write_hub_cache(workdir / "hf" / "hub", seed=seed),
+    # 40 rows a split: paper D's FFW on MNLI cuts three parts of at least 10 pairs from the training split
+    return {"hub_cache": write_hub_cache(workdir / "hf" / "hub", rows=40, seed=seed),
             "text": write_text_sources(workdir, seed=seed),
-            "vision": write_vision_sources(workdir, seed=seed),
+            # 8 a class: Corrupted CIFAR-10's test part (a fifth of its test folder) keeps aligned images
+            "vision": write_vision_sources(workdir, n_per_class=8, seed=seed),
             "corpus": str(write_corpus(corpus, REPO / "data" / "gender", seed=seed))}
 
 
@@ -124,6 +135,56 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def first_job_outputs(plan_stdout: str) -> dict[str, list[str]]:
+    """rule -> the outputs of its first planned job, from a dry run's job blocks (`all` left out)."""
+    chosen: dict[str, list[str]] = {}
+    for block in re.split(r"\n\n|\n(?=\[\w{3} \w{3} )", plan_stdout):
+        head = re.search(r"^\s*(?:local)?rule (\w+):$", block, re.M)
+        outputs = re.search(r"^\s+output: (.*)$", block, re.M)
+        if head and outputs and head.group(1) != "all":
+            chosen.setdefault(head.group(1), [o.strip() for o in outputs.group(1).split(",") if o.strip()])
+    return chosen
+
+
+def slurm_one_per_rule(workdir: Path, cores: int) -> int:
+    """Force one job of every rule kind through profiles/slurm on the finished local run; record what the cluster
+    was asked for, per job (sacct), and which rules' jobs finished."""
+    env = run_env(workdir)
+    for name in ("MASKBENCH_SLURM_ACCOUNT", "MASKBENCH_SLURM_PARTITION", "MASKBENCH_SLURM_GPU_PARTITION"):
+        if not env.get(name):
+            print(f"--slurm-one-per-rule: ${name} is not set (source the cluster's env.sh)", file=sys.stderr)
+            return 1
+    plan = subprocess.run(snakemake_command(workdir, ["-n", "--forceall"], cores), env=env, capture_output=True,
+                          text=True)
+    if plan.returncode != 0:
+        print(plan.stderr[-3000:], file=sys.stderr)
+        return plan.returncode
+    chosen = first_job_outputs(plan.stdout)
+    targets = [out for outputs in chosen.values() for out in outputs]
+    started = time.time()
+    result = subprocess.run(snakemake_command(
+        workdir, ["--profile", str(REPO / "profiles" / "slurm"), "--slurm-logdir", str(workdir / "slurm-logs"),
+                  "--force", *targets, "--keep-going"], cores), env=env)
+    wall = time.time() - started
+    log_path = newest_snakemake_log(workdir, started)
+    summary = summarize(workdir, log_path) if log_path else {"jobs": 0, "finished": 0, "failed_rules": [],
+                                                             "rules": {}}
+    acct = subprocess.run(["sacct", "-X", "-n", "-P", "-S", time.strftime("%Y-%m-%dT%H:%M:%S",
+                                                                           time.localtime(started - 5)),
+                           "-o", "JobID,JobName,Partition,Timelimit,ReqTRES,State,Comment"],
+                          capture_output=True, text=True, env=env)
+    records = [dict(zip(("job", "name", "partition", "timelimit", "req_tres", "state", "comment"),
+                        line.split("|"), strict=False)) for line in acct.stdout.splitlines() if line.strip()]
+    report = {"returncode": result.returncode, "wall_s": round(wall, 1), "rules_forced": sorted(chosen),
+              "sbatch_records": records, **summary}
+    out = workdir / results_folder() / "miniature_slurm.json"
+    out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    print(f"SLURM: {summary['finished']} of {summary['jobs']} jobs finished in {wall:.0f} s "
+          f"({len(chosen)} rule kinds forced, {len(records)} sbatch submissions in the cluster's records); "
+          f"failed rules: {', '.join(summary['failed_rules']) or 'none'}; {out}")
+    return result.returncode
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m maskbench.tools.miniature", description=__doc__.split("\n\n")[0],
@@ -133,6 +194,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--inputs-only", action="store_true", help="write the inputs and stop")
     parser.add_argument("--no-inputs", action="store_true", help="keep the inputs already in --workdir")
     parser.add_argument("--markdown", action="store_true", help="also print the per-rule table as markdown")
+    parser.add_argument("--slurm-one-per-rule", action="store_true",
+                        help="after a complete local run: one job of every rule kind again through profiles/slurm")
     parser.add_argument("snakemake_args", nargs="*", help="after `--`: passed to snakemake")
     return parser.parse_args(argv)
 
@@ -145,6 +208,8 @@ def main(argv=None) -> int:
         print(f"inputs written under {workdir}: {', '.join(written)}", flush=True)
     if args.inputs_only:
         return 0
+    if args.slurm_one_per_rule:
+        return slurm_one_per_rule(workdir, args.cores)
     fetched = subprocess.run(fetch_command(), env=run_env(workdir), cwd=workdir)
     if fetched.returncode != 0:
         return fetched.returncode
@@ -162,6 +227,9 @@ def main(argv=None) -> int:
     out = workdir / results_folder() / "miniature_run.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    if result.returncode != 0 and summary["jobs"] == 0:
+        print(f"snakemake stopped before any job (exit code {result.returncode}): see its output above",
+              file=sys.stderr)
     print(f"{summary['finished']} of {summary['jobs']} jobs finished in {wall:.0f} s; failed rules: "
           f"{', '.join(summary['failed_rules']) or 'none'}; summary {out}")
     if args.markdown:

@@ -62,6 +62,19 @@ def aligned_part(train, test):
     return test.subset(rows, "biased_test")
 
 
+def refuse_empty_splits(splits: dict, where: str) -> None:
+    """Every split is read by a later job (training, the bias head, the gates' validation, evaluation): one with no
+    images stops preparation — before any training — rather than the evaluation at the end."""
+    from maskbench.tracks.vision.mnist_wheel import VisionDataError
+
+    for split in SPLITS:
+        if len(splits[split]) == 0:
+            why = (" (the test images whose bias is their class's majority bias in the training split)"
+                   if split == "biased_test" else "")
+            raise VisionDataError(f"{where}: field {split!r} has 0 images{why}; a larger source or split sizes "
+                                  f"that leave images in every split are needed")
+
+
 def external_splits(generator: str, source: str, mirror: str, options: dict, seed: int) -> dict:
     """Paper D's splits of Corrupted CIFAR-10 and CelebA from a local folder or the Hub."""
     from maskbench.tracks.vision import sources
@@ -114,6 +127,7 @@ def main(argv=None) -> int:
         splits["biased_test"] = biased_test(mnist, generator, splits["test"].ids, options, seed, args.dataset)
     else:
         splits = external_splits(generator, args.source, args.mirror, options, seed)
+    refuse_empty_splits(splits, f"{args.source} ({args.dataset}, level {args.level})")
     for split in SPLITS:
         write_images(args.out_dir / f"{split}.safetensors", splits[split])
         log.info("%s %s: %d images, bias %s, conflicting %s", args.dataset, split, len(splits[split]),
