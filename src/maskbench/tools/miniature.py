@@ -39,11 +39,22 @@ from pathlib import Path
 import yaml
 
 from maskbench.overhead import attach_timings, parse_snakemake_log
+from maskbench.report.readme import replace_section
+from maskbench.runtime import git_commit, git_output
 
 REPO = Path(__file__).resolve().parents[3]
 PAPER_CONFIG = REPO / "configs" / "paper.yaml"
 MINIATURE_CONFIG = REPO / "configs" / "paper-miniature.yaml"
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+# what decides a run's outputs: a run counts for a commit only when these are that commit's
+CODE_PATHS = ("src", "rules", "schemas", "configs", "config.yaml", "Snakefile")
+DOCS_SECTION = "paper_miniature"
+
+
+def code_state() -> dict:
+    """HEAD's short hash, and whether the code paths are HEAD's (no uncommitted change)."""
+    changed = git_output(REPO, "status", "--porcelain", "--", *CODE_PATHS)
+    return {"commit": git_commit(REPO), "code_is_commit": changed is not None and changed.strip() == ""}
 
 
 def results_folder() -> str:
@@ -175,7 +186,7 @@ def slurm_one_per_rule(workdir: Path, cores: int) -> int:
                           capture_output=True, text=True, env=env)
     records = [dict(zip(("job", "name", "partition", "timelimit", "req_tres", "state", "comment"),
                         line.split("|"), strict=False)) for line in acct.stdout.splitlines() if line.strip()]
-    report = {"returncode": result.returncode, "wall_s": round(wall, 1), "rules_forced": sorted(chosen),
+    report = {**code_state(), "returncode": result.returncode, "wall_s": round(wall, 1), "rules_forced": sorted(chosen),
               "sbatch_records": records, **summary}
     out = workdir / results_folder() / "miniature_slurm.json"
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
@@ -183,6 +194,39 @@ def slurm_one_per_rule(workdir: Path, cores: int) -> int:
           f"({len(chosen)} rule kinds forced, {len(records)} sbatch submissions in the cluster's records); "
           f"failed rules: {', '.join(summary['failed_rules']) or 'none'}; {out}")
     return result.returncode
+
+
+def minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {round(seconds % 60)} s"
+
+
+def docs_section(run: dict, slurm: dict | None) -> str:
+    """The measured section of docs/testing.md, from a run's summary (and its SLURM rerun's)."""
+    if not run.get("code_is_commit"):
+        raise ValueError(f"the run at {run.get('commit')} had uncommitted code changes: commit, run again, then write")
+    rules = [r for r in run["rules"] if r != "all"]
+    lines = [f"*Measured from the outputs of commit `{run['commit']}` on {run['date']}: `{run['command']}`, "
+             f"{run['cores']} CPU cores, nothing else running. {run['finished']} of {run['jobs']} jobs finished "
+             f"({len(rules)} rule kinds) in {minutes(run['wall_s'])}; rules with a failed job: "
+             f"{', '.join(run['failed_rules']) or 'none'}.*", "", markdown(run)]
+    if slurm is not None:
+        states = sorted({r["state"] for r in slurm["sbatch_records"]})
+        gpus = sum("gres/gpu=" in r["req_tres"] for r in slurm["sbatch_records"])
+        lines += ["", f"*Through `profiles/slurm` (`--slurm-one-per-rule`, commit `{slurm['commit']}`): "
+                      f"{len(slurm['rules_forced'])} rule kinds forced, {slurm['finished']} of {slurm['jobs']} jobs "
+                      f"finished in {minutes(slurm['wall_s'])}; {len(slurm['sbatch_records'])} submissions in the "
+                      f"cluster's records ({gpus} asking for a GPU; states {', '.join(states) or 'none'}); rules "
+                      f"with a failed job: {', '.join(slurm['failed_rules']) or 'none'}.*"]
+    return "\n".join(lines)
+
+
+def write_docs(page: Path, workdir: Path) -> None:
+    folder = workdir / results_folder()
+    run = json.loads((folder / "miniature_run.json").read_text(encoding="utf-8"))
+    slurm_path = folder / "miniature_slurm.json"
+    slurm = json.loads(slurm_path.read_text(encoding="utf-8")) if slurm_path.is_file() else None
+    page.write_text(replace_section(page.read_text(encoding="utf-8"), DOCS_SECTION, docs_section(run, slurm),
+                                    str(page)), encoding="utf-8")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -196,6 +240,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--markdown", action="store_true", help="also print the per-rule table as markdown")
     parser.add_argument("--slurm-one-per-rule", action="store_true",
                         help="after a complete local run: one job of every rule kind again through profiles/slurm")
+    parser.add_argument("--write-docs", type=Path, default=None, metavar="PAGE",
+                        help="write the finished run's measured section into PAGE (docs/testing.md) and stop")
     parser.add_argument("snakemake_args", nargs="*", help="after `--`: passed to snakemake")
     return parser.parse_args(argv)
 
@@ -203,6 +249,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse_args(argv)
     workdir = args.workdir.resolve()
+    if args.write_docs is not None:
+        write_docs(args.write_docs, workdir)
+        return 0
     if not args.no_inputs:
         written = write_inputs(workdir)
         print(f"inputs written under {workdir}: {', '.join(written)}", flush=True)
@@ -222,7 +271,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return result.returncode or 1
     summary = {"command": " ".join(["python -m maskbench.tools.miniature", *(argv or sys.argv[1:])]),
-               "returncode": result.returncode, "wall_s": round(wall, 1), "cores": args.cores,
+               **code_state(), "date": time.strftime("%Y-%m-%d"), "returncode": result.returncode, "wall_s": round(wall, 1), "cores": args.cores,
                "snakemake_log": str(log_path.relative_to(workdir)), **summarize(workdir, log_path)}
     out = workdir / results_folder() / "miniature_run.json"
     out.parent.mkdir(parents=True, exist_ok=True)
