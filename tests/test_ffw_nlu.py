@@ -250,3 +250,17 @@ def test_gate_unit_output_takes_head_columns_of_an_attention_output_and_refuses_
     masked.detach()
     with pytest.raises(GranularityError, match="gate_unit_output gates whole output units"):
         attach(model, TemperatureGate(init=0.0, forward="two_sigmoid"), ["query"], [2, 2], gate_unit_output=True)
+
+
+def test_the_paper_config_matrix_records_name_every_cell_once():
+    """configs/paper.yaml's matrix rows md_undertrained and md_underparam both reweight: each keeps a method name of its
+    own (the paper miniature's matrix report refused two records of (mnli_hans, movement_reweight, seed 10))."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "configs/paper.yaml").read_text(encoding="utf-8"))
+    ffw = FFWPlan(config, NluPlan(config))
+    runs = ffw.records()["runs"]
+    keys = [(run["method"], run["knob"], run["value"], run["seed"]) for run in runs]
+    assert len(keys) == len(set(keys))
+    native = sorted({run["method"] for run in runs if run["paper"] in ("A", "-")})
+    assert native == ["baseline", "movement_poe", "movement_reweight_underparam", "movement_reweight_undertrained"]

@@ -98,10 +98,16 @@ class FFWPlan:
                 for e in self.eval_sets()]
 
     def native_method(self, row: str) -> tuple[str, str]:
-        """(matrix method name, paper) of a native row: the baseline, or a paper A movement-score mask row."""
+        """(matrix method name, paper) of a native row: the baseline, or a paper A movement-score mask row named by
+        its loss — and by its bias source too where two rows share the loss (the paper config's md_undertrained and
+        md_underparam both reweight: one name for both would make two records of one matrix cell)."""
         if row == "baseline":
             return "baseline", "-"
-        return f"movement_{self.plan.md[row]['loss']}", "A"
+        loss = self.plan.md[row]["loss"]
+        shared = [r for r in self.native_rows if r != "baseline" and self.plan.md[r]["loss"] == loss]
+        if len(shared) > 1:
+            return f"movement_{loss}_{self.plan.md[row]['bias']}", "A"
+        return f"movement_{loss}", "A"
 
     def native_cost_file(self, row: str, seed) -> str | None:
         if row == "baseline":
