@@ -165,8 +165,11 @@ NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS $TOPOLOGY RealMemory=$REAL_MEM $NOD
 PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 EOF
 if [ -n "$NODE_GRES" ]; then
-    # a GPU slurmd can count: /dev/null as its device file (nothing on this node uses it)
-    echo "NodeName=$NODE Name=gpu Count=$MASKBENCH_SLURM_NODE_GPUS File=/dev/null" >"$DIR/etc/gres.conf"
+    # GPUs slurmd can count: one character device each as its "device file" (nothing on this node opens them)
+    DEVICES=$(echo /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/ptmx /dev/console \
+        | cut -d' ' -f1-"$MASKBENCH_SLURM_NODE_GPUS" | tr ' ' ',')
+    [ "$MASKBENCH_SLURM_NODE_GPUS" -le 8 ] || die "MASKBENCH_SLURM_NODE_GPUS: at most 8 (one device file each)"
+    echo "NodeName=$NODE Name=gpu File=$DEVICES" >"$DIR/etc/gres.conf"
 else
     rm -f "$DIR/etc/gres.conf"
 fi

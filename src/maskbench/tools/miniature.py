@@ -16,9 +16,9 @@ researcher supplies (FEVER, PAWS-QQP, CIFAR-10-C, CelebA) are written where conf
 The summary (``<workdir>/<results>/miniature_run.json``, and a markdown table with ``--markdown``) reads the run's
 snakemake log and each job's timing line (`maskbench.step_timing`: wall time and the step's peak resident memory).
 
-``--slurm-one-per-rule`` (after a complete local run, with a SLURM cluster's `env.sh` sourced): one job of every
-rule kind again, through `profiles/slurm` with the paper config's own resource requests (`snakemake --force` on
-the first planned job's outputs of each rule), then the cluster's own records of what each job asked for (sacct's
+``--slurm-one-per-rule`` (after a complete local run, with a SLURM cluster's `env.sh` sourced): on a copy of the run
+(``<workdir>-slurm``), one job of every rule kind again, through `profiles/slurm` with the paper config's own resource requests (`snakemake --force` on
+the first planned job's outputs of each rule, `--rerun-triggers params` so that only those jobs run), then the cluster's own records of what each job asked for (sacct's
 requested TRES, time limit and partition) in ``<workdir>/<results>/miniature_slurm.json``. On the one-node cluster of
 tests/slurm/start-cluster.sh, start it with a GPU node's shape (MASKBENCH_SLURM_NODE_CPUS=16
 MASKBENCH_SLURM_NODE_MEM_MB=131072 MASKBENCH_SLURM_NODE_GPUS=1) so that those requests can be met.
@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -157,9 +158,21 @@ def first_job_outputs(plan_stdout: str) -> dict[str, list[str]]:
     return chosen
 
 
+def copy_run(workdir: Path, to: Path) -> None:
+    """A copy of a finished run (inputs, cache, results, snakemake's records; modification times kept, so that only
+    forced jobs are out of date), leaving the run itself as it is."""
+    if to.exists():
+        shutil.rmtree(to)
+    shutil.copytree(workdir, to, symlinks=True,
+                    ignore=shutil.ignore_patterns("locks", "incomplete", "log", "auxiliary", "slurm-logs"))
+
+
 def slurm_one_per_rule(workdir: Path, cores: int) -> int:
-    """Force one job of every rule kind through profiles/slurm on the finished local run; record what the cluster
-    was asked for, per job (sacct), and which rules' jobs finished."""
+    """Force one job of every rule kind through profiles/slurm on a copy of the finished local run
+    (``<workdir>-slurm``); record what the cluster was asked for, per job (sacct), and which rules' jobs finished."""
+    local = workdir
+    workdir = workdir.with_name(workdir.name + "-slurm")
+    copy_run(local, workdir)
     env = run_env(workdir)
     for name in ("MASKBENCH_SLURM_ACCOUNT", "MASKBENCH_SLURM_PARTITION", "MASKBENCH_SLURM_GPU_PARTITION"):
         if not env.get(name):
@@ -175,7 +188,8 @@ def slurm_one_per_rule(workdir: Path, cores: int) -> int:
     started = time.time()
     result = subprocess.run(snakemake_command(
         workdir, ["--profile", str(REPO / "profiles" / "slurm"), "--slurm-logdir", str(workdir / "slurm-logs"),
-                  "--force", *targets, "--keep-going"], cores), env=env)
+                  # only the forced jobs: a forced job's newer outputs do not make the jobs after it out of date
+                  "--rerun-triggers", "params", "--force", *targets, "--keep-going"], cores), env=env)
     wall = time.time() - started
     log_path = newest_snakemake_log(workdir, started)
     summary = summarize(workdir, log_path) if log_path else {"jobs": 0, "finished": 0, "failed_rules": [],
@@ -188,7 +202,7 @@ def slurm_one_per_rule(workdir: Path, cores: int) -> int:
                         line.split("|"), strict=False)) for line in acct.stdout.splitlines() if line.strip()]
     report = {**code_state(), "returncode": result.returncode, "wall_s": round(wall, 1), "rules_forced": sorted(chosen),
               "sbatch_records": records, **summary}
-    out = workdir / results_folder() / "miniature_slurm.json"
+    out = local / results_folder() / "miniature_slurm.json"
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(f"SLURM: {summary['finished']} of {summary['jobs']} jobs finished in {wall:.0f} s "
           f"({len(chosen)} rule kinds forced, {len(records)} sbatch submissions in the cluster's records); "
