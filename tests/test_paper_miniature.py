@@ -127,3 +127,12 @@ def test_the_miniature_plans_every_rule_and_branch_of_the_paper_dag(paper_dry_ru
     assert missing == {}
     jobs = planned_jobs(miniature_plan)
     assert jobs["total"] < planned_jobs(paper_dry_run.stdout)["total"] / 5
+
+
+def test_every_page_the_configs_point_to_exists():
+    """A config's comments point to pages of the project (docs/...); configs/paper.yaml once pointed to
+    method_details.md and datasets.md, which the repository does not have."""
+    named = {(path.name, page) for path in (REPO / "configs").glob("*.yaml")
+             for page in re.findall(r"(?<![\w./-])((?:docs/)?[\w-]+\.md)\b", path.read_text(encoding="utf-8"))}
+    assert named and all(page.startswith("docs/") for _, page in named), sorted(named)
+    assert [(config, page) for config, page in sorted(named) if not (REPO / page).is_file()] == []

@@ -26,6 +26,14 @@ import yaml
 from safetensors.torch import load_file
 from test_workflow import REPO, planned_jobs, write_config
 
+from maskbench.forced_jobs import (
+    choose_jobs,
+    forced_closure,
+    forced_counts,
+    lineage,
+    local_rules,
+    planned_outputs,
+)
 from maskbench.step_timing import read_timing
 
 PROFILE = REPO / "profiles/slurm"
@@ -111,21 +119,7 @@ def gpuless_set_resources() -> list[str]:
     return ["--set-resources", *(f"{rule}:gpu=0" for rule, res in profile["set-resources"].items() if "gpu" in res)]
 
 
-def local_rules() -> set[str]:
-    """The rules snakemake runs itself, read from rules/: those declaring `localrule: True` (tables, figures, the
-    matrix records, the wheel download; a dry run does not always mark them), and `all`, which runs no command.
-    Every other job goes through sbatch."""
-    found = {"all"}
-    for path in (REPO / "rules").rglob("*.smk"):
-        text = path.read_text()
-        heads = list(re.finditer(r"^\s*rule (\w+):$", text, re.M))
-        for head, after in zip(heads, heads[1:] + [None], strict=False):
-            if re.search(r"^\s+localrule: True$", text[head.end():after.start() if after else len(text)], re.M):
-                found.add(head.group(1))
-    return found
-
-
-LOCAL_RULES = local_rules()
+LOCAL_RULES = local_rules(REPO / "rules")
 
 
 def test_local_rules_are_read_from_the_rule_files():
@@ -196,103 +190,15 @@ def squeue(run_name: str) -> list[list[str]]:
     return [line.split("|") for line in result.stdout.splitlines() if line.count("|") == 2]
 
 
-def planned_outputs(stdout: str) -> dict[str, list[tuple[list[str], str, list[str]]]]:
-    """The jobs of a dry run, per rule: (outputs, log, inputs) of each job, in the order printed."""
-    jobs = collections.defaultdict(list)
-    heads = list(re.finditer(r"^\s*(?:local)?rule (\w+):$", stdout, re.M))
-    for head, after in zip(heads, [*heads[1:], None], strict=True):
-        block = stdout[head.end():after.start() if after else len(stdout)]
-        out = re.search(r"^\s+output: (.*)$", block, re.M)
-        if out:
-            log = re.search(r"^\s+log: (.*)$", block, re.M)
-            inputs = re.search(r"^\s+input: (.*)$", block, re.M)
-            jobs[head.group(1)].append((out.group(1).split(", "), log.group(1) if log else "",
-                                        inputs.group(1).split(", ") if inputs else []))
-    return jobs
-
-
 # one job of every rule kind goes through sbatch, and this many of the debiased fine-tunings: a group job of 4 or
 # more starts the warm server on its node (maskbench.warm.MIN_JOBS)
 DEBIASED_JOBS = 4
 
 
-def lineage(plan: dict[str, list[tuple[list[str], str, list[str]]]]) -> dict[tuple[str, int], set[tuple[str, int]]]:
-    """Job (rule, index) -> every job it depends on, directly or not (an input of it is an output of that job)."""
-    producer = {path: (rule, i) for rule, jobs in plan.items() for i, (outs, _, _) in enumerate(jobs) for path in outs}
-    parents = {(rule, i): {producer[p] for p in ins if p in producer}
-               for rule, jobs in plan.items() for i, (_, _, ins) in enumerate(jobs)}
-    ancestors: dict[tuple[str, int], set[tuple[str, int]]] = {}
-
-    def of(job):
-        if job not in ancestors:
-            ancestors[job] = set()
-            for parent in parents[job]:
-                ancestors[job] |= {parent, *of(parent)}
-        return ancestors[job]
-
-    for job in parents:
-        of(job)
-    return ancestors
-
-
-def forced_closure(chosen_ids: list, ancestors: dict) -> tuple[set, int]:
-    """What forcing `chosen_ids` runs (them, and every job between two of them: a descendant of one that another
-    depends on) and in how many waves (the longest chain of those jobs)."""
-    chosen = set(chosen_ids)
-    run_set = chosen | {job for job, above in ancestors.items()
-                        if above & chosen and any(job in ancestors[c] for c in chosen)}
-    depth: dict = {}
-
-    def wave(job):
-        if job not in depth:
-            depth[job] = 1 + max((wave(a) for a in ancestors[job] if a in run_set), default=0)
-        return depth[job]
-
-    return run_set, max((wave(j) for j in run_set), default=0)
-
-
-def _allowed(job: tuple[str, int], chosen_ids: list, ancestors: dict) -> bool:
-    """Not chosen yet, no ancestor of a job of OWN_GROUPS, and for those rules themselves free of every chosen job."""
-    if job in chosen_ids or any(job in ancestors[p] for p in chosen_ids if p[0] in OWN_GROUPS):
-        return False
-    return job[0] not in OWN_GROUPS or not any(c in ancestors[job] or job in ancestors[c] for c in chosen_ids)
-
-
-def _added(job: tuple[str, int], chosen_ids: list, ancestors: dict) -> tuple[int, int]:
-    """The waves and jobs that forcing `job` beside `chosen_ids` runs."""
-    run_set, waves = forced_closure([*chosen_ids, job], ancestors)
-    return waves, len(run_set)
-
-
 def chosen_jobs(plan: dict[str, list[tuple[list[str], str, list[str]]]]) -> dict[str, list[tuple[list[str], str]]]:
-    """Per rule that runs through sbatch, the job(s) to rerun there, chosen so that forcing them runs as few waves
-    (chains of jobs that wait for another's outputs) and as few jobs as can be. The rules of OWN_GROUPS choose first,
-    jobs that depend on none of each other; then the other rules, fewest jobs first (they have the least choice),
-    each the job that adds the least (first by outputs among equals) and is no ancestor of those first ones, so that
-    their group jobs never wait for the shared one."""
-    ancestors = lineage(plan)
-    chosen_ids: list[tuple[str, int]] = []
-    pinned = [r for r in OWN_GROUPS if r in plan]
-    rest = sorted((r for r in plan if r not in LOCAL_RULES and r not in OWN_GROUPS), key=lambda r: (len(plan[r]), r))
-    for rule in [*pinned, *rest]:
-        order = sorted(range(len(plan[rule])), key=lambda i: plan[rule][i][0])
-        for _ in range(DEBIASED_JOBS if rule == "finetune_debiased" else 1):
-            candidates = [(rule, i) for i in order if _allowed((rule, i), chosen_ids, ancestors)]
-            assert candidates, f"no job of {rule} can be chosen"
-            chosen_ids.append(min(candidates, key=lambda job: _added(job, chosen_ids, ancestors)))
-    chosen = collections.defaultdict(list)
-    for rule, i in chosen_ids:
-        outs, log, _ = plan[rule][i]
-        chosen[rule].append((outs, log))
-    return dict(chosen)
-
-
-def forced_counts(plan: dict, chosen: dict) -> collections.Counter:
-    """Per rule, how many jobs forcing `chosen` runs (forced_closure): what the dry run with --force must plan."""
-    ids = [(rule, next(i for i, job in enumerate(plan[rule]) if job[0] == outs))
-           for rule, picked in chosen.items() for outs, _ in picked]
-    run_set, _ = forced_closure(ids, lineage(plan))
-    return collections.Counter(rule for rule, _ in run_set)
+    """Per rule that runs through sbatch, the job(s) to rerun there (maskbench.forced_jobs.choose_jobs): the rules of
+    OWN_GROUPS first, so that their group jobs never wait for the shared one; DEBIASED_JOBS debiased fine-tunings."""
+    return choose_jobs(plan, skip=LOCAL_RULES, own=OWN_GROUPS, count={"finetune_debiased": DEBIASED_JOBS})
 
 
 def test_the_chosen_jobs_force_as_little_as_can_be():

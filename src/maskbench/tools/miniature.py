@@ -18,7 +18,8 @@ snakemake log and each job's timing line (`maskbench.step_timing`: wall time and
 
 ``--slurm-one-per-rule`` (after a complete local run, with a SLURM cluster's `env.sh` sourced): on a copy of the run
 (``<workdir>-slurm``), one job of every rule kind again, through `profiles/slurm` with the paper config's own resource requests (`snakemake --force` on
-the first planned job's outputs of each rule, `--rerun-triggers params` so that only those jobs run), then the cluster's own records of what each job asked for (sacct's
+one job per rule that goes through the executor, chosen by `maskbench.forced_jobs` so that forcing them reruns the
+fewest other jobs), then the cluster's own records of what each job asked for (sacct's
 requested TRES, time limit and partition) in ``<workdir>/<results>/miniature_slurm.json``. On the one-node cluster of
 tests/slurm/start-cluster.sh, start it with a GPU node's shape (MASKBENCH_SLURM_NODE_CPUS=16
 MASKBENCH_SLURM_NODE_MEM_MB=131072 MASKBENCH_SLURM_NODE_GPUS=1) so that those requests can be met.
@@ -29,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -39,6 +39,7 @@ from pathlib import Path
 
 import yaml
 
+from maskbench.forced_jobs import choose_jobs, forced_counts, local_rules, planned_outputs
 from maskbench.overhead import attach_timings, parse_snakemake_log
 from maskbench.report.readme import replace_section
 from maskbench.runtime import git_commit, git_output
@@ -147,17 +148,6 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def first_job_outputs(plan_stdout: str) -> dict[str, list[str]]:
-    """rule -> the outputs of its first planned job, from a dry run's job blocks (`all` left out)."""
-    chosen: dict[str, list[str]] = {}
-    for block in re.split(r"\n\n|\n(?=\[\w{3} \w{3} )", plan_stdout):
-        head = re.search(r"^\s*(?:local)?rule (\w+):$", block, re.M)
-        outputs = re.search(r"^\s+output: (.*)$", block, re.M)
-        if head and outputs and head.group(1) != "all":
-            chosen.setdefault(head.group(1), [o.strip() for o in outputs.group(1).split(",") if o.strip()])
-    return chosen
-
-
 def copy_run(workdir: Path, to: Path) -> None:
     """A copy of a finished run (inputs, cache, results, snakemake's records; modification times kept, so that only
     forced jobs are out of date), leaving the run itself as it is."""
@@ -183,13 +173,14 @@ def slurm_one_per_rule(workdir: Path, cores: int) -> int:
     if plan.returncode != 0:
         print(plan.stderr[-3000:], file=sys.stderr)
         return plan.returncode
-    chosen = first_job_outputs(plan.stdout)
-    targets = [out for outputs in chosen.values() for out in outputs]
+    plan_jobs = planned_outputs(plan.stdout)
+    chosen = choose_jobs(plan_jobs, skip=local_rules(REPO / "rules"))
+    targets = [path for picked in chosen.values() for outputs, _ in picked for path in outputs]
+    expected = forced_counts(plan_jobs, chosen)
     started = time.time()
     result = subprocess.run(snakemake_command(
         workdir, ["--profile", str(REPO / "profiles" / "slurm"), "--slurm-logdir", str(workdir / "slurm-logs"),
-                  # only the forced jobs: a forced job's newer outputs do not make the jobs after it out of date
-                  "--rerun-triggers", "params", "--force", *targets, "--keep-going"], cores), env=env)
+                  "--force", *targets, "--keep-going"], cores), env=env)
     wall = time.time() - started
     log_path = newest_snakemake_log(workdir, started)
     summary = summarize(workdir, log_path) if log_path else {"jobs": 0, "finished": 0, "failed_rules": [],
@@ -201,6 +192,7 @@ def slurm_one_per_rule(workdir: Path, cores: int) -> int:
     records = [dict(zip(("job", "name", "partition", "timelimit", "req_tres", "state", "comment"),
                         line.split("|"), strict=False)) for line in acct.stdout.splitlines() if line.strip()]
     report = {**code_state(), "returncode": result.returncode, "wall_s": round(wall, 1), "rules_forced": sorted(chosen),
+              "jobs_expected": sum(expected.values()),
               "sbatch_records": records, **summary}
     out = local / results_folder() / "miniature_slurm.json"
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
