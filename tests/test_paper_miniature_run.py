@@ -71,5 +71,10 @@ def test_the_driver_summary_reads_rules_and_peaks_from_a_hand_written_log(tmp_pa
                    "    jobid: 2\nError in rule prepare_dataset:\n")
     summary = miniature.summarize(tmp_path, log)
     assert summary["jobs"] == 2 and summary["finished"] == 1 and summary["failed_rules"] == ["prepare_dataset"]
-    assert summary["rules"]["prepare_dataset"] == {"jobs": 2, "finished": 1, "max_wall_s": 3.0,
+    assert summary["rules"]["prepare_dataset"] == {"jobs": 2, "finished": 1, "failed_attempts": 1, "max_wall_s": 3.0,
                                                    "max_peak_rss_mb": 420.0, "failed": True}
+    # the executor resubmits the job (same jobid) and it finishes: an attempt failed, the rule did not
+    with open(log, "a") as f:
+        f.write("[Fri Nov 27 12:00:09 2026]\nFinished jobid: 2\n")
+    summary = miniature.summarize(tmp_path, log)
+    assert summary["failed_rules"] == [] and summary["failed_attempts"] == 1 and summary["finished"] == 2

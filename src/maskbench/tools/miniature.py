@@ -30,11 +30,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import yaml
@@ -111,16 +112,17 @@ def newest_snakemake_log(workdir: Path, after: float) -> Path | None:
 
 
 def summarize(workdir: Path, log_path: Path) -> dict:
-    """Per rule kind: jobs started, finished, failed, the largest wall time and peak memory of its jobs."""
+    """Per rule kind: jobs started, finished, failed attempts (a job the executor resubmitted and that then finished
+    counts in both), the largest wall time and peak memory of its jobs. A rule failed when one of its jobs never
+    finished."""
     text = log_path.read_text(errors="replace")
     jobs = parse_snakemake_log(text)
     attach_timings(jobs, workdir)
-    failed_ids = set()
+    per_rule: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "finished": 0, "failed_attempts": 0,
+                                                     "max_wall_s": None, "max_peak_rss_mb": None})
     for line in text.splitlines():
         if line.startswith("Error in rule "):
-            failed_ids.add(line[len("Error in rule "):].rstrip(":"))
-    per_rule: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "finished": 0, "max_wall_s": None,
-                                                     "max_peak_rss_mb": None})
+            per_rule[line[len("Error in rule "):].rstrip(":")]["failed_attempts"] += 1
     for job in jobs.values():
         row = per_rule[job.rule]
         row["jobs"] += 1
@@ -131,11 +133,13 @@ def summarize(workdir: Path, log_path: Path) -> dict:
         rss = (job.timing or {}).get("peak_rss_mb")
         if rss is not None:
             row["max_peak_rss_mb"] = max(row["max_peak_rss_mb"] or 0.0, rss)
-    for rule, row in per_rule.items():
-        row["failed"] = rule in failed_ids
+    for row in per_rule.values():
+        row["failed"] = row["finished"] < row["jobs"]
     return {"jobs": sum(r["jobs"] for r in per_rule.values()),
             "finished": sum(r["finished"] for r in per_rule.values()),
-            "failed_rules": sorted(failed_ids), "rules": dict(sorted(per_rule.items()))}
+            "failed_rules": sorted(rule for rule, row in per_rule.items() if row["failed"]),
+            "failed_attempts": sum(r["failed_attempts"] for r in per_rule.values()),
+            "rules": dict(sorted(per_rule.items()))}
 
 
 def markdown(summary: dict) -> str:
@@ -187,11 +191,16 @@ def slurm_one_per_rule(workdir: Path, cores: int) -> int:
                                                              "rules": {}}
     acct = subprocess.run(["sacct", "-X", "-n", "-P", "-S", time.strftime("%Y-%m-%dT%H:%M:%S",
                                                                            time.localtime(started - 5)),
-                           "-o", "JobID,JobName,Partition,Timelimit,ReqTRES,State,Comment"],
+                           "-o", "JobID,JobName,Partition,Timelimit,AllocTRES,State,Comment,SubmitLine"],
                           capture_output=True, text=True, env=env)
-    records = [dict(zip(("job", "name", "partition", "timelimit", "req_tres", "state", "comment"),
-                        line.split("|"), strict=False)) for line in acct.stdout.splitlines() if line.strip()]
+    # the submit line last: the sbatch command the plugin ran (its GPU request among its options)
+    records = [dict(zip(("job", "name", "partition", "timelimit", "alloc_tres", "state", "comment", "submit_line"),
+                        line.split("|", 7), strict=False)) for line in acct.stdout.splitlines() if line.strip()]
+    run_id = re.search(r"SLURM run ID: (\S+)", log_path.read_text(errors="replace")) if log_path else None
+    if run_id:  # this run's submissions only (the plugin names every job of a run by its run ID)
+        records = [r for r in records if r["name"] in (run_id.group(1), f"maskbench_{run_id.group(1)}")]
     report = {**code_state(), "returncode": result.returncode, "wall_s": round(wall, 1), "rules_forced": sorted(chosen),
+              "snakemake_log": str(log_path) if log_path else None,
               "jobs_expected": sum(expected.values()),
               "sbatch_records": records, **summary}
     out = local / results_folder() / "miniature_slurm.json"
@@ -216,13 +225,16 @@ def docs_section(run: dict, slurm: dict | None) -> str:
              f"({len(rules)} rule kinds) in {minutes(run['wall_s'])}; rules with a failed job: "
              f"{', '.join(run['failed_rules']) or 'none'}.*", "", markdown(run)]
     if slurm is not None:
-        states = sorted({r["state"] for r in slurm["sbatch_records"]})
-        gpus = sum("gres/gpu=" in r["req_tres"] for r in slurm["sbatch_records"])
-        lines += ["", f"*Through `profiles/slurm` (`--slurm-one-per-rule`, commit `{slurm['commit']}`): "
-                      f"{len(slurm['rules_forced'])} rule kinds forced, {slurm['finished']} of {slurm['jobs']} jobs "
-                      f"finished in {minutes(slurm['wall_s'])}; {len(slurm['sbatch_records'])} submissions in the "
-                      f"cluster's records ({gpus} asking for a GPU; states {', '.join(states) or 'none'}); rules "
-                      f"with a failed job: {', '.join(slurm['failed_rules']) or 'none'}.*"]
+        records = slurm["sbatch_records"]
+        states = ", ".join(f"{n} {state}" for state, n in sorted(Counter(r["state"] for r in records).items()))
+        gpus = sum("--gpus=" in r.get("submit_line", "") for r in records)
+        lines += ["", f"*Through `profiles/slurm` with the paper config's requests (`--slurm-one-per-rule`, commit "
+                      f"`{slurm['commit']}`, on the one-node cluster shaped as a GPU node): "
+                      f"{len(slurm['rules_forced'])} rule kinds forced, {slurm['finished']} of {slurm['jobs']} "
+                      f"jobs finished in {minutes(slurm['wall_s'])}; {len(records)} sbatch submissions in the "
+                      f"cluster's records ({states}; {gpus} with `--gpus=1`); failed attempts "
+                      f"{slurm['failed_attempts']}, each resubmitted (the profile's `retries: 1`); rules with a job "
+                      f"that never finished: {', '.join(slurm['failed_rules']) or 'none'}.*"]
     return "\n".join(lines)
 
 
