@@ -17,6 +17,7 @@ if not workflow.overwrite_configfiles:
 
 
 include: "rules/common.smk"
+include: "rules/fetch.smk"
 
 
 # each track's rules (rules/<track>/main.smk), when the config's `track:` names it

@@ -135,19 +135,5 @@ def training_gpus():
     return COMPUTE["gpus_per_training_job"]
 
 
-# `snakemake --configfile <config> fetch`: the login-node download of everything the config reads from the network
-# (python -m maskbench.tools.fetch; docs/cluster.md, "Offline compute nodes") as a target; a localrule, never a
-# cluster job. It reads the config files given (or the embedded config.yaml), not --config overrides.
+# the config files snakemake was given (the embedded config.yaml without one), for the fetch rule (rules/fetch.smk)
 FETCH_CONFIGFILES = [str(f) for f in workflow.overwrite_configfiles] or [os.path.join(workflow.basedir, "config.yaml")]
-
-
-rule fetch:
-    output:
-        f"{R}/fetch.lock.json",
-    params:
-        args=lambda wildcards, output: shell_args(configfile=FETCH_CONFIGFILES, lock=output[0]),
-    log:
-        f"{R}/logs/fetch/fetch.log",
-    localrule: True
-    shell:
-        "python -m maskbench.tools.fetch {params.args} > {log:q} 2>&1"

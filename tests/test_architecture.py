@@ -19,12 +19,14 @@ PACKAGE = "maskbench"
 # From the bottom up; a module may import its own layer and the layers below it. The first matching prefix wins.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("maskbench.cli", "maskbench.runtime", "maskbench.resume", "maskbench.metrics", "maskbench.step_timing",
-              "maskbench.objectives", "maskbench.config_checks", "maskbench.errors")),
+              "maskbench.objectives", "maskbench.config_checks", "maskbench.errors", "maskbench.forced_jobs",
+              "maskbench.staging")),
     ("library", ("maskbench.data", "maskbench.masking", "maskbench.ffw", "maskbench.checkpoints", "maskbench.checkpoint_integrity",
-                 "maskbench.overhead", "maskbench.train", "maskbench.warm", "maskbench.hub", "maskbench.miniature")),
+                 "maskbench.overhead", "maskbench.train", "maskbench.warm", "maskbench.hub", "maskbench.miniature",
+                 "maskbench.config_files")),
     ("shared", ("maskbench.text", "maskbench.report", "maskbench.matrix")),
     ("tracks", ("maskbench.tracks",)),
-    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config")),
+    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config", "maskbench.cluster_requests")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 

@@ -81,7 +81,10 @@ def test_peak_rss_is_this_process_high_water_mark():
     """getrusage's ru_maxrss (KiB on Linux) in MB: a fresh interpreter's mark holds the 256 MB buffer it fills."""
     code = ("from maskbench.step_timing import peak_rss_mb; before = peak_rss_mb(); "
             "buffer = bytearray(256 * 1024 * 1024); after = peak_rss_mb(); print(before, after)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    # from a small shell's fork: Linux keeps ru_maxrss across exec, so a child exec'd straight from pytest would start
+    # at pytest's own mark; `; exit` makes sh fork for the interpreter instead of exec'ing it
+    out = subprocess.run(["sh", "-c", '"$0" -c "$1"; exit $?', sys.executable, code], capture_output=True, text=True,
+                         check=True).stdout.split()
     before, after = map(float, out)
     assert before < 200 and 256 <= after < before + 300  # the mark holds the buffer, and not much more
 

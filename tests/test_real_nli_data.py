@@ -200,8 +200,9 @@ def test_a_duplicated_id_names_both_lines(tmp_path):
     spec = {**NO_TEXT_B, "columns": {**NO_TEXT_B["columns"], "text_b": "hypothesis"}}
     with pytest.raises(DataError) as err:
         load_dataset("mnli_dev", spec, base_dir=tmp_path)
-    assert str(err.value) == f"{path} (dataset 'mnli_dev'): field 'id' has duplicated value 'p0' at line 4 " \
-                             "(first at line 2)"
+    assert str(err.value).startswith(f"{path} (dataset 'mnli_dev'): field 'id' (source column 'id') has "
+                                     "duplicated value 'p0' at line 4 (first at line 2;")
+    assert "duplicate_ids: renumber" in str(err.value)  # the option that makes the ids unique, named
 
 
 # ------------------------------------------------------------------------ 5d: a missing source key is named

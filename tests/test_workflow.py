@@ -341,7 +341,10 @@ def test_paper_config_plans_the_whole_of_paper_c(paper_dry_run):
     assert "results/paper/nlu/data/prepared/paws_wiki.parquet" in result.stdout
     assert '"paws_wiki": ["qqp", "paws_wiki"]' in result.stdout
     assert sorted(blocks) == sorted(runs)
-    assert all("gpu=1" in b and "slurm_partition=gpu" in b and "runtime=2880" in b for bs in blocks.values() for b in bs)
+    runtime = yaml.safe_load((REPO / "configs/paper.yaml").read_text())["compute"]["srnet_runtime_min"]
+    assert runtime == 1440  # the 24-h cap: a sweep longer than that resumes in its second submission
+    assert all("gpu=1" in b and "slurm_partition=gpu" in b and f"runtime={runtime}" in b for bs in blocks.values()
+               for b in bs)
     sweep = srnet("a_mask_poe")
     assert "--sparsities 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9" in sweep and "--loss poe" in sweep
     qqp = srnet("a_mask_ce", "qqp")

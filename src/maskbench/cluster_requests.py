@@ -4,7 +4,7 @@ planning-time check that refuses a runtime request below a job's estimate unless
 The cost model (stated, not measured on a GPU here):
 
 - ``GPU_STEPS_PER_S``: one BERT-base training step (forward, backward, AdamW; fp32, 32 rows x 128 tokens) takes
-  1/9 s on an A100 (project issue 40). A step of ``n`` rows costs ``n / 32`` such steps; a forward pass alone
+  1/9 s on an A100 (an estimate, not measured here). A step of ``n`` rows costs ``n / 32`` such steps; a forward pass alone
   ``FORWARD_SHARE`` of one (backward ~ twice the forward).
 - A mask-search / mask-training step costs what a fine-tuning step does (0.967x, measured on the CPU at 32 x 128:
   docs/speed.md, "The training step").

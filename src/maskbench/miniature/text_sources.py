@@ -9,7 +9,7 @@
 - ``downloads/quora_duplicate_questions.tsv`` (Quora's layout: id, qid1, qid2, question1, question2,
   is_duplicate) and ``downloads/paws_qqp/train.tsv``, ``dev_and_test.tsv`` (PAWS's index layout: id, qid1,
   sentence1, qid2, sentence2, label, sentences as "/"-joined token indices, one "(qid, index):(qid, index)" item);
-- ``data/paws_qqp/train.tsv`` and ``dev_and_test.tsv``, built from those by `maskbench.tools.paws_qqp.build`.
+- ``data/paws_qqp/train.tsv`` and ``dev_and_test.tsv``, built from those by `maskbench.data.paws_qqp.build` (`python -m maskbench.tools.paws_qqp`).
   The questions are written already tokenized (words and "?" apart, by single spaces), where NLTK's
   word_tokenize and a split on spaces give the same tokens, so no NLTK is needed here.
 """
@@ -20,7 +20,7 @@ import json
 import random
 from pathlib import Path
 
-from maskbench.tools.paws_qqp import build
+from maskbench.data.paws_qqp import build
 
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 _SUBJECTS = ("Roman Atwood", "Margaret of Valois", "Tylenol", "Nikolaj Coster-Waldau", "Adrienne Bailon",

@@ -25,10 +25,10 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import yaml
-
 from maskbench import hub
+from maskbench.config_files import read_configs
 from maskbench.data.schema import DataError
+from maskbench.tracks.gender.workflow_plan import corpus_target
 
 STEREOSET_HUB = "McGill-NLP/stereoset"
 MNIST_SPLITS = ("train", "test")
@@ -85,12 +85,6 @@ def _models(items: list[Item], node, key: str) -> None:
     elif isinstance(node, list):
         for i, value in enumerate(node):
             _models(items, value, f"{key}[{i}]")
-
-
-def corpus_target(config: dict, url: str) -> str:
-    from maskbench.tracks.gender.workflow_plan import corpus_download_path
-
-    return corpus_download_path(f"{config.get('results', 'results')}/gender/data", url)
 
 
 def plan(config: dict) -> list[Item]:
@@ -183,26 +177,6 @@ def fetch(items: list[Item], cache: str | None, local_files_only: bool, say=prin
         entry["keys"] += [k for k in item.keys if k not in entry["keys"]]
         say(f"fetched {item.line().split('  files')[0]} @ {snapshot.name[:12]}: {len(files)} file(s)")
     return {"cache": cache or hub.hub_cache_dir(), "repos": list(repos.values()), "downloads": downloads}
-
-
-def _merge(base: dict, update: dict) -> dict:
-    out = dict(base)
-    for key, value in update.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
-def read_configs(paths: list[Path]) -> dict:
-    """The config files merged in order, a later file's mappings updating an earlier one's key by key (snakemake)."""
-    config: dict = {}
-    for path in paths:
-        if not path.is_file():
-            raise DataError(f"{path}: the config file does not exist (field --configfile)")
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if not isinstance(loaded, dict):
-            raise DataError(f"{path}: not a YAML mapping (field --configfile)")
-        config = _merge(config, loaded)
-    return config
 
 
 def main(argv=None) -> int:

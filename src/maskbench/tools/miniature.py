@@ -77,11 +77,12 @@ def write_inputs(workdir: Path, seed: int = 0) -> dict:
     """Every input of the miniature in its real source's layout, under ``workdir``: the Hub cache, the files a
     researcher supplies, and the corpus where the fetch command (or the `gender_corpus_download` localrule) puts
     News Commentary. Returns what was written."""
+    from maskbench.config_files import read_configs
     from maskbench.miniature.corpus import write_corpus
     from maskbench.miniature.hub_cache import write_hub_cache
     from maskbench.miniature.text_sources import write_text_sources
     from maskbench.miniature.vision_sources import write_vision_sources
-    from maskbench.tools.fetch import corpus_target, read_configs
+    from maskbench.tracks.gender.workflow_plan import corpus_target
 
     workdir.mkdir(parents=True, exist_ok=True)
     config = read_configs([PAPER_CONFIG, MINIATURE_CONFIG])

@@ -1,4 +1,4 @@
-"""Peak memory of preparing and reading a CelebA-layout split: whole-array (the code before issue 40) against
+"""Peak memory of preparing and reading a CelebA-layout split: whole-array (the reader before the streamed one) against
 streamed (a chunk of rows at a time), each in its own process.
 
     python -m maskbench.tools.vision_memory_benchmark --n 1300 --size 224 --out results/benchmarks/vision_memory.json

@@ -183,6 +183,11 @@ def corpus_download_path(data: str, url: str) -> str:
     return f"{data}/downloads/{name}"
 
 
+def corpus_target(config: dict, url: str) -> str:
+    """The file a config's corpus URL is downloaded to (relative to the working directory)."""
+    return corpus_download_path(f"{config.get('results', 'results')}/gender/data", url)
+
+
 class GenderPlan:
     """Everything the gender rules plan, from the (validated) config, the results folder and the project folder
     (where the word lists, SEAT files and CrowS-Pairs ship)."""
