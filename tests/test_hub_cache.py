@@ -312,7 +312,7 @@ def test_fetch_is_a_snakemake_target_on_the_login_node(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert (f"python -m maskbench.tools.fetch --configfile {REPO / 'configs/paper.yaml'} --lock "
             f"results/paper/fetch.lock.json") in result.stdout
-    assert "localrule: True" in (REPO / "rules/common.smk").read_text().split("rule fetch:")[1]   # never sbatch
+    assert "localrule: True" in (REPO / "rules/fetch.smk").read_text().split("rule fetch:")[1]   # never sbatch
 
 
 def test_fetch_merges_config_files_like_snakemake(tmp_path):
