@@ -20,6 +20,7 @@ from maskbench.cli import Json, shell_args  # noqa: E402,F401 - the rules render
 from maskbench.warm import Server as WarmServer, jobs_run_here  # noqa: E402
 from maskbench.workflow_config import check_references, check_renamed_keys, tracks_of  # noqa: E402
 from maskbench.cluster_requests import check_requests  # noqa: E402
+from maskbench.results_folder import check_results_folder, claim_results_folder, config_name  # noqa: E402
 
 # schemas/config.schema.yaml holds the shared keys and applies schemas/<track>.schema.yaml for every track the
 # config names, so a key that is neither shared nor of a named track is refused. Each track's schema is applied
@@ -35,6 +36,13 @@ check_references(config)
 # job is queued (src/maskbench/cluster_requests.py; docs/cluster.md, "Requests")
 try:
     check_requests(config)
+except ValueError as err:
+    raise WorkflowError(str(err)) from None
+# each config in its own results folder: a folder another config's run has claimed is refused here
+# (src/maskbench/results_folder.py); the claim is written when a run starts (onstart, below)
+CONFIG_NAME = config_name(workflow.overwrite_configfiles or [])
+try:
+    check_results_folder(config["results"], CONFIG_NAME)
 except ValueError as err:
     raise WorkflowError(str(err)) from None
 
@@ -66,6 +74,8 @@ if workflow.remote_exec:
 
 
 onstart:
+    if workflow.is_main_process:
+        claim_results_folder(config["results"], CONFIG_NAME)
     WARM["server"] = WarmServer.start(local=workflow.local_exec and workflow.is_main_process,
                                       jobs=sum(1 for job in workflow.dag.needrun_jobs() if job.is_shell))
 
