@@ -7,10 +7,15 @@ from pathlib import PurePosixPath
 
 import pytest
 import yaml
-
-from maskbench.results_folder import (CLAIM_FILE, ResultsFolderTaken, check_results_folder, claim_results_folder,
-                                      config_name)
 from test_workflow import REPO, snakemake
+
+from maskbench.results_folder import (
+    CLAIM_FILE,
+    ResultsFolderTaken,
+    check_results_folder,
+    claim_results_folder,
+    config_name,
+)
 
 SHIPPED = sorted(["config.yaml", *(f"configs/{p.name}" for p in (REPO / "configs").glob("*.yaml"))])
 

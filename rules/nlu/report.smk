@@ -14,7 +14,8 @@ rule table1:
     params:
         args=lambda wildcards, input, output: shell_args(
             evals=[*input.evals, *input.sweep_evals], columns=config["report"]["table1"]["columns"], rows=Json(ROWS),
-            selected=list(input.selection) or None, out_csv=output.csv, out_md=output.md, out_tex=output.tex),
+            selected=list(input.selection) or None, out_csv=output.csv, out_md=output.md, out_tex=output.tex,
+            label=config.get("label")),
     log:
         f"{R}/logs/table1/table1.log",
     localrule: True

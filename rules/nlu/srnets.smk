@@ -129,6 +129,7 @@ if SRN:
             table5=as_json(SRN.get("table5", {})),
             # the results folder, read off the first output ({R}/tables/sparsity_curves.csv)
             out_dir=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
+            label=" " + shell_args(label=config["label"]) if config.get("label") else "",
         log:
             f"{R}/logs/srnet_report/srnet_report.log",
         localrule: True
@@ -137,4 +138,4 @@ if SRN:
         shell:
             "python -m maskbench.steps nlu.srnet_report --evals {input.evals:q} --reference {input.reference:q}"
             " --runs {params.runs} --metrics {params.metrics} --table5 {params.table5}"
-            " --results {params.out_dir:q} > {log:q} 2>&1"
+            " --results {params.out_dir:q}{params.label} > {log:q} 2>&1"

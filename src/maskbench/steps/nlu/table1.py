@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from maskbench.report import json_arg
+from maskbench.report.captions import labelled
 from maskbench.runtime import atomic_path
 from maskbench.steps import run_step
 from maskbench.tracks.nlu.report.table1_builder import (
@@ -41,6 +42,7 @@ class Args:
     out_md: Path
     out_tex: Path
     row_labels: dict[str, str] = field(default_factory=dict)
+    label: str | None = field(default=None, metadata={"help": "the config's label: the first line of each markdown table"})
     selected: Path | None = None
 
 
@@ -121,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     with atomic_path(args.out_csv) as tmp:
         long.to_csv(tmp, index=False)
     with atomic_path(args.out_md) as tmp:
-        tmp.write_text(to_markdown(long, args.columns, row_labels), encoding="utf-8")
+        tmp.write_text(labelled(to_markdown(long, args.columns, row_labels), args.label), encoding="utf-8")
     with atomic_path(args.out_tex) as tmp:
         tmp.write_text(to_latex(long, args.columns, row_labels), encoding="utf-8")
     return 0
