@@ -167,3 +167,28 @@ def test_temp_checkpoints_leave_only_the_masks_of_a_scored_sweep_on_disk():
         assert cost.disk_gb == pytest.approx(2 * 0.44 + 2 * 85e6 / 8 / 1e9)  # two checkpoints and two masks written
         assert cost.kept_gb == pytest.approx(kept)
         assert cost.minutes == pytest.approx(2 * STEPS / 9 / 60)  # two masks retrained in turn
+
+
+PAPER_TARGETS = ["paper_a_table1", "paper_a_tradeoff", "paper_a_pruning_rates", "paper_a", "paper_b", "paper_c",
+                 "paper_d_table2", "paper_d_table3", "paper_d_table4", "paper_d_table5", "paper_d", "matrix"]
+
+
+def test_every_per_paper_target_plans_on_the_paper_config_and_paper_a_on_the_real_one(tmp_path):
+    """One dry run each: every target of configs/paper.yaml at once, and paper A's on the offline real config, where
+    Table 1 has its trade-off rows too (table1_paper_rows renders the paper's rows without the sweeps')."""
+    from test_workflow import PAPER_USER_FILES, REPO, planned_jobs, snakemake
+
+    for supplied in PAPER_USER_FILES:
+        (tmp_path / "paper" / supplied).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "paper" / supplied).touch()
+    paper = snakemake("-n", *PAPER_TARGETS, "--configfile", str(REPO / "configs/paper.yaml"), workdir=tmp_path / "paper")
+    assert paper.returncode == 0, paper.stderr[-3000:]
+    jobs = planned_jobs(paper.stdout)
+    assert {target: jobs.get(target) for target in PAPER_TARGETS} == dict.fromkeys(PAPER_TARGETS, 1)
+    assert jobs["table1_paper_rows"] == 1 and jobs["table1"] == 1  # paper_a plans the full Table 1 as well
+    (tmp_path / "real").mkdir()
+    real = snakemake("-n", "paper_a_table1", "--configfile", str(REPO / "configs/real.yaml"), workdir=tmp_path / "real")
+    assert real.returncode == 0, real.stderr[-3000:]
+    jobs = planned_jobs(real.stdout)
+    assert jobs["paper_a_table1"] == 1 and "search_mask_sweep" not in jobs and "finetune_sweep" not in jobs
+    assert "table1" not in jobs and jobs["table1_paper_rows"] == 1
