@@ -95,9 +95,14 @@ COMPUTE = config["compute"]
 
 # what the Snakefile's targets build, each track adding its files (rules/<track>/common.smk): target -> files
 TARGETS = {"all": [], "prepare": [], "train": [], "masks": [], "evaluate": []}
+# one table or figure at a time (docs/cluster.md, "One table at a time"): target name -> the files that table, figure
+# or paper needs, each track adding the targets of what it plans; the Snakefile makes a rule of each
+PAPER_TARGETS = {}
 # the cross-paper matrix (config `matrix:`, rules/matrix.smk): each track planning matrix cells adds its records
 # file here (rules/<track>/common.smk)
 MATRIX_CELLS = []
+# a checkpoint only evaluations read, deleted once they have all finished when compute.temp_checkpoints is set
+scored_checkpoint = lambda path: temp(path) if COMPUTE.get("temp_checkpoints") else path
 # what a light one-core job (a report, a records file) asks of a cluster
 LIGHT_RESOURCES = {"mem_mb": COMPUTE["eval_mem_mb"], "runtime": COMPUTE["eval_runtime_min"]}
 

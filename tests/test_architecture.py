@@ -26,7 +26,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                  "maskbench.config_files")),
     ("shared", ("maskbench.text", "maskbench.report", "maskbench.matrix")),
     ("tracks", ("maskbench.tracks",)),
-    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config", "maskbench.cluster_requests")),
+    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config", "maskbench.cluster_requests",
+                      "maskbench.cost")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 

@@ -21,6 +21,8 @@ wildcard_constraints:
 
 for _target, _files in GPLAN.targets().items():
     TARGETS[_target] += _files
+# paper B's target: its report (tables and figures) and the shrunk models, without the matrix's FFW runs
+PAPER_TARGETS["paper_b"] = ([GPLAN.structured] if GPLAN.shrink_masks else []) + GPLAN.report_files()
 
 # the cross-paper matrix (config matrix: and gender.ffw): the track's records file (rules/gender/ffw.smk)
 if GPLAN.matrix_cells:
