@@ -73,12 +73,55 @@ class Precision:
 
 
 FP32 = Precision()
+_current = FP32
+
+
+def use(precision: Precision) -> None:
+    """Make ``precision`` the process's default (a step calls this once, after reading ``--precision`` and
+    ``--tf32``, as it calls ``runtime.set_deterministic``): ``train.fit``, ``text.batches.predict_proba`` and the
+    tracks' scoring read it through ``current()`` unless given one. One step is one process and one setting, so the
+    setting need not be threaded through every track's training and scoring functions."""
+    global _current
+    _current = precision
+
+
+def current() -> Precision:
+    """The process's precision (fp32 unless a step said otherwise through ``use``)."""
+    return _current
+
+
+def outside_autocast(device_type: str):
+    """A context that switches autocast off where it is on (CUDA under bf16/fp16), else does nothing.
+
+    Mask scores, thresholds and the sigmoid / top-k decisions run inside it (``masking.engine``): scores are fp32
+    parameters and the decisions compare them with thresholds near 0 (logit(0.1) = -2.2, a top-k's k-th score); an
+    fp16 copy keeps 11 bits of mantissa, so scores within ~1e-3 of a threshold would flip, ties in a top-k would
+    change, and a small L1 penalty on mean sigmoid(S) would lose precision. Under autocast the masked weight
+    W * m(S) is formed in fp32 and only the matmul that reads it is cast down, as for an unmasked weight."""
+    import torch
+
+    if torch.is_autocast_enabled(device_type):
+        return torch.autocast(device_type=device_type, enabled=False)
+    return contextlib.nullcontext()
 
 
 def _device_type(device) -> str:
     if device is None:
         return "cpu"
     return getattr(device, "type", None) or str(device).split(":")[0]
+
+
+PRECISION_HELP = ("fp32, bf16 or fp16: autocast on CUDA around the forward pass and loss (fp16 with a GradScaler); "
+                  "the CPU ignores it")
+TF32_HELP = "TF32 matmuls and cuDNN convolutions on CUDA (the CPU ignores it)"
+
+
+def use_args(args) -> Precision:
+    """A step's ``--precision`` / ``--tf32`` made the process's precision (``use``); an unknown name is an error
+    naming the option and value, raised before the step loads anything."""
+    precision = parse_precision(args.precision, args.tf32)
+    use(precision)
+    return precision
 
 
 def parse_precision(kind: str, tf32: bool | int | str = False) -> Precision:
@@ -88,4 +131,6 @@ def parse_precision(kind: str, tf32: bool | int | str = False) -> Precision:
         if lowered not in ("true", "false", "1", "0"):
             raise PrecisionError(f"--tf32: expected true or false, got {tf32!r}")
         tf32 = lowered in ("true", "1")
+    if kind not in PRECISIONS:
+        raise PrecisionError(f"--precision: {kind!r} is unknown; choose one of {list(PRECISIONS)}")
     return Precision(kind=kind, tf32=bool(tf32))

@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 
 from maskbench.masking.engine import is_no_decay, plain_parameter_name
 from maskbench.masking.schedules import Plateau
-from maskbench.precision import FP32, Precision
+from maskbench.precision import FP32, Precision, current
 from maskbench.resume import Resume, rng_state, set_rng_state
 
 log = logging.getLogger(__name__)
@@ -450,7 +450,7 @@ def fit(
     lr_plateau: LRPlateau | None = None,
     samples_per_epoch: int | None = None,
     early_stop: EarlyStop | None = None,
-    precision: Precision = FP32,
+    precision: Precision | None = None,
 ) -> list[dict]:
     """Train in place; return the curve (one dict per logged step and per epoch end).
 
@@ -469,8 +469,9 @@ def fit(
     ``len(data)``).
     ``early_stop`` reads every epoch's dev score (``evaluate``, which it needs) and may stop the run; the caller puts
     the best epoch's weights back (``EarlyStop.restore_best``); its state is saved too.
-    ``precision`` (``maskbench.precision``): autocast around every step's objective, TF32 switches and, for fp16,
-    a GradScaler whose state is saved with the resume state — on CUDA only; on the CPU it changes nothing.
+    ``precision`` (``maskbench.precision``; None: the step's, ``precision.current()``): autocast around every step's
+    objective, TF32 switches and, for fp16, a GradScaler whose state is saved with the resume state — on CUDA only;
+    on the CPU it changes nothing.
     """
     generator = torch.Generator().manual_seed(seed)
     if hp.length_grouped:
@@ -500,6 +501,7 @@ def fit(
     clip_params = clip_parameters(model, groups)
     outside = clip_params[len(list(model.parameters())):]  # trained beside the model (a gate, a bias head)
     model.to(device)
+    precision = precision if precision is not None else current()
     precision.apply_tf32(device)
     scaler = precision.grad_scaler(device)
     set_training(model, freeze_norm_stats)

@@ -29,6 +29,7 @@ from maskbench.masking.deciders import Decider
 from maskbench.masking.density import density
 from maskbench.masking.granularity import Granularity, GranularityError, Head, Units, Weight, granularity_for
 from maskbench.masking.selectors import module_kind, select_modules
+from maskbench.precision import outside_autocast
 
 
 class Masked(nn.Module):
@@ -72,6 +73,11 @@ class Masked(nn.Module):
     def forward(self, weight: torch.Tensor) -> torch.Tensor:
         if self.bypassed:
             return weight
+        # the mask is decided in fp32 even under CUDA autocast (bf16/fp16): see precision.outside_autocast
+        with outside_autocast(weight.device.type):
+            return self._masked(weight)
+
+    def _masked(self, weight: torch.Tensor) -> torch.Tensor:
         own = getattr(self.decider, "forward", None)
         if own is not None:
             return own(self, weight)
@@ -193,7 +199,12 @@ class MaskedModules:
         self.decider.set_step(step, total)
 
     def regularization(self) -> torch.Tensor | None:
-        return self.decider.regularizer(self.masks)
+        if not self.masks:
+            return self.decider.regularizer(self.masks)
+        # an L1 penalty on sigmoid(S) in fp32 even under CUDA autocast (precision.outside_autocast)
+        device_type = next(iter(self.masks.values())).scores.device.type
+        with outside_autocast(device_type):
+            return self.decider.regularizer(self.masks)
 
     def hard_masks(self) -> dict[str, np.ndarray]:
         """The final binary masks (True = kept), as numpy bool arrays of the weights' shapes."""

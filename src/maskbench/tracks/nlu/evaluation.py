@@ -14,6 +14,7 @@ import pandas as pd
 from maskbench import runtime
 from maskbench.data.schema import DataError, read_prepared
 from maskbench.metrics import compute_metrics
+from maskbench.precision import PRECISION_HELP, TF32_HELP
 from maskbench.text.batches import EncodedPairs, predict_proba
 from maskbench.text.models import input_view, model_labels
 
@@ -37,6 +38,8 @@ class EvalSetArgs:
                                                                  "same predictions up to float-sum order)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+    precision: str = field(default="fp32", metadata={"help": PRECISION_HELP})
+    tf32: bool = field(default=False, metadata={"help": TF32_HELP})
 
 
 @dataclass
