@@ -48,7 +48,7 @@ import numpy as np
 import torch
 
 from maskbench.precision import Precision
-from maskbench.runtime import atomic_write_json, seed_everything
+from maskbench.runtime import atomic_write_json, git_commit, seed_everything
 
 REPO = Path(__file__).resolve().parents[3]
 SECTIONS = ("environment", "finetune_steps", "mask_search_steps", "evaluation", "resume_on_cuda", "smoke_dag")
@@ -471,7 +471,9 @@ def summary_line(name: str, result: dict) -> str:
 
 
 def run_sections(names: list[str], sizes: Sizes, out: Path, allow_cpu: bool = False) -> dict:
-    report = {"tool": "maskbench.tools.gpu_check", "quick": sizes == QUICK, "sections": {}}
+    begun = time.perf_counter()
+    report = {"tool": "maskbench.tools.gpu_check", "commit": git_commit(REPO), "quick": sizes == QUICK,
+              "sections": {}}
     for name in names:
         started = time.perf_counter()
         try:
@@ -484,8 +486,13 @@ def run_sections(names: list[str], sizes: Sizes, out: Path, allow_cpu: bool = Fa
             result = {"status": "failed", "reason": "".join(traceback.format_exc().splitlines(True)[-8:])}
         result["section_seconds"] = round(time.perf_counter() - started, 2)
         report["sections"][name] = result
+        report["total_seconds"] = round(time.perf_counter() - begun, 2)
         atomic_write_json(out, report)
-        print(summary_line(name, result), flush=True)
+        try:
+            line = summary_line(name, result)
+        except Exception as err:  # noqa: BLE001  the JSON is written; a summary line must not stop the check
+            line = f"{name}: {result['status']} (no summary line: {err!r})"
+        print(line, flush=True)
     return report
 
 
