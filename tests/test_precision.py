@@ -13,7 +13,7 @@ import yaml
 from maskbench import precision as prec
 from maskbench.cli import shell_args
 from maskbench.masking.deciders import MovementSigmoid
-from maskbench.masking.engine import attach
+from maskbench.masking.engine import attach, outside_autocast
 from maskbench.precision import FP32, Precision, PrecisionError, parse_precision
 from maskbench.resume import Resume
 from maskbench.train import Hook, TrainHParams, fit, trainable_groups
@@ -92,7 +92,7 @@ def test_the_cpu_gets_no_autocast_scaler_or_tf32_switch():
     assert Precision("bf16").dtype() is torch.bfloat16 and Precision("fp16").dtype() is torch.float16
     # inside CPU autocast (which maskbench never turns on) the guard still switches it off for the mask
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        with prec.outside_autocast("cpu"):
+        with outside_autocast("cpu"):
             assert not torch.is_autocast_enabled("cpu")
         assert torch.is_autocast_enabled("cpu")
 

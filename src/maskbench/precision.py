@@ -90,21 +90,6 @@ def current() -> Precision:
     return _current
 
 
-def outside_autocast(device_type: str):
-    """A context that switches autocast off where it is on (CUDA under bf16/fp16), else does nothing.
-
-    Mask scores, thresholds and the sigmoid / top-k decisions run inside it (``masking.engine``): scores are fp32
-    parameters and the decisions compare them with thresholds near 0 (logit(0.1) = -2.2, a top-k's k-th score); an
-    fp16 copy keeps 11 bits of mantissa, so scores within ~1e-3 of a threshold would flip, ties in a top-k would
-    change, and a small L1 penalty on mean sigmoid(S) would lose precision. Under autocast the masked weight
-    W * m(S) is formed in fp32 and only the matmul that reads it is cast down, as for an unmasked weight."""
-    import torch
-
-    if torch.is_autocast_enabled(device_type):
-        return torch.autocast(device_type=device_type, enabled=False)
-    return contextlib.nullcontext()
-
-
 def _device_type(device) -> str:
     if device is None:
         return "cpu"
