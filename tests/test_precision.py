@@ -158,3 +158,28 @@ def test_the_workflow_passes_precision_only_where_a_config_sets_it():
         "--precision bf16 --tf32"
     with pytest.raises(ValueError, match="section 'finetune' has no precision key"):
         precision_options(paper, "finetune")
+
+
+def test_outputs_record_the_precision_only_when_set():
+    """At fp32 without TF32 a step's provenance and resume key are what they were before the settings existed (so
+    an offline run's outputs, mask headers included, keep their bytes); a set precision is recorded."""
+    from dataclasses import dataclass, field
+
+    from maskbench.resume import run_key
+    from maskbench.runtime import provenance
+
+    @dataclass
+    class Before:
+        out: str = "x"
+        seed: int = field(default=1)
+
+    @dataclass
+    class After(Before):
+        precision: str = prec.precision_field()
+        tf32: bool = prec.tf32_field()
+
+    assert provenance(After())["args"] == provenance(Before())["args"] == {"out": "x", "seed": 1}
+    assert run_key(After()) == run_key(Before())
+    assert provenance(After(precision="fp16", tf32=True))["args"] == {"out": "x", "seed": 1, "precision": "fp16",
+                                                                      "tf32": True}
+    assert run_key(After(precision="bf16")) != run_key(Before())

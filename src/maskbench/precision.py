@@ -17,7 +17,9 @@ autocast to bf16 exists in torch but would change every CPU number and run slowe
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from maskbench.runtime import RECORDED_WHEN_SET
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 
@@ -99,6 +101,16 @@ def _device_type(device) -> str:
 PRECISION_HELP = ("fp32, bf16 or fp16: autocast on CUDA around the forward pass and loss (fp16 with a GradScaler); "
                   "the CPU ignores it")
 TF32_HELP = "TF32 matmuls and cuDNN convolutions on CUDA (the CPU ignores it)"
+
+
+def precision_field():
+    """A step's ``precision`` argument; recorded in its outputs only when not fp32 (``runtime.recorded_fields``)."""
+    return field(default="fp32", metadata={"help": PRECISION_HELP, RECORDED_WHEN_SET: True})
+
+
+def tf32_field():
+    """A step's ``tf32`` argument; recorded in its outputs only when true."""
+    return field(default=False, metadata={"help": TF32_HELP, RECORDED_WHEN_SET: True})
 
 
 def use_args(args) -> Precision:

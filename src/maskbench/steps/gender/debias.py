@@ -24,7 +24,7 @@ from maskbench import precision, runtime
 from maskbench.checkpoints import write_checkpoint
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
-from maskbench.precision import PRECISION_HELP, TF32_HELP
+from maskbench.precision import precision_field, tf32_field
 from maskbench.resume import state_path_for
 from maskbench.steps import run_step
 from maskbench.tracks.gender.corpus import read_corpus
@@ -51,8 +51,8 @@ class GenderDebiasArgs:
         "help": "save the run's state every N steps beside --out and resume from it when rerun (0: never)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = field(default="fp32", metadata={"help": PRECISION_HELP})
-    tf32: bool = field(default=False, metadata={"help": TF32_HELP})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def parse_spec(text: str) -> DebiasSpec:

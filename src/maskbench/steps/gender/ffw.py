@@ -25,7 +25,7 @@ from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.ffw.core import mean_bias_accuracy, run_ffw
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
-from maskbench.precision import PRECISION_HELP, TF32_HELP
+from maskbench.precision import precision_field, tf32_field
 from maskbench.steps import run_step
 from maskbench.tracks.gender.attribute import ATTRIBUTES, attribute_sentences
 from maskbench.tracks.gender.corpus import read_corpus
@@ -55,8 +55,8 @@ class GenderFFWArgs:
     settings: str = field(default="{}", metadata={"help": "JSON of GenderFFWSettings fields"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = field(default="fp32", metadata={"help": PRECISION_HELP})
-    tf32: bool = field(default=False, metadata={"help": TF32_HELP})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def main(argv=None) -> int:

@@ -25,7 +25,7 @@ from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import read_prepared
 from maskbench.metrics import GLUE_METRICS, glue_scores
 from maskbench.objectives.losses import get_loss
-from maskbench.precision import PRECISION_HELP, TF32_HELP
+from maskbench.precision import precision_field, tf32_field
 from maskbench.steps import run_step
 from maskbench.text.batches import EncodedPairs, predict_proba
 from maskbench.text.classifier_training import objective_and_groups, read_dev
@@ -56,8 +56,8 @@ class GenderTaskArgs:
         "help": "the dev metric: accuracy, matthews (CoLA) or f1_accuracy (MRPC, QQP: F1 of the second label)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = field(default="fp32", metadata={"help": PRECISION_HELP})
-    tf32: bool = field(default=False, metadata={"help": TF32_HELP})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def main(argv=None) -> int:

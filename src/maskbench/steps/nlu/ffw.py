@@ -27,7 +27,7 @@ from maskbench.data.schema import read_prepared
 from maskbench.ffw.core import FFWSettings, run_ffw
 from maskbench.ffw.heads import bias_accuracy
 from maskbench.masking.apply import MaskSet, MaskSwitch, model_fingerprint
-from maskbench.precision import PRECISION_HELP, TF32_HELP
+from maskbench.precision import precision_field, tf32_field
 from maskbench.steps import run_step
 from maskbench.text.models import input_view, load_classifier
 from maskbench.tracks.nlu.bias.probs import read_probs
@@ -63,8 +63,8 @@ class NluFFWArgs:
     summary: Path | None = field(default=None, metadata={"help": "the run's JSON summary (default: --out with .json)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = field(default="fp32", metadata={"help": PRECISION_HELP})
-    tf32: bool = field(default=False, metadata={"help": TF32_HELP})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def readout(adapter, model, data: dict, classes: int, settings: FFWSettings, seed: int) -> float:

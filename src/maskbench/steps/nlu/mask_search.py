@@ -22,7 +22,7 @@ from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import DataError
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
 from maskbench.objectives.losses import get_loss
-from maskbench.precision import PRECISION_HELP, TF32_HELP
+from maskbench.precision import precision_field, tf32_field
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.steps import run_step
 from maskbench.text.batches import EncodedPairs
@@ -55,8 +55,8 @@ class MaskSearchArgs:
         "help": "1: deterministic kernels only (repeatable bits on GPUs, some speed lost; CPU runs are already)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = field(default="fp32", metadata={"help": PRECISION_HELP})
-    tf32: bool = field(default=False, metadata={"help": TF32_HELP})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def main(argv=None) -> int:

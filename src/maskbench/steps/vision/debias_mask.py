@@ -23,7 +23,7 @@ from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.ffw.heads import HeadSettings
 from maskbench.masking.apply import MaskSet, MaskSwitch, model_fingerprint
-from maskbench.precision import PRECISION_HELP, TF32_HELP
+from maskbench.precision import precision_field, tf32_field
 from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, load_run_model, loader, read_split
 from maskbench.tracks.vision.debias_masks import METHODS, MaskSettings, ProbImages, run_mask
@@ -51,8 +51,8 @@ class DebiasMaskArgs:
     head_settings: str = field(default="{}", metadata={"help": "JSON of HeadSettings (config vision.ffw.head)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = field(default="fp32", metadata={"help": PRECISION_HELP})
-    tf32: bool = field(default=False, metadata={"help": TF32_HELP})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def main(argv=None) -> int:

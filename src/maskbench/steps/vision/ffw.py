@@ -19,7 +19,7 @@ from pathlib import Path
 from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, model_fingerprint
-from maskbench.precision import PRECISION_HELP, TF32_HELP
+from maskbench.precision import precision_field, tf32_field
 from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, load_run_model, read_split
 from maskbench.tracks.vision.ffw import FFWSettings, run_ffw
@@ -39,8 +39,8 @@ class VisionFFWArgs:
     summary: Path | None = field(default=None, metadata={"help": "the run's JSON summary (default: --out with .json)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = field(default="fp32", metadata={"help": PRECISION_HELP})
-    tf32: bool = field(default=False, metadata={"help": TF32_HELP})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def summary_path(args: VisionFFWArgs) -> Path:

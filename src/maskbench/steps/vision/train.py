@@ -22,7 +22,7 @@ from pathlib import Path
 
 from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.precision import PRECISION_HELP, TF32_HELP
+from maskbench.precision import precision_field, tf32_field
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, loader, read_split, save_run_model
@@ -49,8 +49,8 @@ class VisionTrainArgs:
     deterministic: int = field(default=0, metadata={"help": "1: deterministic kernels only"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = field(default="fp32", metadata={"help": PRECISION_HELP})
-    tf32: bool = field(default=False, metadata={"help": TF32_HELP})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 class EpochSnapshots(Hook):

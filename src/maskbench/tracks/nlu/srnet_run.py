@@ -24,7 +24,7 @@ from maskbench.masking.apply import model_fingerprint
 from maskbench.masking.codec import read_mask_file
 from maskbench.masking.selectors import select_linear
 from maskbench.objectives.losses import NEEDS, get_loss
-from maskbench.precision import PRECISION_HELP, TF32_HELP
+from maskbench.precision import precision_field, tf32_field
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.text.batches import EncodedPairs
 from maskbench.text.classifier_training import accuracy_on
@@ -65,8 +65,8 @@ class SrnetArgs:
         "help": "1: deterministic kernels only (repeatable bits on GPUs, some speed lost; CPU runs are already)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = field(default="fp32", metadata={"help": PRECISION_HELP})
-    tf32: bool = field(default=False, metadata={"help": TF32_HELP})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def flag(name: str) -> str:
