@@ -183,3 +183,13 @@ def test_outputs_record_the_precision_only_when_set():
     assert provenance(After(precision="fp16", tf32=True))["args"] == {"out": "x", "seed": 1, "precision": "fp16",
                                                                       "tf32": True}
     assert run_key(After(precision="bf16")) != run_key(Before())
+
+
+def test_a_step_refuses_an_unknown_precision_as_it_parses(capsys):
+    from maskbench.steps.nlu.evaluate import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--precision", "fp8"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --precision: invalid choice: 'fp8'" in err and "fp32" in err and "fp16" in err

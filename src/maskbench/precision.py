@@ -105,7 +105,7 @@ TF32_HELP = "TF32 matmuls and cuDNN convolutions on CUDA (the CPU ignores it)"
 
 def precision_field():
     """A step's ``precision`` argument; recorded in its outputs only when not fp32 (``runtime.recorded_fields``)."""
-    return field(default="fp32", metadata={"help": PRECISION_HELP, RECORDED_WHEN_SET: True})
+    return field(default="fp32", metadata={"help": PRECISION_HELP, "choices": PRECISIONS, RECORDED_WHEN_SET: True})
 
 
 def tf32_field():
