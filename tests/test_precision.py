@@ -22,6 +22,15 @@ from maskbench.workflow_config import precision_options
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny fits: one torch thread (on a crowded 2-core machine two threads spin against each other)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 class Points(torch.utils.data.Dataset):
     """24 seeded points in 6 dimensions, 3 classes, batches as the loop's objectives read them."""
 

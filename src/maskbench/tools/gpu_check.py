@@ -112,8 +112,8 @@ def synchronize(device: torch.device) -> None:
 
 
 def reset_memory(device: torch.device) -> None:
-    gc.collect()
-    if device.type == "cuda":
+    if device.type == "cuda":  # the last variant's tensors freed before the peak is reset (a collection costs ~0.6 s)
+        gc.collect()
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
 
@@ -209,8 +209,8 @@ def timed_fit(model, device, precision: Precision, sizes: Sizes, groups: list[di
 
 def free(*objects) -> None:
     del objects
-    gc.collect()
     if cuda_present():
+        gc.collect()
         torch.cuda.empty_cache()
 
 
