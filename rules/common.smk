@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
 from maskbench.cli import Json, shell_args  # noqa: E402,F401 - the rules render their settings with these
 from maskbench.warm import Server as WarmServer, jobs_run_here  # noqa: E402
-from maskbench.workflow_config import check_references, check_renamed_keys, tracks_of  # noqa: E402
+from maskbench.workflow_config import check_references, check_renamed_keys, precision_options, tracks_of  # noqa: E402
 from maskbench.cluster_requests import check_requests  # noqa: E402
 from maskbench.results_folder import check_results_folder, claim_results_folder, config_name  # noqa: E402
 
@@ -148,6 +148,12 @@ def local_file(source, owner, key):
 
 def training_gpus():
     return COMPUTE["gpus_per_training_job"]
+
+
+def precision_args(section=None):
+    """`--precision` / `--tf32` of a training or scoring job (compute's, or paper C's, B's or D's own: section
+    srnets, gender or vision); empty at fp32 without TF32, the steps' defaults."""
+    return shell_args(**precision_options(config, section))
 
 
 # the config files snakemake was given (the embedded config.yaml without one), for the fetch rule (rules/fetch.smk)
