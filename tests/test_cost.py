@@ -77,9 +77,13 @@ def test_a_finetuning_costs_its_steps_over_nine_a_second_and_writes_one_checkpoi
 
 
 def test_precision_subset_batch_and_sweep_runs_scale_the_estimate():
+    # the job's own --precision decides (the rules pass it whenever it is not fp32); without one, fp32 even where
+    # compute.precision names another (paper C's jobs under the paper config)
     bf16 = {**CONFIG, "compute": {"precision": "bf16"}}
-    _, [half] = priced(block("f", ["m/model.safetensors"], finetune()), config=bf16)
+    _, [half] = priced(block("f", ["m/model.safetensors"], finetune() + " --precision bf16"), config=bf16)
     assert half.gpu_hours == pytest.approx(36_816 / 18 / 3600)
+    _, [full] = priced(block("f", ["m/model.safetensors"], finetune()), config=bf16)
+    assert full.gpu_hours == pytest.approx(36_816 / 9 / 3600)
     # paper A's undertrained weak learner: 2,000 examples, 5 epochs -> 63 x 5 steps
     _, [weak] = priced(block("b", ["b/train_probs.parquet"], finetune({**HP, "epochs": 5}, "--train-subset 2000")))
     assert weak.minutes == pytest.approx(315 / 9 / 60)

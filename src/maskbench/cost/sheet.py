@@ -133,7 +133,10 @@ class Pricer:
     def price(self, job: PlannedJob) -> JobCost:
         step, opts = job.step()
         hp = _json(opts, "hparams") or {}
-        precision = str(hp.get("precision") or _first(opts, "precision") or self.default_precision)
+        # a step's command carries --precision whenever it is not fp32 (the rules leave it out at fp32), so a job
+        # without one runs in fp32 whatever compute.precision says (paper C's and D's jobs under the paper config)
+        precision = str(hp.get("precision") or _first(opts, "precision") or "fp32")
+        self.rate(self.default_precision)  # the config's setting must have a rate too (checked once per job)
         cost = JobCost(rule=job.rule, family=family_of(job.rule, self.tasks), step=step, gpus=job.gpus, minutes=None,
                        requested_min=job.resource("runtime"), requested_mem_mb=job.resource("mem_mb"),
                        resumes=int(float(_first(opts, "checkpoint-every", 0) or 0)) > 0 and step not in NO_CARRY_OVER,
