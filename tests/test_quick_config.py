@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import yaml
-
 from test_workflow import REPO, planned_jobs, snakemake
 
 QUICK = yaml.safe_load((REPO / "configs/quick.yaml").read_text(encoding="utf-8"))
