@@ -265,6 +265,16 @@ class FFWSchedule(Hook):
         return decider.temperature < self.settings.min_temperature
 
 
+def head_weights(head: nn.Linear, device, copy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A head's weight and bias read on ``device`` (the batch's features'), detached copies with ``copy`` (the online
+    heads' step must not touch the graph); the head itself stays where it was trained."""
+    def read(t: torch.Tensor | None) -> torch.Tensor | None:
+        if t is None:
+            return None
+        return (t.detach().clone() if copy else t).to(device)
+    return read(head.weight), read(head.bias)
+
+
 def gate_objective(adapter: FFWAdapter, heads: list[nn.Linear], bias_classes: list[int], settings: FFWSettings,
                    online: OnlineHeads | None = None, masked: MaskedModules | None = None):
     """alpha * CE(task) + gamma * mean_b MI_b(bias_b, softmax(head_b(features))) on one batch. With ``online``
@@ -285,11 +295,12 @@ def gate_objective(adapter: FFWAdapter, heads: list[nn.Linear], bias_classes: li
             logits = adapter.logits(model, feats)
             ce = nn.functional.cross_entropy(logits, adapter.labels(batch).to(device))
         bias = adapter.bias(batch).to(device)
+        # the heads live where their features were extracted (the CPU: extract_features); the batch's features are
+        # on the model's device, so each head's weights are read there (a no-op on the CPU)
         if online is None:
-            outputs = [head(feats) for head in heads]
+            outputs = [nn.functional.linear(feats, *head_weights(head, device)) for head in heads]
         else:
-            outputs = [nn.functional.linear(feats, head.weight.detach().clone(), head.bias.detach().clone())
-                       for head in heads]
+            outputs = [nn.functional.linear(feats, *head_weights(head, device, copy=True)) for head in heads]
             online.step(heads, feats, bias)
         mis = [empirical_mi(bias[:, b], torch.softmax(out, dim=1), k)
                for b, (out, k) in enumerate(zip(outputs, bias_classes, strict=True))]

@@ -97,7 +97,9 @@ def online_head_step(head: nn.Linear, optimizer: torch.optim.Optimizer, features
     update during a gate epoch); returns the batch loss."""
     head.requires_grad_(True)
     try:
-        loss = nn.functional.cross_entropy(head(features.detach()), targets)
+        # the head stays where it was trained (the CPU); the batch's features may be on the model's GPU
+        where = head.weight.device
+        loss = nn.functional.cross_entropy(head(features.detach().to(where)), targets.to(where))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
