@@ -107,6 +107,20 @@ def read_evaluation(path: Path) -> dict:
     return record
 
 
+def read_evaluations(paths: list[Path]) -> list[dict]:
+    """The records of one side (masked or unmasked model): one per evaluation set and seed."""
+    records, seen = [], {}
+    for path in paths:
+        record = read_evaluation(path)
+        key = (record["eval_set"], record.get("seed"))
+        if key in seen:
+            raise ExportError(f"{path}: field 'seed' is {key[1]!r} for evaluation set {key[0]!r}, as in {seen[key]}; "
+                              "give one record per seed (maskbench evaluate --seed)")
+        seen[key] = path
+        records.append(record)
+    return records
+
+
 # ------------------------------------------------------------------------------------------------ the model
 def bake_mask(model, mask_set: MaskSet, prefix_map: dict[str, str] | None = None) -> None:
     """Write ``mask_set`` into ``model``'s weights (and the biases of rows it empties, as the masked evaluation
@@ -255,8 +269,8 @@ def export_masked_model(model_dir: str | Path, mask: str | Path | MaskSet, outpu
     mask_set = mask if isinstance(mask, MaskSet) else MaskSet.load(mask)
     if mask_set.path is None:
         raise ExportError("mask: field 'path' is None; save the mask (MaskSet.save) so that its sha256 is recorded")
-    masked = [read_evaluation(p) for p in evaluations or []]
-    unmasked = [read_evaluation(p) for p in baseline_evaluations or []]
+    masked = read_evaluations(evaluations or [])
+    unmasked = read_evaluations(baseline_evaluations or [])
     model, tokenizer = load_classifier(model_dir)
     fingerprint = model_fingerprint(model)
     MaskSwitch(model, fingerprint).check(mask_set)
