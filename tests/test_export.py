@@ -287,3 +287,14 @@ def test_the_api_page_s_example_runs(work, tmp_path, monkeypatch, capsys):
     exec(compile(example, "docs/api.md", "exec"), {})
     assert (tmp_path / "exported" / "md_undertrained_seed1" / "model.safetensors").is_file()
     assert f"({FFN}, {FFN - 2})" in capsys.readouterr().out
+
+
+def test_a_bad_search_setting_is_refused_naming_the_config_file(work, tmp_path, capsys):
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml.safe_dump({"mask_search": {"method": "movement_sigmod"}}))
+    argv = ["search", "--model", str(work / "ckpt"), "--train", str(work / "train.parquet"), "--output",
+            str(tmp_path / "x.mask")]
+    err = one_line_error(capsys, [*argv, "--config", str(config)])
+    assert f"{config}: field mask_search" in err and "'movement_sigmod'" in err
+    assert "field 'loss' is 'focal-ish'" in one_line_error(capsys, [*argv, "--loss", "focal-ish"])
+    assert not (tmp_path / "x.mask").exists()

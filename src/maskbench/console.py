@@ -153,12 +153,32 @@ def run_search(args: argparse.Namespace) -> int:
         section["hparams"] = {**section.get("hparams", {}), **overrides}
     if args.learning_rate is not None:
         section["score_learning_rate"] = args.learning_rate
+    check_search_settings(section, args)
     mask_set, summary = search_mask(args.model, args.train, args.output, dev=args.dev, loss=args.loss,
                                     bias_probs=args.bias_probs, teacher_probs=args.teacher_probs, seed=args.seed,
                                     mask_search=section or None, summary=args.summary, threads=args.threads,
                                     device=args.device)
     print(f"{args.output}: {summary['pruned_percent']:.2f}% pruned, dev accuracy {summary['final_dev_accuracy']}")
     return 0
+
+
+def check_search_settings(section: dict, args: argparse.Namespace) -> None:
+    """A config file's mask_search section and the loss, checked before any data or model is read: one line naming
+    the file, field and value (the workflow's schema does this for its own runs)."""
+    from maskbench.data.schema import DataError
+    from maskbench.objectives.losses import LOSSES
+    from maskbench.tracks.nlu.mask_search_run import search_settings
+    from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec
+    from maskbench.train import parse_hparams
+
+    if args.loss not in LOSSES:
+        raise DataError(f"--loss: field 'loss' is {args.loss!r}, not one of {sorted(LOSSES)}")
+    spec, hparams = search_settings(section or None)
+    try:
+        MaskSearchSpec.from_dict(spec)
+        parse_hparams(json.dumps(hparams))
+    except (TypeError, ValueError) as err:
+        raise DataError(f"{args.config or 'the search settings'}: field mask_search: {err}") from err
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
