@@ -1,4 +1,4 @@
-"""The ``maskbench`` command: search a debiasing mask for your model, evaluate and predict with or without it, inspect
+"""The maskbench command: search a debiasing mask for your model, evaluate and predict with or without it, inspect
 it, and export the masked model as a plain Hugging Face folder.
 
     maskbench search   --model CKPT --train train.parquet --dev dev.parquet --loss reweight --bias-probs b.parquet \\
@@ -9,7 +9,7 @@ it, and export the masked model as a plain Hugging Face folder.
     maskbench export   --model CKPT --mask my.mask --output-dir exported/ --evaluation eval/masked/*.json
 
 Each subcommand is a thin front to maskbench's Python API (maskbench/api.py), the same library code the workflow's
-steps run. ``maskbench <subcommand> --help`` explains its arguments. A bad input ends it with one line naming the
+steps run. `maskbench <subcommand> --help` explains its arguments. A bad input ends it with one line naming the
 file, field and value, and exit status 1; a usage error exits with 2.
 """
 
