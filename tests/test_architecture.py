@@ -26,8 +26,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                  "maskbench.config_files")),
     ("shared", ("maskbench.text", "maskbench.report", "maskbench.matrix")),
     ("tracks", ("maskbench.tracks",)),
+    ("api", ("maskbench.api",)),  # the public Python API: a facade over the layers below
     ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config", "maskbench.cluster_requests",
-                      "maskbench.cost")),
+                      "maskbench.cost", "maskbench.console")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 

@@ -24,6 +24,7 @@ USER_ERRORS = frozenset({
     "CorpusError",        # tracks/gender/corpus.py: the gender corpus
     "DataError",          # data/schema.py: a dataset, a prepared file, a probability file
     "DeparturesError",    # report/departures.py: docs/departures.yaml
+    "ExportError",        # text/hf_export.py: an export request (output folder, evaluation record)
     "GranularityError",   # masking/granularity.py: a granularity that does not fit the model
     "HeadError",          # tracks/gender/mlm.py: a masked-LM head file
     "HubError",           # hub.py: a Hub repo, revision or file missing from the Hub cache

@@ -10,113 +10,15 @@ fingerprint). Writes the mask file, then ``--summary`` (JSON: densities, trainin
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import logging
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
-
-from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.data.schema import DataError
-from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
-from maskbench.objectives.losses import get_loss
-from maskbench.precision import precision_field, tf32_field
-from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.steps import run_step
-from maskbench.text.batches import EncodedPairs
-from maskbench.text.classifier_training import accuracy_on, objective_and_groups
-from maskbench.text.models import input_view, load_classifier, model_labels
-from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec, attach_scores
-from maskbench.tracks.nlu.training import read_training_inputs
-from maskbench.train import fit, parse_hparams, total_steps
-
-log = logging.getLogger("maskbench.steps.nlu.mask_search")
-
-
-@dataclass
-class MaskSearchArgs:
-    model_dir: Path = field(metadata={"help": "fine-tuned checkpoint to search a mask in (weights stay frozen)"})
-    train: Path = field(metadata={"help": "prepared training parquet"})
-    out: Path = field(metadata={"help": "mask file to write (.mask)"})
-    summary: Path = field(metadata={"help": "JSON summary to write last"})
-    seed: int = field(metadata={"help": "fixes data order and dropout"})
-    dev: Path | None = field(default=None, metadata={"help": "prepared ID dev parquet, scored after each epoch"})
-    spec: str = field(default="{}", metadata={"help": "JSON of MaskSearchSpec fields (config mask_search)"})
-    hparams: str = field(default="{}", metadata={"help": "JSON of TrainHParams fields for the scores' optimiser"})
-    loss: str = field(default="ce", metadata={"help": "objective name in maskbench.objectives.losses"})
-    loss_hparams: str = field(default="{}", metadata={"help": "JSON of the objective's hyper-parameters"})
-    bias_probs: Path | None = field(default=None, metadata={"help": "bias model probabilities of the training set"})
-    teacher_probs: Path | None = field(default=None, metadata={"help": "teacher probabilities of the training set"})
-    checkpoint_every: int = field(default=0, metadata={
-        "help": "save the search's state every N steps beside --out and resume from it when rerun (0: never)"})
-    deterministic: int = field(default=0, metadata={
-        "help": "1: deterministic kernels only (repeatable bits on GPUs, some speed lost; CPU runs are already)"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = precision_field()
-    tf32: bool = tf32_field()
+from maskbench.tracks.nlu.mask_search_run import MaskSearchArgs, run_mask_search
 
 
 def main(argv=None) -> int:
     setup_logging()
     args = parse_dataclass(MaskSearchArgs, argv, "python -m maskbench.steps nlu.mask_search", __doc__.splitlines()[0])
-    spec = MaskSearchSpec.from_dict(json.loads(args.spec))
-    if args.deterministic not in (0, 1):
-        raise ValueError(f"--deterministic must be 0 or 1, got {args.deterministic}")
-    hp = parse_hparams(args.hparams)
-    loss_fn = get_loss(args.loss, **json.loads(args.loss_hparams))
-    train_df, labels, train_meta, example_tensors, dev = read_training_inputs(args)
-    runtime.set_threads(args.threads)
-    runtime.set_deterministic(bool(args.deterministic))
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
-    model, tokenizer = load_classifier(args.model_dir)
-    if model_labels(model) != labels:
-        raise DataError(f"{args.train}: field 'labels' is {labels}, but the model in {args.model_dir} predicts "
-                        f"{model_labels(model)}")
-    fingerprint = model_fingerprint(model)
-    runtime.seed_everything(args.seed)
-    view = input_view(model)
-    data = EncodedPairs(tokenizer, train_df.text_a, train_df.text_b, train_df.label, hp.max_length, view)
-    steps = total_steps(len(data), hp)
-    scores = attach_scores(model, spec, steps)
-    masked_fingerprint = masked_modules_fingerprint(model, scores.masks)
-    n_scores = sum(p.numel() for p in scores.parameters())
-    log.info("mask search (%s) on %s: %d matrices, %d scores, %d steps, loss %s", spec.method, args.model_dir,
-             len(scores.masks), n_scores, steps, args.loss)
-    evaluate = accuracy_on(dev, tokenizer, hp, device, view) if dev is not None else None
-    started = time.perf_counter()
-    objective, groups = objective_and_groups(model, args.loss, loss_fn, device, hp, example_tensors,
-                                             scores.regularization if spec.l1_lambda > 0 else None)
-    resume = (Resume(state_path_for(args.out), args.checkpoint_every, run_key(args)) if args.checkpoint_every > 0
-              else None)
-    curve = fit(model, data, objective, hp, args.seed, device, evaluate, groups=groups, step_hook=scores.set_step,
-                resume=resume)
-    seconds = time.perf_counter() - started
-    mask_set = MaskSet(scores.hard_masks(), {
-        "method": spec.method, "spec": dataclasses.asdict(spec), "hparams": dataclasses.asdict(hp),
-        "loss": args.loss, "loss_hparams": json.loads(args.loss_hparams),
-        "bias_probs": str(args.bias_probs) if args.bias_probs else None, "train": str(args.train),
-        "task": train_meta.get("task"), "seed": args.seed, "model_dir": str(args.model_dir),
-        "model_fingerprint": fingerprint, "masked_fingerprint": masked_fingerprint,
-        "zero_bias_of_empty_rows": spec.zero_bias_of_empty_rows,
-        "provenance": runtime.provenance(args, args.seed),
-    })
-    stats = mask_set.save(args.out)
-    density = mask_set.density()
-    final_dev = next((p["dev_accuracy"] for p in reversed(curve) if "dev_accuracy" in p), None)
-    runtime.atomic_write_json(args.summary, {
-        "mask": str(args.out), "density": density, "pruned_percent": 100 * (1 - density),
-        "module_density": mask_set.module_density(), "file": stats, "n_scores": n_scores, "steps": steps,
-        "search_seconds": seconds, "final_dev_accuracy": final_dev, "curve": curve, "device": str(device),
-        "meta": {k: v for k, v in mask_set.meta.items() if k != "module_density"},
-    })
-    if resume is not None:
-        resume.done()
-    log.info("wrote %s: %.2f%% pruned, %d bytes, dev accuracy %s, %.1fs", args.out, 100 * (1 - density),
-             stats["file_bytes"], final_dev, seconds)
+    run_mask_search(args)
     return 0
 
 

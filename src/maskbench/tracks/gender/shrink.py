@@ -4,7 +4,9 @@ parameter counts and CPU latency measure what the pruning saves.
 
 Input: an encoder whose mask is already *baked into the weights* (exact zeros; ``evaluation.load_run`` on a
 ``.mask`` file gives one). Dead units are read off the zeros, so a unit that happens to be zero in the pre-trained
-model is removed as well — exact either way. An encoder still carrying mask parametrizations is refused.
+model is removed as well — exact either way. An encoder still carrying mask parametrizations is refused. Which units
+are removable and their removal live in maskbench/text/bert_units.py (shared with the Hugging Face export); what
+follows is why.
 
 What a head contributes. Head h of a layer (head size d, columns c_h = [h d, (h + 1) d)) adds to the attention
 output dense O (before its bias)
@@ -59,6 +61,16 @@ from torch.nn.utils import parametrize
 
 from maskbench import runtime
 from maskbench.checkpoint_integrity import seal_safetensors, verify_safetensors
+from maskbench.text.bert_units import (
+    columns,
+    dead_heads,
+    dead_neurons,
+    folded_bias,
+    head_index,
+    linear,
+    remove_neurons,
+    rows,
+)
 
 WEIGHTS_FILE = "model.safetensors"
 LAYERS_FILE = "shrunk_layers.json"
@@ -95,82 +107,6 @@ class NoSelfAttention(nn.Module):
         return hidden_states.new_zeros(*hidden_states.shape[:-1], 0), None
 
 
-# ------------------------------------------------------------------------------------------------ building blocks
-def _linear(weight: torch.Tensor, bias: torch.Tensor | None) -> nn.Linear:
-    """An nn.Linear holding exactly ``weight`` (out x in) and ``bias`` — built on the meta device and filled, so an
-    empty shape neither allocates nor warns about initialising a zero-element tensor."""
-    layer = nn.Linear(1, 1, bias=bias is not None, device="meta")
-    layer.in_features, layer.out_features = int(weight.shape[1]), int(weight.shape[0])
-    layer.weight = nn.Parameter(weight.detach().clone().contiguous(), requires_grad=False)
-    if bias is not None:
-        layer.bias = nn.Parameter(bias.detach().clone().contiguous(), requires_grad=False)
-    return layer
-
-
-def _rows(layer: nn.Linear, index: torch.Tensor) -> nn.Linear:
-    return _linear(layer.weight[index], None if layer.bias is None else layer.bias[index])
-
-
-def _columns(layer: nn.Linear, index: torch.Tensor, bias: torch.Tensor | None) -> nn.Linear:
-    return _linear(layer.weight[:, index], bias)
-
-
-def _folded_bias(layer: nn.Linear, columns: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-    """``layer``'s bias plus the contribution W[:, columns] values of constant inputs, summed in float64."""
-    weight = layer.weight.detach().to(torch.float64)[:, columns]
-    bias = layer.bias.detach().to(torch.float64) + weight @ values.to(torch.float64)
-    return bias.to(layer.bias.dtype)
-
-
-def _head_index(heads: list[int], head_size: int) -> torch.Tensor:
-    """The rows of Q, K, V (columns of O) that belong to ``heads``."""
-    return torch.tensor([h * head_size + i for h in heads for i in range(head_size)], dtype=torch.long)
-
-
-# ------------------------------------------------------------------------------------------------ reading the zeros
-def dead_heads(attention, head_size: int) -> tuple[list[int], list[int]]:
-    """``(removed, folded)`` heads of one ``BertAttention``: removed when its V rows or its O columns are all
-    zero; folded when removed for its V rows while its V bias and O columns are not zero (the constant
-    O[:, c_h] b_v[c_h] goes into O's bias)."""
-    value, out = attention.self.value, attention.output.dense
-    heads = value.out_features // head_size
-    v_rows = value.weight.detach().reshape(heads, head_size, -1)
-    o_cols = out.weight.detach().reshape(out.out_features, heads, head_size)
-    v_bias = value.bias.detach().reshape(heads, head_size) if value.bias is not None else None
-    removed, folded = [], []
-    for h in range(heads):
-        v_zero = not bool(v_rows[h].any())
-        o_zero = not bool(o_cols[:, h].any())
-        if v_zero or o_zero:
-            removed.append(h)
-            if v_zero and not o_zero and v_bias is not None and bool(v_bias[h].any()):
-                folded.append(h)
-    return removed, folded
-
-
-def dead_neurons(intermediate, output) -> tuple[list[int], list[int]]:
-    """``(removed, folded)`` FFN neurons of one layer: removed when the ``intermediate.dense`` row or the
-    ``output.dense`` column is all zero; folded when removed for its row while act(b1[j]) and the column are not
-    zero (the constant W2[:, j] act(b1[j]) goes into W2's bias)."""
-    w1, w2 = intermediate.dense.weight.detach(), output.dense.weight.detach()
-    row_zero = ~w1.any(dim=1)
-    col_zero = ~w2.any(dim=0)
-    constant = _constants(intermediate, torch.nonzero(row_zero).flatten())
-    folded_mask = torch.zeros_like(row_zero)
-    folded_mask[row_zero] = constant != 0
-    folded_mask &= ~col_zero
-    removed = torch.nonzero(row_zero | col_zero).flatten().tolist()
-    return removed, torch.nonzero(folded_mask).flatten().tolist()
-
-
-def _constants(intermediate, neurons: torch.Tensor) -> torch.Tensor:
-    """act(b1[j]) of the neurons whose input row is zero, float64."""
-    bias = intermediate.dense.bias
-    if bias is None:
-        return torch.zeros(len(neurons), dtype=torch.float64)
-    return intermediate.intermediate_act_fn(bias.detach().to(torch.float64)[neurons])
-
-
 # ------------------------------------------------------------------------------------------------ removing
 def _shrink_attention(attention, head_size: int, report: LayerShrink) -> None:
     removed, folded = dead_heads(attention, head_size)
@@ -178,38 +114,28 @@ def _shrink_attention(attention, head_size: int, report: LayerShrink) -> None:
     out = attention.output.dense
     bias = out.bias
     if folded and bias is not None:
-        index = _head_index(folded, head_size)
-        bias = _folded_bias(out, index, attention.self.value.bias.detach()[index])
+        index = head_index(folded, head_size)
+        bias = folded_bias(out, index, attention.self.value.bias.detach()[index])
     if not removed:
         return
     kept = report.heads_kept
-    index = _head_index(kept, head_size)
-    attention.output.dense = _columns(out, index, bias)
+    index = head_index(kept, head_size)
+    attention.output.dense = columns(out, index, bias)
     if not kept:
         attention.self = NoSelfAttention()
         report.attention_removed = True
         return
     self_attention = attention.self
     for name in ("query", "key", "value"):
-        setattr(self_attention, name, _rows(getattr(self_attention, name), index))
+        setattr(self_attention, name, rows(getattr(self_attention, name), index))
     self_attention.num_attention_heads = len(kept)
     self_attention.all_head_size = len(kept) * head_size
 
 
 def _shrink_ffn(layer, report: LayerShrink) -> None:
-    intermediate, output = layer.intermediate, layer.output
-    removed, folded = dead_neurons(intermediate, output)
+    removed, folded = dead_neurons(layer.intermediate, layer.output)
     report.ffn_removed, report.ffn_folded = removed, folded
-    if not removed:
-        return
-    bias = output.dense.bias
-    if folded and bias is not None:
-        index = torch.tensor(folded, dtype=torch.long)
-        bias = _folded_bias(output.dense, index, _constants(intermediate, index))
-    gone = set(removed)
-    kept = torch.tensor([j for j in range(report.ffn_neurons) if j not in gone], dtype=torch.long)
-    intermediate.dense = _rows(intermediate.dense, kept)
-    output.dense = _columns(output.dense, kept, bias)
+    remove_neurons(layer, removed, folded)
 
 
 def _check_encoder(encoder) -> None:
@@ -247,7 +173,7 @@ def _widths(report: LayerShrink) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ save / load
 def _empty(out_features: int, in_features: int, bias: bool) -> nn.Linear:
-    return _linear(torch.zeros(out_features, in_features), torch.zeros(out_features) if bias else None)
+    return linear(torch.zeros(out_features, in_features), torch.zeros(out_features) if bias else None)
 
 
 def _resize(model, shrunk_layers: list[dict[str, Any]]) -> None:
