@@ -49,7 +49,8 @@ def tokenizer_and_model(folder, vocab):
 
 
 def encode(tokenizer, frame):
-    return tokenizer(list(frame.claim), list(frame.evidence), truncation=True, max_length=MAX_LENGTH, padding=True,
+    """The pairs as the template maps them: text_a the evidence, text_b the claim."""
+    return tokenizer(list(frame.evidence), list(frame.claim), truncation=True, max_length=MAX_LENGTH, padding=True,
                      return_tensors="pt")
 
 

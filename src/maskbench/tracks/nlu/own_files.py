@@ -10,16 +10,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from maskbench.data.local_source import read_local_table
-from maskbench.data.schema import DataError
-from maskbench.tracks.nlu.bias.precomputed import checked_values
-from maskbench.tracks.nlu.given_model import check_checkpoint_labels, local_folder
 from maskbench.tracks.nlu.workflow_plan import FINETUNED, PRECOMPUTED
 
 
 def check_own_files(config: Mapping, train_file: Callable[[str], str | Path]) -> None:
     """``train_file(dataset)``: the local file of a dataset (rules/common.smk's ``local_file``, which stops the
-    workflow on a missing one)."""
+    workflow on a missing one). The readers are imported here, not with the module: planning a config without
+    such files imports no pandas."""
+    from maskbench.data.local_source import read_local_table
+    from maskbench.data.schema import DataError
+    from maskbench.tracks.nlu.bias.precomputed import checked_values
+    from maskbench.tracks.nlu.given_model import check_checkpoint_labels, local_folder
+
     datasets, tasks = config["datasets"], config["tasks"]
     model = config["model"]
     if model["init"] == FINETUNED:

@@ -48,7 +48,7 @@ class NluPlan:
         self.mask_search = config["mask_search"]
         self.mask_method = self.mask_search["method"]
         # `model: {init: finetuned}`: the user's fine-tuned classifier is every seed's baseline, taken in as it is
-        self.given = config["model"]["init"] == FINETUNED
+        self.given = config["model"].get("init") == FINETUNED
         # mask rows of Table 1 that this config reports (each is one mask search per task and seed)
         self.mask_rows = [r for r in self.rows if r in self.md]
         self.neural_sources = [s for s, spec in self.sources.items() if spec["kind"] in NEURAL_KINDS]
