@@ -280,3 +280,20 @@ def test_paper_a_figures_stand_only_beside_a_table_that_declares_paper_a():
     paper_a = build_table1(FEVER_EVALS, FEVER, ["baseline"], paper="A")
     assert paper_a["paper"].iloc[0] == 85.67
     assert to_markdown(paper_a, FEVER).splitlines()[2] == "| Baseline | 71.50 ± 0.71 (85.67) |"
+
+
+def test_a_hub_id_already_in_the_hub_cache_is_checked_while_planning(tmp_path, monkeypatch):
+    from maskbench.miniature.hub_cache import write_repo
+
+    cache = tmp_path / "hub"
+    labels = {"id2label": {"0": "supported", "1": "not_enough_info", "2": "refuted"}}
+    write_repo(cache, "someone/claims-model", "model", "main", {"config.json": json.dumps(labels).encode()})
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config, _ = own_config(tmp_path)
+    config["model"]["path"] = "someone/claims-model"
+    with pytest.raises(DataError, match=r"snapshots/\w+/config.json: field 'id2label' has value \['supported', "
+                                        r"'not_enough_info', 'refuted'\]"):
+        check(config)
+    config["model"]["path"] = "someone/not-fetched-yet"  # not in the cache: the import job checks it
+    check(config)
