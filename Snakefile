@@ -32,6 +32,7 @@ if "matrix" in config:
     include: "rules/matrix.smk"
 
     TARGETS["all"] += rules.matrix_report.output
+    PAPER_TARGETS["matrix"] = rules.matrix_report.output
 
 
 rule all:
@@ -58,3 +59,13 @@ rule masks_all:
 rule evaluate_all:
     input:
         TARGETS["evaluate"],
+
+
+# one table, figure or paper at a time (docs/cluster.md, "One table at a time"): `snakemake paper_a_table1`, ...
+for _target, _files in PAPER_TARGETS.items():
+
+    rule:
+        name:
+            _target
+        input:
+            _files,

@@ -18,8 +18,9 @@ sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
 from maskbench.cli import Json, shell_args  # noqa: E402,F401 - the rules render their settings with these
 from maskbench.warm import Server as WarmServer, jobs_run_here  # noqa: E402
-from maskbench.workflow_config import check_references, check_renamed_keys, tracks_of  # noqa: E402
+from maskbench.workflow_config import check_references, check_renamed_keys, precision_options, tracks_of  # noqa: E402
 from maskbench.cluster_requests import check_requests  # noqa: E402
+from maskbench.results_folder import check_results_folder, claim_results_folder, config_name  # noqa: E402
 
 # schemas/config.schema.yaml holds the shared keys and applies schemas/<track>.schema.yaml for every track the
 # config names, so a key that is neither shared nor of a named track is refused. Each track's schema is applied
@@ -35,6 +36,13 @@ check_references(config)
 # job is queued (src/maskbench/cluster_requests.py; docs/cluster.md, "Requests")
 try:
     check_requests(config)
+except ValueError as err:
+    raise WorkflowError(str(err)) from None
+# each config in its own results folder: a folder another config's run has claimed is refused here
+# (src/maskbench/results_folder.py); the claim is written when a run starts (onstart, below)
+CONFIG_NAME = config_name(workflow.overwrite_configfiles or [])
+try:
+    check_results_folder(config["results"], CONFIG_NAME)
 except ValueError as err:
     raise WorkflowError(str(err)) from None
 
@@ -66,6 +74,8 @@ if workflow.remote_exec:
 
 
 onstart:
+    if workflow.is_main_process:
+        claim_results_folder(config["results"], CONFIG_NAME)
     WARM["server"] = WarmServer.start(local=workflow.local_exec and workflow.is_main_process,
                                       jobs=sum(1 for job in workflow.dag.needrun_jobs() if job.is_shell))
 
@@ -85,9 +95,14 @@ COMPUTE = config["compute"]
 
 # what the Snakefile's targets build, each track adding its files (rules/<track>/common.smk): target -> files
 TARGETS = {"all": [], "prepare": [], "train": [], "masks": [], "evaluate": []}
+# one table or figure at a time (docs/cluster.md, "One table at a time"): target name -> the files that table, figure
+# or paper needs, each track adding the targets of what it plans; the Snakefile makes a rule of each
+PAPER_TARGETS = {}
 # the cross-paper matrix (config `matrix:`, rules/matrix.smk): each track planning matrix cells adds its records
 # file here (rules/<track>/common.smk)
 MATRIX_CELLS = []
+# a checkpoint only evaluations read, deleted once they have all finished when compute.temp_checkpoints is set
+scored_checkpoint = lambda path: temp(path) if COMPUTE.get("temp_checkpoints") else path
 # what a light one-core job (a report, a records file) asks of a cluster
 LIGHT_RESOURCES = {"mem_mb": COMPUTE["eval_mem_mb"], "runtime": COMPUTE["eval_runtime_min"]}
 
@@ -133,6 +148,12 @@ def local_file(source, owner, key):
 
 def training_gpus():
     return COMPUTE["gpus_per_training_job"]
+
+
+def precision_args(section=None):
+    """`--precision` / `--tf32` of a training or scoring job (compute's, or paper C's, B's or D's own: section
+    srnets, gender or vision); empty at fp32 without TF32, the steps' defaults."""
+    return shell_args(**precision_options(config, section))
 
 
 # the config files snakemake was given (the embedded config.yaml without one), for the fetch rule (rules/fetch.smk)

@@ -16,6 +16,7 @@ rule matrix_report:
         figure=f"{R}/figures/matrix.png",
     params:
         delta=lambda wildcards: config["matrix"]["delta"],
+        label=" " + shell_args(label=config["label"]) if config.get("label") else "",
     log:
         f"{R}/logs/matrix_report/matrix.log",
     localrule: True
@@ -26,4 +27,4 @@ rule matrix_report:
         "../envs/maskbench.yaml"
     shell:
         "python -m maskbench.steps matrix.report --cells {input.cells:q} --delta {params.delta}"
-        " --table {output.table:q} --markdown {output.markdown:q} --figure {output.figure:q} > {log:q} 2>&1"
+        " --table {output.table:q} --markdown {output.markdown:q} --figure {output.figure:q}{params.label} > {log:q} 2>&1"

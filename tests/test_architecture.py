@@ -20,13 +20,14 @@ PACKAGE = "maskbench"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("maskbench.cli", "maskbench.runtime", "maskbench.resume", "maskbench.metrics", "maskbench.step_timing",
               "maskbench.objectives", "maskbench.config_checks", "maskbench.errors", "maskbench.forced_jobs",
-              "maskbench.staging")),
+              "maskbench.staging", "maskbench.results_folder", "maskbench.precision")),
     ("library", ("maskbench.data", "maskbench.masking", "maskbench.ffw", "maskbench.checkpoints", "maskbench.checkpoint_integrity",
                  "maskbench.overhead", "maskbench.train", "maskbench.warm", "maskbench.hub", "maskbench.miniature",
                  "maskbench.config_files")),
     ("shared", ("maskbench.text", "maskbench.report", "maskbench.matrix")),
     ("tracks", ("maskbench.tracks",)),
-    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config", "maskbench.cluster_requests")),
+    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config", "maskbench.cluster_requests",
+                      "maskbench.cost")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 

@@ -6,8 +6,10 @@ import pandas as pd
 
 from maskbench.report.captions import (
     banner,
+    caption,
     data_kind,
     data_label,
+    labelled,
     resolve_kinds,
     set_kinds_of,
     stamp,
@@ -85,3 +87,16 @@ def test_table1_heads_a_synthetic_column_as_synthetic():
     # a table read back from CSV keeps the kinds; one written before the column has none and reads as before
     assert to_markdown(long.drop(columns="data"), columns).splitlines()[0] == \
         "| Method | MNLI Val. | MNLI Neg. | QQP Val. | QQP PAWS acc. |"
+
+
+def test_a_configs_label_heads_its_tables_and_captions():
+    """configs/quick.yaml's `label:` is the first line of each markdown table and caption; without one, nothing
+    changes (the other configs' outputs stay byte-identical)."""
+    assert labelled("| a |\n", "Quick look") == "**Quick look**\n\n| a |\n"
+    assert labelled("| a |\n", None) == "| a |\n"
+    config = {"seeds": [1, 2], "results": "results/quick", "label": "Quick look, no verdicts"}
+    assert caption(["real"], ["mnli 10"], "m", config, "configs/quick.yaml") == (
+        "**Quick look, no verdicts** **On real data.** Data: mnli 10. Model: m. Seeds: 1, 2. "
+        "Config: `configs/quick.yaml` (outputs under `results/quick/`).")
+    del config["label"]
+    assert caption(["real"], ["mnli 10"], "m", config, "c.yaml").startswith("**On real data.** Data: mnli 10.")

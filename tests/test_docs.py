@@ -273,7 +273,7 @@ def test_a_fresh_smoke_run_matches_the_testing_page_within_the_spread(smoke_run)
 
     page = dict((name, body) for name, body in SECTION.findall((REPO / "docs" / "testing.md").read_text()))
     shown = table_grid(page["smoke_table1"])
-    tables = smoke_run / "results" / "tables"
+    tables = smoke_run / "results/smoke" / "tables"
     fresh = table_grid((tables / "table1.md").read_text())
     assert shown.keys() == fresh.keys(), sorted(set(shown) ^ set(fresh))
     floor = 100.0 / int(pd.read_csv(tables / "datasets.csv")["n_examples"].min())  # one example, in points

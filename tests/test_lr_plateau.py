@@ -107,13 +107,13 @@ def test_a_plateau_run_lowers_its_rate_stops_and_resumes_bit_identically(tmp_pat
 
     real, dead, ran = train_module.train_step, {"done": False}, []
 
-    def dying(model, batch, objective, optimizer, scheduler, clip, norm, step, times=None):
+    def dying(model, batch, objective, optimizer, scheduler, clip, norm, step, times=None, **precision):
         if step == 9 and not dead["done"]:
             dead["done"] = True
             raise RuntimeError("killed")
         if dead["done"]:
             ran.append(step)
-        return real(model, batch, objective, optimizer, scheduler, clip, norm, step, times)
+        return real(model, batch, objective, optimizer, scheduler, clip, norm, step, times, **precision)
 
     monkeypatch.setattr(train_module, "train_step", dying)
     with pytest.raises(RuntimeError, match="killed"):

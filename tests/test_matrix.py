@@ -188,7 +188,7 @@ def test_report_step_writes_table_grid_and_figure(tmp_path):
 def test_the_smoke_dag_writes_the_tiny_matrix(smoke_run):
     """Every track's cells reach the table: each benchmark with its baseline, the papers' own cells marked, every
     record's pick taken by the rule, the figure drawn."""
-    results = smoke_run / "results"
+    results = smoke_run / "results/smoke"
     table = pd.read_csv(results / "tables" / "matrix.csv", keep_default_na=False, na_values=[""])
     benchmarks = set(table.benchmark)
     assert benchmarks == {"mnli_hans", "mnli_negation", "gender_seat", "gender_crows", "biased_mnist_0.99",

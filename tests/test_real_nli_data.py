@@ -242,7 +242,7 @@ def test_a_column_absent_from_the_whole_file_names_the_key(tmp_path):
 
 # ------------------------------------------------------- 5a: the local file is an input of its preparation
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
-PREPARED = "results/nlu/data/prepared/hans.parquet"
+PREPARED = "results/default/nlu/data/prepared/hans.parquet"
 
 
 def snakemake(workdir, *args):

@@ -48,10 +48,10 @@ def finetune(data, out, *extra):
 def kill_at(monkeypatch, step_to_die):
     real = train_module.train_step
 
-    def dying(model, batch, objective, optimizer, scheduler, clip, norm, step, times=None):
+    def dying(model, batch, objective, optimizer, scheduler, clip, norm, step, times=None, **precision):
         if step == step_to_die:
             raise Killed(f"killed before step {step}")
-        return real(model, batch, objective, optimizer, scheduler, clip, norm, step, times)
+        return real(model, batch, objective, optimizer, scheduler, clip, norm, step, times, **precision)
 
     monkeypatch.setattr(train_module, "train_step", dying)
 
@@ -60,9 +60,9 @@ def count_steps(monkeypatch) -> list:
     """Record the steps the loop runs (a resumed run must not redo the steps before its state)."""
     real, ran = train_module.train_step, []
 
-    def counting(model, batch, objective, optimizer, scheduler, clip, norm, step, times=None):
+    def counting(model, batch, objective, optimizer, scheduler, clip, norm, step, times=None, **precision):
         ran.append(step)
-        return real(model, batch, objective, optimizer, scheduler, clip, norm, step, times)
+        return real(model, batch, objective, optimizer, scheduler, clip, norm, step, times, **precision)
 
     monkeypatch.setattr(train_module, "train_step", counting)
     return ran

@@ -126,8 +126,8 @@ def test_the_smoke_plan_reads_paper_c_evaluations_and_summaries(dry_run):
     assert planned_jobs(output)["matrix_cells_nlu"] == 1
     block = output.split("rule matrix_cells_nlu:")[1].split("\n\n")[0]
     inputs = {p.strip() for p in block.split("input:")[1].split("\n")[0].split(",")}
-    srn = "results/nlu/mnli/bert-scratch-tiny/srnets"
-    evaluations = "results/nlu/mnli/bert-scratch-tiny/eval/srnets"
+    srn = "results/smoke/nlu/mnli/bert-scratch-tiny/srnets"
+    evaluations = "results/smoke/nlu/mnli/bert-scratch-tiny/eval/srnets"
     expected = {f"{evaluations}/{run}/seed~1/sparsity~{s}/{e}.json" for run in ("a_mask_ce", "a_mask_poe", "a_imp_poe")
                 for s in (0.5, 0.9) for e in ("mnli_dev", "hans", "mnli_negation")}
     expected |= {f"{srn}/{run}/seed~1/sparsity~{s}/search.json" for run in ("a_mask_ce", "a_mask_poe") for s in (0.5, 0.9)}

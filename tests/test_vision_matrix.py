@@ -236,7 +236,7 @@ def test_the_plan_of_the_smoke_cells():
 
 
 def test_the_smoke_dry_run_plans_one_job_per_cell(tmp_path):
-    result = snakemake("-n", "--cores", "1", "results/matrix/cells/vision.csv", "--configfile",
+    result = snakemake("-n", "--cores", "1", "results/smoke/matrix/cells/vision.csv", "--configfile",
                        str(REPO / "configs/smoke.yaml"), workdir=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     jobs = planned_jobs(result.stdout)

@@ -491,15 +491,15 @@ def test_bad_data_stops_before_training_naming_file_field_and_value(tmp_path):
             "columns": {"id": "id", "text_a": "premise", "text_b": "hypothesis", "label": "label"}}
 
     # one MNLI baseline as the target: its data preparation, then the fine-tuning the bad row must stop
-    target = "results/nlu/mnli/bert-scratch-tiny/models/method~finetune/loss~ce/seed~1/model.safetensors"
+    target = "results/smoke/nlu/mnli/bert-scratch-tiny/models/method~finetune/loss~ce/seed~1/model.safetensors"
     result = snakemake(target, "--cores", "2", "--configfile", str(write_config(tmp_path, edit)), workdir=tmp_path)
     assert result.returncode != 0
     assert planned_jobs(result.stderr).get("finetune_baseline") == 1  # it was planned: the bad row stopped it
-    log = (tmp_path / "results/logs/prepare_dataset/mnli_train.log").read_text()
+    log = (tmp_path / "results/smoke/logs/prepare_dataset/mnli_train.log").read_text()
     assert "bad_train.jsonl" in log and "'label'" in log and "'maybe'" in log
-    assert not (tmp_path / "results/nlu/data/prepared/mnli_train.parquet").exists()
+    assert not (tmp_path / "results/smoke/nlu/data/prepared/mnli_train.parquet").exists()
     # nothing is trained on it (jobs of other tasks already running may finish: snakemake lets them)
-    assert not list((tmp_path / "results/nlu/mnli").rglob("model.safetensors"))
+    assert not list((tmp_path / "results/smoke/nlu/mnli").rglob("model.safetensors"))
 
 
 # smoke_run: the smoke DAG run locally, a session fixture in conftest.py (tests/test_slurm.py compares with it)
@@ -507,7 +507,7 @@ def test_bad_data_stops_before_training_naming_file_field_and_value(tmp_path):
 
 @pytest.mark.slow
 def test_smoke_dag_builds_table1_figure_and_dataset_table(smoke_run):
-    tables = smoke_run / "results/tables"
+    tables = smoke_run / "results/smoke/tables"
     long = pd.read_csv(tables / "table1.csv")
     assert list(long.columns[:8]) == ["row", "task", "eval_set", "metric", "mean", "std", "n_seeds", "paper"]
     rows = list(dict.fromkeys(long.row))
@@ -541,12 +541,12 @@ def test_smoke_dag_builds_table1_figure_and_dataset_table(smoke_run):
     assert "Baseline" in md and "(84.38)" in md and "Undertrained SD" in md and "HypOnly MD" in md
     assert paper["md_hyponly", "hans", "accuracy"] == 64.26 and paper["mask_no_debias", "qqp_dev", "accuracy"] == 90.91
     assert "\\begin{tabular}" in (tables / "table1.tex").read_text()
-    assert (smoke_run / "results/figures/id_ood.png").stat().st_size > 5000
+    assert (smoke_run / "results/smoke/figures/id_ood.png").stat().st_size > 5000
     datasets = pd.read_csv(tables / "datasets.csv").set_index("dataset")
     assert 0 < datasets.loc["mnli_negation", "n_examples"] < datasets.loc["mnli_negation_pool", "n_examples"]
     hans = json.loads(next(smoke_run.rglob("eval/baseline/seed~1/hans.json")).read_text())
     assert any(k.startswith("accuracy/heuristic=") for k in hans["metrics"])
-    assert list(smoke_run.glob("results/benchmarks/rules/finetune_baseline/*/seed~1.tsv"))
+    assert list(smoke_run.glob("results/smoke/benchmarks/rules/finetune_baseline/*/seed~1.tsv"))
     bias = pd.read_csv(tables / "bias_models.csv")
     assert set(bias.source) == {"undertrained", "underparam", "hyponly", "overlap"}
     assert bias["mean"].between(0, 100).all()
@@ -558,7 +558,7 @@ def test_smoke_dag_builds_paper_b_tables_and_figures(smoke_run):
     """The tiny gender DAG: every planned run in runs.csv, its SEAT effect sizes, task accuracy and CrowS-Pairs
     score in the tables as mean ± std of the per-seed files, the original encoder's row from its own files, and the
     three figures drawn."""
-    tables = smoke_run / "results/tables/gender"
+    tables = smoke_run / "results/smoke/tables/gender"
     runs = pd.read_csv(tables / "runs.csv")
     assert sorted(runs["kind"].value_counts().items()) == [("debias_only", 2), ("frozen", 4), ("unfrozen", 2)]
     assert runs.loc[runs["kind"] == "debias_only", "density"].eq(1.0).all()
@@ -575,7 +575,7 @@ def test_smoke_dag_builds_paper_b_tables_and_figures(smoke_run):
     original = json.loads(next(smoke_run.rglob("gender/bert-scratch-tiny/original.seat.json")).read_text())
     assert float(table1.iloc[0]["sent-weat6 (ours)"]) == pytest.approx(original["seat"][0]["effect_size"], abs=0.005)
     for figure in ("layer_density", "heads", "performance_bias"):
-        assert (smoke_run / f"results/figures/gender/{figure}.png").stat().st_size > 5000
+        assert (smoke_run / f"results/smoke/figures/gender/{figure}.png").stat().st_size > 5000
     # the task column: each run's accuracy from its own file, the original row from its per-seed fine-tunings
     task_files = sorted(smoke_run.rglob("gender/bert-scratch-tiny/frozen/head/layers~last/mode~token/seed~*.task~nli.json"))
     accuracies = [json.loads(f.read_text())["dev_accuracy"] for f in task_files]
@@ -593,18 +593,18 @@ def test_smoke_dag_builds_paper_b_tables_and_figures(smoke_run):
     points = pd.read_csv(tables / "performance_bias.csv")
     assert "crows_pairs" in points.columns
     # the first seed's frozen head mask shrunk into a smaller dense encoder that computes the same
-    shrunk = json.loads((smoke_run / "results/benchmarks/structured.json").read_text())
+    shrunk = json.loads((smoke_run / "results/smoke/benchmarks/structured.json").read_text())
     (record,) = shrunk["records"]
     assert record["mask"].endswith("frozen/head/layers~last/mode~token/seed~1.mask")
     assert record["max_abs_diff_float64"] <= 1e-6 and record["params_shrunk"] < record["params_dense"]
-    heads = json.loads((smoke_run / "results/gender/bert-scratch-tiny/frozen/head/layers~last/mode~token/"
+    heads = json.loads((smoke_run / "results/smoke/gender/bert-scratch-tiny/frozen/head/layers~last/mode~token/"
                                     "seed~1.json").read_text())["heads_pruned"]
     assert record["heads_removed"] >= int(np.sum(heads)) > 0  # every head pruned through V is gone
     assert points.iloc[0]["kind"] == "original" and len(points) == 1 + 4  # the original and the four table rows
 
 
 def test_smoke_dag_draws_the_tradeoff_curves_and_selects_without_ood_labels(smoke_run):
-    tables = smoke_run / "results/tables"
+    tables = smoke_run / "results/smoke/tables"
     long = pd.read_csv(tables / "tradeoff.csv")
     assert list(long.columns) == ["track", "task", "method", "knob", "value", "seed", "eval_set", "metric", "score"]
     lines = set(zip(long.method, long.knob.fillna(""), strict=True))
@@ -638,7 +638,7 @@ def test_smoke_dag_draws_the_tradeoff_curves_and_selects_without_ood_labels(smok
         assert picked["mean"].iloc[0] == pytest.approx(rec.id_mean)  # Table 1 shows the picked point
         assert rec.id_mean >= rec.baseline_id - rec.delta
     for ood in ("mnli_hans", "qqp_paws", "fever_fever_symmetric"):
-        assert (smoke_run / f"results/figures/tradeoff/{ood}.png").stat().st_size > 5000
+        assert (smoke_run / f"results/smoke/figures/tradeoff/{ood}.png").stat().st_size > 5000
 
 
 @pytest.mark.slow
@@ -649,15 +649,15 @@ def test_smoke_dag_builds_masks_figure_2_and_the_benchmark(smoke_run):
     assert 0 <= summary["pruned_percent"] <= 100 and summary["file"]["file_bytes"] == masks[0].stat().st_size
     hans = json.loads(next(smoke_run.rglob("eval/md_hyponly/seed~2/hans.json")).read_text())
     assert hans["row"] == "md_hyponly" and hans["mask"].endswith("loss~poe/bias~hyponly/seed~2.mask")
-    tables = smoke_run / "results/tables"
+    tables = smoke_run / "results/smoke/tables"
     rates = pd.read_csv(tables / "pruning_rates.csv")
     assert set(rates.row) == {"mask_no_debias", "md_hyponly"} and set(rates.task) == {"mnli", "qqp", "fever"}
     assert set(rates.kind) >= {"query", "key", "value", "attention_output", "ffn_in", "ffn_out", "overall"}
     assert rates.pruned_mean.between(0, 100).all() and (rates.n_seeds == 2).all()
     overlap = pd.read_csv(tables / "mask_seed_overlap_summary.csv")
     assert len(overlap) == 2 * 3 and overlap.jaccard_mean.between(0, 1).all()
-    assert (smoke_run / "results/figures/pruning_rates.png").stat().st_size > 5000
-    bench = json.loads((smoke_run / "results/benchmarks/masks.json").read_text())
+    assert (smoke_run / "results/smoke/figures/pruning_rates.png").stat().st_size > 5000
+    bench = json.loads((smoke_run / "results/smoke/benchmarks/masks.json").read_text())
     for key in ("search_step_ratio", "mask_bytes_over_entropy", "mask_bytes_over_fp32", "apply_revert_ms"):
         assert bench[key] > 0, key
     assert bench["revert_bit_exact"] is True
@@ -675,7 +675,7 @@ def test_smoke_dag_draws_paper_c_curves_table5_and_the_timing_study(smoke_run):
     from maskbench.masking.ranking import prune_count
     from maskbench.tracks.nlu.report.sparsity_curves import CURVE_COLUMNS
 
-    tables, figures = smoke_run / "results/tables", smoke_run / "results/figures"
+    tables, figures = smoke_run / "results/smoke/tables", smoke_run / "results/smoke/figures"
     curves = pd.read_csv(tables / "sparsity_curves.csv")
     assert list(curves.columns[:9]) == CURVE_COLUMNS
     lines = set(zip(curves.paradigm, curves.method, curves.loss, strict=True))
@@ -716,7 +716,7 @@ def test_smoke_dag_draws_paper_c_curves_table5_and_the_timing_study(smoke_run):
 
 @pytest.mark.slow
 def test_smoke_dag_builds_paper_d_tables_figures_and_the_shrunk_models(smoke_run):
-    tables, figures = smoke_run / "results/tables/vision", smoke_run / "results/figures/vision"
+    tables, figures = smoke_run / "results/smoke/tables/vision", smoke_run / "results/smoke/figures/vision"
     runs = pd.read_csv(tables / "runs.csv")
     # 2 seeds: Biased-MNIST vanilla (final and epoch 1), ffw at gamma 10 and 2, ffw_structured, ffw on the epoch-1
     # model, magnitude at two sparsities; Multi-Color MNIST vanilla and the two FFW variants
@@ -733,7 +733,7 @@ def test_smoke_dag_builds_paper_d_tables_figures_and_the_shrunk_models(smoke_run
     assert "STAND-IN" not in (tables / "tables.md").read_text()  # no stand-in in the smoke config
     for name in ("samples", "magnitude_vs_ffw", "layer_sparsity"):
         assert (figures / f"{name}.png").stat().st_size > 5000
-    bench = json.loads((smoke_run / "results/benchmarks/vision_structured.json").read_text())
+    bench = json.loads((smoke_run / "results/smoke/benchmarks/vision_structured.json").read_text())
     assert len(bench["records"]) == 2
     for record in bench["records"]:
         assert record["max_abs_logit_diff"] < 1e-5 and record["params_shrunk"] < record["params_dense"]
@@ -747,8 +747,8 @@ def test_smoke_rerun_does_nothing_and_resumes_only_what_is_missing(smoke_run):
     # written last), nothing downstream of it yet; the rerun redoes that model and its dependants only
     summary = next(smoke_run.rglob("qqp/*/models/method~finetune/loss~ce/seed~2/train_summary.json"))
     evals = list(smoke_run.rglob("qqp/*/eval/baseline/seed~2/*"))
-    tables = list((smoke_run / "results/tables").glob("table1.*")) + [
-        p for p in (smoke_run / "results/figures").iterdir() if p.is_file()]
+    tables = list((smoke_run / "results/smoke/tables").glob("table1.*")) + [
+        p for p in (smoke_run / "results/smoke/figures").iterdir() if p.is_file()]
     moved = {p: p.read_bytes() for p in [summary, *evals, *tables]}
     for path in moved:
         path.unlink()

@@ -21,6 +21,8 @@ wildcard_constraints:
 
 for _target, _files in GPLAN.targets().items():
     TARGETS[_target] += _files
+# paper B's target: its report (tables and figures) and the shrunk models, without the matrix's FFW runs
+PAPER_TARGETS["paper_b"] = ([GPLAN.structured] if GPLAN.shrink_masks else []) + GPLAN.report_files()
 
 # the cross-paper matrix (config matrix: and gender.ffw): the track's records file (rules/gender/ffw.smk)
 if GPLAN.matrix_cells:
@@ -60,11 +62,11 @@ def debias_args(wildcards, input, output):
     run = GPLAN.run_writing(output.summary)
     return shell_args(model=GPLAN.model, corpus=input.corpus, spec=GPLAN.spec(run), hparams=GPLAN.hparams(run.kind),
                       seed=run.seed, checkpoint_every=GPLAN.checkpoint_every, out=run.out,
-                      summary=output.summary)
+                      summary=output.summary, **precision_options(config, "gender"))
 
 
 def gender_ffw_args(wildcards, input, output):
     """gender.ffw's arguments for the planned FFW run whose mask the job writes."""
     run = GPLAN.ffw_run_writing(output.mask)
     return shell_args(model=GPLAN.model, corpus=input.corpus, method=run.method, settings=Json(GPLAN.ffw_settings(run)),
-                      seed=run.seed, out=output.mask, summary=output.summary)
+                      seed=run.seed, out=output.mask, summary=output.summary, **precision_options(config, "gender"))

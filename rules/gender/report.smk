@@ -24,7 +24,8 @@ rule gender_report:
         args=lambda wildcards, input, output: shell_args(
             runs=Json(GPLAN.report_runs()), original_seat=input.original, tests=GPLAN.seat_tests,
             tables_dir=os.path.dirname(output.runs), figures_dir=os.path.dirname(output.density),
-            original_tasks=list(input.original_tasks) or None, original_lm=input.original_lm[0] if input.original_lm else None),
+            original_tasks=list(input.original_tasks) or None, original_lm=input.original_lm[0] if input.original_lm else None,
+            label=config.get("label")),
     log:
         f"{R}/logs/gender_report/report.log",
     localrule: True

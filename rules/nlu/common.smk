@@ -56,17 +56,20 @@ def task_train_data(wildcards):
     return {"train": prepared_path(spec["train"]), "dev": prepared_path(spec["dev"])}
 
 
-def training_args(wildcards, **values):
+def training_args(wildcards, precision_section=None, **values):
     """A training step's settings shared by every fine-tuning and mask search, with the job's own (the shell adds
-    `--threads {threads}`: a params function that reads threads makes snakemake size resources while planning)."""
+    `--threads {threads}`: a params function that reads threads makes snakemake size resources while planning);
+    `precision_section`: srnets for paper C's own fine-tuning (precision_args)."""
     return shell_args(seed=int(wildcards.seed), checkpoint_every=COMPUTE["checkpoint_every"],
-                      deterministic=int(COMPUTE["deterministic"]), **values)
+                      deterministic=int(COMPUTE["deterministic"]),
+                      **precision_options(config, precision_section), **values)
 
 
-def finetune_args(wildcards, input, output, loss="ce", hparams=None, model=None, train_classifier="config", **values):
+def finetune_args(wildcards, input, output, loss="ce", hparams=None, model=None, train_classifier="config",
+                  precision_section=None, **values):
     """The `nlu.finetune` command line of a job (baseline, bias model, debiased model, sweep point, paper C's)."""
     return training_args(
-        wildcards, train=input.train, dev=input.dev, bias_probs=input.get("bias"),
+        wildcards, precision_section, train=input.train, dev=input.dev, bias_probs=input.get("bias"),
         teacher_probs=input.get("teacher"), model_spec=model or config["model"],
         hparams=hparams or finetune_hparams(wildcards.task), loss=loss, out_dir=os.path.dirname(output.model),
         train_classifier=P.train_classifier() if train_classifier == "config" else train_classifier, **values)
@@ -121,7 +124,7 @@ def evaluate_args(task, rows, loaded):
         return shell_args(**loaded(input), rows=rows, out_dirs=[P.evaluation_dir(task, r, wildcards.seed) for r in rows],
                           data=input.data, eval_sets=Json(eval_set_specs(task)), task=task, seed=int(wildcards.seed),
                           max_length=config["finetune"]["max_length"], batch_size=config["finetune"]["eval_batch_size"],
-                          length_sorted=LENGTH_SORTED_EVAL)
+                          length_sorted=LENGTH_SORTED_EVAL, **precision_options(config))
 
     return args
 

@@ -15,6 +15,7 @@ rule table1:
         args=lambda wildcards, input, output: shell_args(
             evals=[*input.evals, *input.sweep_evals], columns=config["report"]["table1"]["columns"], rows=Json(ROWS),
             selected=list(input.selection) or None, out_csv=output.csv, out_md=output.md, out_tex=output.tex,
+            label=config.get("label"),
             # a table of the config's own (no `paper: A`) prints no published figure; its rows' own names
             **table1_own_options()),
     log:
@@ -24,6 +25,30 @@ rule table1:
         "../../envs/maskbench.yaml"
     shell:
         "python -m maskbench.steps nlu.table1 {params.args} > {log:q} 2>&1"
+
+
+if SWEEPS:
+
+    # Table 1 with the paper's rows only (target paper_a_table1): table1 adds a "<row>_selected" row per swept row,
+    # which needs every trade-off point; this one needs the rows' own runs alone
+    rule table1_paper_rows:
+        input:
+            evals=P.evaluation_jsons(),
+        output:
+            csv=f"{R}/tables/table1_paper_rows.csv",
+            md=f"{R}/tables/table1_paper_rows.md",
+            tex=f"{R}/tables/table1_paper_rows.tex",
+        params:
+            args=lambda wildcards, input, output: shell_args(
+                evals=list(input.evals), columns=config["report"]["table1"]["columns"], rows=Json(ROWS),
+                out_csv=output.csv, out_md=output.md, out_tex=output.tex, **table1_own_options()),
+        log:
+            f"{R}/logs/table1/table1_paper_rows.log",
+        localrule: True
+        conda:
+            "../../envs/maskbench.yaml"
+        shell:
+            "python -m maskbench.steps nlu.table1 {params.args} > {log:q} 2>&1"
 
 
 rule baseline_curve:

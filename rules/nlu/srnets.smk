@@ -24,7 +24,8 @@ if SRN:
             params:
                 args=lambda wildcards, input, output, _loss=_loss: finetune_args(
                     wildcards, input, output, loss=_loss, hparams=theta_ft_hparams(wildcards.task, _loss),
-                    train_classifier=None if SRN_THETA_FT["train_classifier"] else 0, train_probs_out=output.probs),
+                    train_classifier=None if SRN_THETA_FT["train_classifier"] else 0, train_probs_out=output.probs,
+                    precision_section="srnets"),
                 extra=finetune_extra_options,
             log:
                 f"{R}/logs/{_name}/{{task}}/seed~{{seed}}.log",
@@ -61,6 +62,7 @@ if SRN:
                 step=_step,
                 checkpoint_every=COMPUTE["checkpoint_every"],
                 deterministic=int(COMPUTE["deterministic"]),
+                precision=precision_args("srnets"),
                 spec=lambda wildcards: as_json(srnet_grid.spec(SRN, SRN_ALL, wildcards.run, wildcards.task)),
                 hparams=lambda wildcards: as_json(srnet_grid.hparams(SRN, SRN_ALL, wildcards.run, wildcards.task)),
                 loss=lambda wildcards: srnet_grid.loss_of(SRN, SRN_ALL, wildcards.run),
@@ -82,7 +84,7 @@ if SRN:
                 "python -m maskbench.steps nlu.{params.step} {params.sweep} --train {input.train:q} --dev {input.dev:q} --seed {wildcards.seed} --tag {wildcards.run}"
                 " --loss {params.loss}{params.loss_inputs} --spec {params.spec} --hparams {params.hparams}"
                 " --sweep-dir {params.sweep_dir:q} --threads {threads} --checkpoint-every {params.checkpoint_every}"
-                " --deterministic {params.deterministic} > {log:q} 2>&1"
+                " --deterministic {params.deterministic} {params.precision} > {log:q} 2>&1"
 
     for _task in SRN_TASKS:
 
@@ -101,6 +103,7 @@ if SRN:
                 max_length=config["finetune"]["max_length"],
                 batch_size=config["finetune"]["eval_batch_size"],
                 length_sorted=shell_args(length_sorted=LENGTH_SORTED_EVAL),  # the bare flag, or nothing
+                precision=precision_args("srnets"),
             log:
                 f"{R}/logs/evaluate_srnets/{_task}/seed~{{seed}}.log",
             benchmark:
@@ -114,7 +117,8 @@ if SRN:
             shell:
                 "python -m maskbench.steps nlu.evaluate_srnets {params.subnetworks} --data {input.data:q}"
                 " --eval-sets {params.eval_sets} --task {params.task} --seed {wildcards.seed}"
-                " --max-length {params.max_length} --batch-size {params.batch_size} {params.length_sorted} --threads {threads} > {log:q} 2>&1"
+                " --max-length {params.max_length} --batch-size {params.batch_size} {params.length_sorted} {params.precision}"
+                " --threads {threads} > {log:q} 2>&1"
 
     rule srnet_report:
         # paper C's curves (ID and OOD metric vs sparsity, std bands over seeds), Table 5 and the timing study
@@ -129,6 +133,7 @@ if SRN:
             table5=as_json(SRN.get("table5", {})),
             # the results folder, read off the first output ({R}/tables/sparsity_curves.csv)
             out_dir=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
+            label=" " + shell_args(label=config["label"]) if config.get("label") else "",
         log:
             f"{R}/logs/srnet_report/srnet_report.log",
         localrule: True
@@ -137,4 +142,4 @@ if SRN:
         shell:
             "python -m maskbench.steps nlu.srnet_report --evals {input.evals:q} --reference {input.reference:q}"
             " --runs {params.runs} --metrics {params.metrics} --table5 {params.table5}"
-            " --results {params.out_dir:q} > {log:q} 2>&1"
+            " --results {params.out_dir:q}{params.label} > {log:q} 2>&1"

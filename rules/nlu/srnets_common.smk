@@ -25,7 +25,8 @@ SRN_DIR = f"{R}/{NLU}/{{task}}/{MODEL}/srnets/{{run}}/seed~{{seed}}"
 srn_runs_of = lambda *methods: [run for run, spec in SRN_ALL.items() if spec["method"] in methods]
 srn_dir = lambda task, run, seed: SRN_DIR.format(task=task, run=run, seed=seed)
 srn_level_outputs = lambda levels, names=("model.safetensors", "mask.mask", "train_summary.json"): [
-    f"{SRN_DIR}/{level_name(s)}/{name}" for s in levels for name in names]
+    (scored_checkpoint if name == "model.safetensors" else str)(f"{SRN_DIR}/{level_name(s)}/{name}")
+    for s in levels for name in names]
 theta_ft_eval_dir = lambda task, seed: f"{R}/{NLU}/{task}/{MODEL}/eval/srnets/theta_ft/seed~{seed}"
 
 

@@ -41,7 +41,7 @@ if SWEEPS:
         input:
             unpack(lambda wildcards: debiased_inputs(sweep_row_args(wildcards))),
         output:
-            model=f"{P.sweep_stem('{task}', '{row}', '{knob}', '{value}', '{seed}')}/model.safetensors",
+            model=scored_checkpoint(f"{P.sweep_stem('{task}', '{row}', '{knob}', '{value}', '{seed}')}/model.safetensors"),
             summary=f"{P.sweep_stem('{task}', '{row}', '{knob}', '{value}', '{seed}')}/train_summary.json",
         wildcard_constraints:
             row=alternation([r for r in SWEEPS if r in SD]),

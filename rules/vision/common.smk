@@ -34,7 +34,7 @@ def ffw_args(wildcards, input, output):
     job = VISION.ffw_job(wildcards.vdataset, wildcards.level, wildcards.ffw_method, wildcards.gamma, wildcards.start,
                          wildcards.seed)
     return shell_args(**job, train=input.train, val=input.val, seed=wildcards.seed,
-                      out=output.mask, summary=output.summary)
+                      out=output.mask, summary=output.summary, **precision_options(config, "vision"))
 
 
 def vision_prepare_inputs(wildcards):
@@ -47,6 +47,12 @@ def vision_eval_inputs(wildcards):
 
 for _target, _files in VISION.targets().items():
     TARGETS[_target] += _files
+# paper D's targets: each of its tables' runs and evaluations (the datasets whose `table:` it is; the tables are
+# rendered together by vision_report, target paper_d), and the whole paper
+for _table in sorted({spec["table"] for spec in VISION.datasets.values() if spec.get("table")}):
+    PAPER_TARGETS[f"paper_d_table{_table}"] = [VISION.eval_json(*lv, seed) for lv, seed in VISION.grid
+                                               if VISION.datasets[lv.dataset].get("table") == _table]
+PAPER_TARGETS["paper_d"] = VISION.targets()["all"]
 # the cross-paper matrix's vision cells (vision.masks; rules/vision/masks.smk), when the config has a matrix
 if VISION.masks and config.get("matrix"):
     MATRIX_CELLS.append(VISION.matrix_cells)

@@ -12,7 +12,7 @@ rule evaluate_vision:
         args=lambda wildcards, input, output: shell_args(
             **VISION.evaluate_settings(wildcards.vdataset, wildcards.level, wildcards.seed),
             head_train=input.unbiased_train, test=input.test, biased_test=input.biased_test,
-            out=output.evals),
+            out=output.evals, **precision_options(config, "vision")),
     log:
         f"{R}/logs/evaluate_vision/{SEED_JOB}.log",
     benchmark:

@@ -72,7 +72,7 @@ rule vision_debias_mask:
             model_dir=os.path.dirname(input.model), train=input.train, bias_probs=input.bias_probs,
             test=input.test, biased_test=input.biased_test, biased_dev=input.biased_dev,
             head_train=input.head_train, head_settings=VISION.head_settings, seed=wildcards.seed,
-            out=output.mask, record=output.record),
+            out=output.mask, record=output.record, **precision_options(config, "vision")),
     log:
         f"{R}/logs/vision_debias_mask/{{vdataset}}/{{level}}/{{mask_method}}/sparsity~{{sparsity}}/seed~{{seed}}.log",
     benchmark:

@@ -16,7 +16,8 @@ rule vision_report:
     params:
         args=lambda wildcards, output: shell_args(
             evals=VISION.eval_jsons, samples=VISION.sample_splits, config=VISION.vision,
-            tables_dir=os.path.dirname(output.runs), figures_dir=os.path.dirname(output.magnitude)),
+            tables_dir=os.path.dirname(output.runs), figures_dir=os.path.dirname(output.magnitude),
+            label=config.get("label")),
     log:
         f"{R}/logs/vision_report/report.log",
     localrule: True

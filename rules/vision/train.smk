@@ -14,7 +14,7 @@ rule train_vision:
         args=lambda wildcards, input, output: shell_args(
             train=input.train, val=input.val, **VISION.train_settings(wildcards.vdataset), seed=wildcards.seed,
             checkpoint_every=COMPUTE["checkpoint_every"], deterministic=int(COMPUTE["deterministic"]),
-            out_dir=os.path.dirname(output.summary)),
+            out_dir=os.path.dirname(output.summary), **precision_options(config, "vision")),
     log:
         f"{R}/logs/train_vision/{SEED_JOB}.log",
     benchmark:

@@ -36,7 +36,8 @@ def truth_value(text: str) -> bool:
 
 def parse_dataclass(cls: type[T], argv: list[str] | None, prog: str, description: str = "") -> T:
     """Every field becomes ``--field-name``; fields without a default are required; list fields take nargs; a bool
-    field is a flag that also takes a value (``--flag``, ``--flag true``, ``--flag False``)."""
+    field is a flag that also takes a value (``--flag``, ``--flag true``, ``--flag False``); a field with
+    ``metadata["choices"]`` refuses any other value as it is parsed."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     for f in dataclasses.fields(cls):
         annotation = f.type if isinstance(f.type, str) else typing.get_type_hints(cls)[f.name].__name__
@@ -48,7 +49,7 @@ def parse_dataclass(cls: type[T], argv: list[str] | None, prog: str, description
                                 default=default, help=f.metadata.get("help"))
             continue
         kind, many = _scalar_type(annotation)
-        parser.add_argument(flag, dest=f.name, type=kind, required=required,
+        parser.add_argument(flag, dest=f.name, type=kind, required=required, choices=f.metadata.get("choices"),
                             default=default, nargs="+" if many else None, help=f.metadata.get("help"))
     return cls(**vars(parser.parse_args(argv)))
 

@@ -29,6 +29,7 @@ USER_ERRORS = frozenset({
     "HubError",           # hub.py: a Hub repo, revision or file missing from the Hub cache
     "MaskFileError",      # masking/codec.py: a mask file
     "MaskMismatchError",  # masking/apply.py: a mask of another model
+    "PrecisionError",     # precision.py: a precision name (compute.precision, --precision)
     "ModelSpecError",     # text/models.py: a model spec (config model:)
     "SeatFileError",      # tracks/gender/seat.py: a SEAT file
     "SelectorError",      # masking/module_kinds.py, masking/selectors.py: module selectors of the config

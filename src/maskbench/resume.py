@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from maskbench.runtime import recorded_fields
+
 log = logging.getLogger(__name__)
 
 
@@ -41,8 +43,9 @@ def set_rng_state(state: dict) -> None:
 
 
 def run_key(args, ignore: tuple[str, ...] = ("threads", "device", "checkpoint_every")) -> str:
-    """sha256 of an entry point's arguments (a dataclass) but those that do not change the result."""
-    values = {name: str(getattr(args, name)) for name in sorted(args.__dataclass_fields__) if name not in ignore}
+    """sha256 of an entry point's arguments (a dataclass) but those that do not change the result (and, as in the
+    outputs' provenance, a setting added later at its default: ``runtime.recorded_fields``)."""
+    values = {name: str(getattr(args, name)) for name in sorted(recorded_fields(args)) if name not in ignore}
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
 
 

@@ -91,13 +91,26 @@ def git_commit(repo: str | os.PathLike) -> str | None:
     return out.strip() if out else None
 
 
+RECORDED_WHEN_SET = "recorded_when_set"
+
+
+def recorded_fields(args: Any) -> list[str]:
+    """The fields of an entry point's argument dataclass that its outputs record: all, but a field marked
+    ``metadata={RECORDED_WHEN_SET: True}`` only when it differs from its default. Such a field is a setting added
+    after results existed (the CUDA-only ``--precision`` / ``--tf32``): at its default an output stays the bytes it
+    was, its mask files' headers included."""
+    fields = args.__dataclass_fields__
+    return [name for name, f in fields.items()
+            if not (f.metadata.get(RECORDED_WHEN_SET) and getattr(args, name) == f.default)]
+
+
 def provenance(args: Any, seed: int | None = None) -> dict[str, Any]:
     """The resolved arguments, seed and library versions, recorded in every output JSON."""
     record = {"argv": sys.argv[1:], "versions": versions()}
     if seed is not None:
         record["seed"] = seed
     if hasattr(args, "__dataclass_fields__"):
-        record["args"] = {k: _jsonable(getattr(args, k)) for k in args.__dataclass_fields__}
+        record["args"] = {k: _jsonable(getattr(args, k)) for k in recorded_fields(args)}
     return record
 
 

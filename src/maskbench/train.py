@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 
 from maskbench.masking.engine import is_no_decay, plain_parameter_name
 from maskbench.masking.schedules import Plateau
+from maskbench.precision import FP32, Precision, current
 from maskbench.resume import Resume, rng_state, set_rng_state
 
 log = logging.getLogger(__name__)
@@ -386,20 +387,37 @@ class StepTimes:
 
 def train_step(model: torch.nn.Module, batch: dict, objective: Objective, optimizer, scheduler,
                clip_params: list, max_grad_norm: float, step: int,
-               times: StepTimes | None = None) -> tuple[torch.Tensor, dict]:
+               times: StepTimes | None = None, *, precision: Precision = FP32, device=None,
+               scaler=None) -> tuple[torch.Tensor, dict]:
     """One optimisation step: objective, backward, gradient clipping, update, schedule. The loop and the
-    benchmarks run this same function."""
+    benchmarks run this same function.
+
+    ``precision`` (on CUDA ``device`` only): the objective — forward pass and loss — runs under its autocast;
+    backward, clipping and the update stay outside it, on the fp32 parameters and gradients. ``scaler`` (fp16's
+    ``torch.amp.GradScaler``, ``Precision.grad_scaler``) scales the loss before backward and unscales the gradients
+    before clipping; a step whose gradients overflowed is skipped by the scaler (the schedule still moves, as in
+    Lightning's and Hugging Face's fp16 loops). With fp32, or on the CPU, the step is exactly the fp32 step."""
     started = time.perf_counter()
-    loss, logs = objective(model, batch)
+    with precision.autocast(device):
+        loss, logs = objective(model, batch)
     if not torch.isfinite(loss):
         raise FloatingPointError(f"training loss became {loss.item()} at step {step}")
     marked = time.perf_counter()
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    if scaler is not None:
+        scaler.scale(loss).backward()
+    else:
+        loss.backward()
     backward = time.perf_counter()
     if max_grad_norm > 0:
+        if scaler is not None:
+            scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(clip_params, max_grad_norm)
-    optimizer.step()
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
     if scheduler is not None:
         scheduler.step()
     if times is not None:
@@ -432,6 +450,7 @@ def fit(
     lr_plateau: LRPlateau | None = None,
     samples_per_epoch: int | None = None,
     early_stop: EarlyStop | None = None,
+    precision: Precision | None = None,
 ) -> list[dict]:
     """Train in place; return the curve (one dict per logged step and per epoch end).
 
@@ -450,6 +469,9 @@ def fit(
     ``len(data)``).
     ``early_stop`` reads every epoch's dev score (``evaluate``, which it needs) and may stop the run; the caller puts
     the best epoch's weights back (``EarlyStop.restore_best``); its state is saved too.
+    ``precision`` (``maskbench.precision``; None: the step's, ``precision.current()``): autocast around every step's
+    objective, TF32 switches and, for fp16, a GradScaler whose state is saved with the resume state — on CUDA only;
+    on the CPU it changes nothing.
     """
     generator = torch.Generator().manual_seed(seed)
     if hp.length_grouped:
@@ -479,6 +501,9 @@ def fit(
     clip_params = clip_parameters(model, groups)
     outside = clip_params[len(list(model.parameters())):]  # trained beside the model (a gate, a bias head)
     model.to(device)
+    precision = precision if precision is not None else current()
+    precision.apply_tf32(device)
+    scaler = precision.grad_scaler(device)
     set_training(model, freeze_norm_stats)
     curve, step, running, logged, started = [], 0, [], {}, time.perf_counter()
     epoch, stop, skip = 0, False, 0
@@ -496,6 +521,8 @@ def fit(
             lr_plateau.load_state(saved["plateau"])
         if early_stop is not None:
             early_stop.load_state(saved["early_stop"])
+        if scaler is not None and saved.get("grad_scaler") is not None:
+            scaler.load_state_dict(saved["grad_scaler"])
         if resume.restore is not None and saved.get("extra") is not None:
             resume.restore(saved["extra"])
     bar = tqdm(total=total, initial=step, desc="train", unit="step", mininterval=2.0)
@@ -517,7 +544,7 @@ def fit(
             for hook in hooks:
                 hook.before_step(step, total)
             loss, logs = train_step(model, batch, objective, optimizer, scheduler, clip_params, hp.max_grad_norm,
-                                    step)
+                                    step, precision=precision, device=device, scaler=scaler)
             step += 1
             taken += 1
             running.append(loss.item())
@@ -540,7 +567,8 @@ def fit(
                              "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                              "epoch_generator": epoch_generator, "rng": rng_state(),
                              **({"plateau": lr_plateau.state()} if lr_plateau is not None else {}),
-                             **({"early_stop": early_stop.state()} if early_stop is not None else {})})
+                             **({"early_stop": early_stop.state()} if early_stop is not None else {}),
+                             **({"grad_scaler": scaler.state_dict()} if scaler is not None else {})})
             if step >= total or stop:
                 break
         if saved is not None:  # the state was taken after the epoch's last batch

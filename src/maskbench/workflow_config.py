@@ -16,7 +16,8 @@ from maskbench import tracks
 from maskbench.config_checks import ConfigError, check_datasets, check_renamed_keys
 
 DEFAULT_TRACK = "nlu"
-__all__ = ["TRACK_CHECKS", "ConfigError", "check_references", "check_renamed_keys", "tracks_of"]
+__all__ = ["PRECISION_SECTIONS", "TRACK_CHECKS", "ConfigError", "check_references", "check_renamed_keys", "precision_options",
+           "tracks_of"]
 
 # track -> its cross-reference checks (schemas/<track>.schema.yaml describes its keys)
 TRACK_CHECKS: dict[str, Callable[[Mapping], None]] = {
@@ -37,3 +38,19 @@ def check_references(config: Mapping) -> None:
         if track not in TRACK_CHECKS:
             raise ConfigError(f"config: track has {track!r}, which is not a track {sorted(TRACK_CHECKS)}")
         TRACK_CHECKS[track](config)
+
+
+# the config sections whose jobs may set their own `precision` (papers C, B and D); every other job reads compute's
+PRECISION_SECTIONS = ("srnets", "gender", "vision")
+
+
+def precision_options(config: Mapping, section: str | None = None) -> dict:
+    """A training or scoring job's ``--precision`` / ``--tf32`` values for ``shell_args``: ``section``'s own
+    ``precision`` (srnets, gender, vision) or ``compute.precision``, and ``compute.tf32``. The steps' defaults (fp32,
+    false) come out as None / False, which ``shell_args`` leaves out, so a config that does not set them (every CPU
+    config) keeps its command lines as they were."""
+    if section is not None and section not in PRECISION_SECTIONS:
+        raise ValueError(f"precision_options: section {section!r} has no precision key; one of {PRECISION_SECTIONS}")
+    compute = config.get("compute") or {}
+    kind = ((config.get(section) or {}).get("precision") if section else None) or compute.get("precision", "fp32")
+    return {"precision": None if kind == "fp32" else kind, "tf32": bool(compute.get("tf32", False))}

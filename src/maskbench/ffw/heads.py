@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from maskbench.precision import current
+
 
 @dataclass
 class HeadSettings:
@@ -37,7 +39,11 @@ def extract_features(adapter, model: nn.Module, loader) -> tuple[torch.Tensor, t
     device = next(model.parameters()).device
     feats, labels, biases = [], [], []
     for batch in loader:
-        feats.append(adapter.features(model, batch, device).float().cpu())
+        # the model's forward pass in the step's precision (CUDA autocast; nothing on the CPU); the features and the
+        # small bias heads trained on them stay fp32
+        with current().autocast(device):
+            features = adapter.features(model, batch, device)
+        feats.append(features.float().cpu())
         labels.append(adapter.labels(batch))
         biases.append(adapter.bias(batch))
     for module, training in modes.items():

@@ -31,6 +31,20 @@ from maskbench.masking.granularity import Granularity, GranularityError, Head, U
 from maskbench.masking.selectors import module_kind, select_modules
 
 
+def outside_autocast(device_type: str):
+    """A context that switches autocast off where it is on (CUDA under bf16/fp16), else does nothing.
+
+    Mask scores, thresholds and the sigmoid / top-k decisions run inside it (``Masked.forward``, the regulariser):
+    scores are fp32 parameters and the decisions compare them with thresholds near 0 (logit(0.1) = -2.2, a top-k's
+    k-th score); an fp16 copy keeps 11 bits of mantissa, so scores within ~1e-3 of a threshold would flip, ties in a top-k would
+    change, and a small L1 penalty on mean sigmoid(S) would lose precision. Under autocast the masked weight
+    W * m(S) is formed in fp32 and only the matmul that reads it is cast down, as for an unmasked weight. On the CPU
+    (maskbench never autocasts there) it is a no-op. Autocast itself is set by ``maskbench.precision``."""
+    if torch.is_autocast_enabled(device_type):
+        return torch.autocast(device_type=device_type, enabled=False)
+    return contextlib.nullcontext()
+
+
 class Masked(nn.Module):
     """Parametrization of one weight: ``W * expand(m(S))``, with S of the granularity's score shape."""
 
@@ -72,6 +86,11 @@ class Masked(nn.Module):
     def forward(self, weight: torch.Tensor) -> torch.Tensor:
         if self.bypassed:
             return weight
+        # the mask is decided in fp32 even under CUDA autocast (bf16/fp16): see outside_autocast
+        with outside_autocast(weight.device.type):
+            return self._masked(weight)
+
+    def _masked(self, weight: torch.Tensor) -> torch.Tensor:
         own = getattr(self.decider, "forward", None)
         if own is not None:
             return own(self, weight)
@@ -193,7 +212,12 @@ class MaskedModules:
         self.decider.set_step(step, total)
 
     def regularization(self) -> torch.Tensor | None:
-        return self.decider.regularizer(self.masks)
+        if not self.masks:
+            return self.decider.regularizer(self.masks)
+        # an L1 penalty on sigmoid(S) in fp32 even under CUDA autocast (outside_autocast)
+        device_type = next(iter(self.masks.values())).scores.device.type
+        with outside_autocast(device_type):
+            return self.decider.regularizer(self.masks)
 
     def hard_masks(self) -> dict[str, np.ndarray]:
         """The final binary masks (True = kept), as numpy bool arrays of the weights' shapes."""

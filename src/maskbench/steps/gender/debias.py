@@ -20,10 +20,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import runtime
+from maskbench import precision, runtime
 from maskbench.checkpoints import write_checkpoint
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
+from maskbench.precision import precision_field, tf32_field
 from maskbench.resume import state_path_for
 from maskbench.steps import run_step
 from maskbench.tracks.gender.corpus import read_corpus
@@ -50,6 +51,8 @@ class GenderDebiasArgs:
         "help": "save the run's state every N steps beside --out and resume from it when rerun (0: never)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def parse_spec(text: str) -> DebiasSpec:
@@ -73,6 +76,7 @@ def main(argv=None) -> int:
                          "a checkpoint folder (no .mask suffix)")
     corpus = read_corpus(args.corpus)
     runtime.set_threads(args.threads)
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     model, tokenizer = load_encoder(args.model)
     keywords = sorted({w for rows in corpus.values() for r in rows for w in r.keywords})

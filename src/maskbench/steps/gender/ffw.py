@@ -21,10 +21,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from maskbench import runtime
+from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.ffw.core import mean_bias_accuracy, run_ffw
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
+from maskbench.precision import precision_field, tf32_field
 from maskbench.steps import run_step
 from maskbench.tracks.gender.attribute import ATTRIBUTES, attribute_sentences
 from maskbench.tracks.gender.corpus import read_corpus
@@ -54,6 +55,8 @@ class GenderFFWArgs:
     settings: str = field(default="{}", metadata={"help": "JSON of GenderFFWSettings fields"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def main(argv=None) -> int:
@@ -69,6 +72,7 @@ def main(argv=None) -> int:
         raise ValueError(f"--out {args.out}: FFW writes a .mask file")
     train_rows, heldout_rows = read_corpus(args.corpus, "train"), read_corpus(args.corpus, "heldout")
     runtime.set_threads(args.threads)
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     model, tokenizer = load_encoder(args.model)
     keywords = sorted({w for part in (train_rows, heldout_rows) for name in ATTRIBUTES for r in part[name]

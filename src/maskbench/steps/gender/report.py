@@ -19,6 +19,7 @@ from pathlib import Path
 
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.report.captions import labelled
 from maskbench.steps import run_step
 from maskbench.tracks.gender.report.figures import (
     build_heads_figure,
@@ -64,6 +65,7 @@ class GenderReportArgs:
     original_tasks: list[Path] = field(default_factory=list, metadata={
         "help": "task JSONs of the pre-trained encoder (maskbench.steps.gender.task without --run), any tasks and seeds"})
     original_lm: Path | None = field(default=None, metadata={"help": "masked-LM bias JSON of the pre-trained encoder"})
+    label: str | None = field(default=None, metadata={"help": "the config's label: the first line of each markdown table"})
 
 
 def main(argv=None) -> int:
@@ -90,7 +92,7 @@ def main(argv=None) -> int:
         table = kind_table(kind, frame, seat, original, args.tests, original_extras(original_tasks, original_lm))
         runtime.atomic_write_text(out / f"{name}.csv", table.to_csv(index=False))
         sections.append(f"### {name}\n\n{CAPTIONS[name]}\n\n{table.to_markdown(index=False)}\n")
-    runtime.atomic_write_text(out / "tables.md", "\n".join(sections))
+    runtime.atomic_write_text(out / "tables.md", labelled("\n".join(sections), args.label))
     figures = [("layer_density", build_layer_density_figure(density)), ("heads", build_heads_figure(heads))]
     if "performance" in frame.columns:
         base = {"performance": [task_columns(t)["performance"] for t in original_tasks],

@@ -20,11 +20,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import runtime
+from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import read_prepared
 from maskbench.metrics import GLUE_METRICS, glue_scores
 from maskbench.objectives.losses import get_loss
+from maskbench.precision import precision_field, tf32_field
 from maskbench.steps import run_step
 from maskbench.text.batches import EncodedPairs, predict_proba
 from maskbench.text.classifier_training import objective_and_groups, read_dev
@@ -55,6 +56,8 @@ class GenderTaskArgs:
         "help": "the dev metric: accuracy, matthews (CoLA) or f1_accuracy (MRPC, QQP: F1 of the second label)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def main(argv=None) -> int:
@@ -68,6 +71,7 @@ def main(argv=None) -> int:
     if args.run is not None and not args.run.exists():
         raise FileNotFoundError(f"--run {args.run}: no such mask file or checkpoint folder")
     runtime.set_threads(args.threads)
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     runtime.seed_everything(args.seed)
     encoder, tokenizer = load_run(args.model, args.run)

@@ -19,6 +19,7 @@ from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.matrix.cells import read_cells
 from maskbench.matrix.figure import matrix_figure
 from maskbench.matrix.table import markdown, matrix_table
+from maskbench.report.captions import labelled
 from maskbench.steps import run_step
 
 log = logging.getLogger("maskbench.steps.matrix.report")
@@ -33,6 +34,7 @@ class MatrixReportArgs:
     delta: float = field(default=1.0, metadata={
         "help": "selection rule: the strongest knob value whose mean ID dev score is within delta points of the "
                 "baseline's"})
+    label: str | None = field(default=None, metadata={"help": "the config's label: the first line of each markdown table"})
 
 
 def caption(table, delta: float) -> str:
@@ -54,8 +56,9 @@ def main(argv=None) -> int:
     table = matrix_table(cells, args.delta)
     with runtime.atomic_path(args.table) as tmp:
         table.to_csv(tmp, index=False, float_format="%.6g")
-    runtime.atomic_write_text(args.markdown, caption(table, args.delta) + markdown(table))
-    figure = matrix_figure(table, f"Methods x benchmarks: the selection rule's pick (delta {args.delta:g})")
+    runtime.atomic_write_text(args.markdown, labelled(caption(table, args.delta) + markdown(table), args.label))
+    title = f"Methods x benchmarks: the selection rule's pick (delta {args.delta:g})"
+    figure = matrix_figure(table, f"{args.label}\n{title}" if args.label else title)
     with runtime.atomic_path(args.figure) as tmp:
         figure.savefig(tmp, dpi=110, format="png")
     log.info("matrix: %d cells from %d records -> %s", len(table), len(cells), args.table)

@@ -20,7 +20,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import runtime
+from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
 from maskbench.steps import run_step
 from maskbench.text.models import load_classifier, model_labels
@@ -46,6 +46,7 @@ def evaluate(args: EvaluateArgs) -> list[str]:
     require_same_lengths(model_dirs=args.model_dirs, rows=args.rows, out_dirs=args.out_dirs)
     eval_sets = parse_eval_sets(args.eval_sets, args.data)
     runtime.set_threads(args.threads)
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     written, loaded_for = [], {}
     for model_dir, row, out_dir in zip(args.model_dirs, args.rows, args.out_dirs, strict=True):

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import runtime
+from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
 from maskbench.masking.apply import MaskSet, MaskSwitch
 from maskbench.steps import run_step
@@ -41,6 +41,7 @@ def main(argv=None) -> int:
     eval_sets = parse_eval_sets(args.eval_sets, args.data)
     mask_sets = [MaskSet.load(path) for path in args.masks]  # a damaged mask file stops the job before the model
     runtime.set_threads(args.threads)
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     model, tokenizer = load_classifier(args.model_dir)
     model.to(device)

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import runtime, staging
+from maskbench import precision, runtime, staging
 from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
 from maskbench.masking.apply import MaskSet, MaskSwitch
 from maskbench.steps import run_step
@@ -55,6 +55,7 @@ def main(argv=None) -> int:
     eval_sets = parse_eval_sets(args.eval_sets, args.data)
     groups = group_items(args)
     runtime.set_threads(args.threads)
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     loaded_for: dict[tuple, list] = {}
     # first pass: every model's labels and masks checked before the first forward pass

@@ -21,12 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from maskbench import runtime
+from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import read_prepared
 from maskbench.ffw.core import FFWSettings, run_ffw
 from maskbench.ffw.heads import bias_accuracy
 from maskbench.masking.apply import MaskSet, MaskSwitch, model_fingerprint
+from maskbench.precision import precision_field, tf32_field
 from maskbench.steps import run_step
 from maskbench.text.models import input_view, load_classifier
 from maskbench.tracks.nlu.bias.probs import read_probs
@@ -62,6 +63,8 @@ class NluFFWArgs:
     summary: Path | None = field(default=None, metadata={"help": "the run's JSON summary (default: --out with .json)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def readout(adapter, model, data: dict, classes: int, settings: FFWSettings, seed: int) -> float:
@@ -85,6 +88,7 @@ def main(argv=None) -> int:
             raise ValueError(f"ffw.examples.{name}: the {len(index)} pairs of the slice hold one class of attribute "
                              f"{args.attribute!r} only; take a larger slice")
     runtime.set_threads(args.threads)
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     runtime.seed_everything(args.seed)
     args.out.unlink(missing_ok=True)

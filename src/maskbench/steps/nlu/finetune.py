@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from maskbench import runtime
+from maskbench import precision, runtime
 from maskbench.checkpoints import sweep_staging, write_checkpoint
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.objectives.losses import get_loss
+from maskbench.precision import precision_field, tf32_field
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.steps import run_step
 from maskbench.text.batches import INPUT_VIEWS, EncodedPairs, predict_proba
@@ -68,6 +69,8 @@ class FinetuneArgs:
         "help": "1: deterministic kernels only (repeatable bits on GPUs, some speed lost; CPU runs are already)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def parse_args(argv=None) -> FinetuneArgs:
@@ -145,6 +148,7 @@ def main(argv=None) -> int:
         example_tensors = {k: v[rows] for k, v in example_tensors.items()}
     runtime.set_threads(args.threads)
     runtime.set_deterministic(bool(args.deterministic))
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     runtime.seed_everything(args.seed)
     log.info("fine-tuning on %s (%d examples, labels %s) on %s, seed %d", args.train, len(train_df), labels,

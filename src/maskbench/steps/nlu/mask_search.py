@@ -17,11 +17,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import runtime
+from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import DataError
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
 from maskbench.objectives.losses import get_loss
+from maskbench.precision import precision_field, tf32_field
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.steps import run_step
 from maskbench.text.batches import EncodedPairs
@@ -54,6 +55,8 @@ class MaskSearchArgs:
         "help": "1: deterministic kernels only (repeatable bits on GPUs, some speed lost; CPU runs are already)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def main(argv=None) -> int:
@@ -67,6 +70,7 @@ def main(argv=None) -> int:
     train_df, labels, train_meta, example_tensors, dev = read_training_inputs(args)
     runtime.set_threads(args.threads)
     runtime.set_deterministic(bool(args.deterministic))
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     model, tokenizer = load_classifier(args.model_dir)
     if model_labels(model) != labels:

@@ -25,6 +25,7 @@ import pandas as pd
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.codec import read_mask_header
+from maskbench.report.captions import labelled
 from maskbench.steps import run_step
 from maskbench.tracks.nlu.report.sparsity_curves import (
     curve_table,
@@ -45,6 +46,7 @@ class SrnetReportArgs:
     reference: list[Path] = field(default_factory=list, metadata={"help": "the full models' evaluation JSONs"})
     metrics: str = field(default="{}", metadata={"help": "JSON: eval set -> metric (default accuracy)"})
     table5: str = field(default="{}", metadata={"help": "JSON: config srnets.table5"})
+    label: str | None = field(default=None, metadata={"help": "the config's label: the first line of each markdown table"})
 
 
 def parse_row(row: str, path: Path) -> tuple[str, str]:
@@ -102,7 +104,7 @@ def main(argv=None) -> int:
         columns = {name: tuple(spec) for name, spec in t5.get("columns", {}).items()}
         t5_table = table5(t5_records, columns)
         runtime.atomic_write_text(args.results / "tables" / "table5.csv", t5_table.to_csv(index=False))
-        runtime.atomic_write_text(args.results / "tables" / "table5.md", table5_markdown(t5_table, kinds) + "\n")
+        runtime.atomic_write_text(args.results / "tables" / "table5.md", labelled(table5_markdown(t5_table, kinds), args.label) + "\n")
     if timing:
         timing_table = curve_table(timing, x="start_step")
         runtime.atomic_write_text(args.results / "tables" / "timing_curves.csv", timing_table.to_csv(index=False))

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from maskbench.report import json_arg
+from maskbench.report.captions import labelled
 from maskbench.runtime import atomic_path
 from maskbench.steps import run_step
 from maskbench.tracks.nlu.report.table1_builder import (
@@ -44,6 +45,7 @@ class Args:
     out_md: Path
     out_tex: Path
     row_labels: dict[str, str] = field(default_factory=dict)
+    label: str | None = field(default=None, metadata={"help": "the config's label: the first line of each markdown table"})
     selected: Path | None = None
     paper: str | None = PAPER_A
 
@@ -59,6 +61,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
     parser.add_argument("--out-tex", type=Path, required=True)
     parser.add_argument("--selected", type=Path, default=None,
                         help="tradeoff_selection.csv: a '<row>_selected' row after each swept row")
+    parser.add_argument("--label", default=None, help="the config's label: the first line of the markdown table")
     parser.add_argument("--paper", choices=[PAPER_A, "none"], default=PAPER_A,
                         help="A: paper A's figure beside each cell of its rows and columns; none: a table of the "
                              "config's own, no published figure")
@@ -84,6 +87,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
         out_md=ns.out_md,
         out_tex=ns.out_tex,
         row_labels=labels,
+        label=ns.label,
         selected=ns.selected,
         paper=None if ns.paper == "none" else ns.paper,
     )
@@ -129,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     with atomic_path(args.out_csv) as tmp:
         long.to_csv(tmp, index=False)
     with atomic_path(args.out_md) as tmp:
-        tmp.write_text(to_markdown(long, args.columns, row_labels, args.paper), encoding="utf-8")
+        tmp.write_text(labelled(to_markdown(long, args.columns, row_labels, args.paper), args.label), encoding="utf-8")
     with atomic_path(args.out_tex) as tmp:
         tmp.write_text(to_latex(long, args.columns, row_labels, args.paper), encoding="utf-8")
     return 0

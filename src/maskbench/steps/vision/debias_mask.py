@@ -19,10 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from maskbench import runtime
+from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.ffw.heads import HeadSettings
 from maskbench.masking.apply import MaskSet, MaskSwitch, model_fingerprint
+from maskbench.precision import precision_field, tf32_field
 from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, load_run_model, loader, read_split
 from maskbench.tracks.vision.debias_masks import METHODS, MaskSettings, ProbImages, run_mask
@@ -50,6 +51,8 @@ class DebiasMaskArgs:
     head_settings: str = field(default="{}", metadata={"help": "JSON of HeadSettings (config vision.ffw.head)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def main(argv=None) -> int:
@@ -70,6 +73,7 @@ def main(argv=None) -> int:
     model, meta = load_run_model(args.model_dir)
     spec = meta["model_spec"]
     runtime.set_threads(args.threads)
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     runtime.seed_everything(args.seed)
     fingerprint = model_fingerprint(model)

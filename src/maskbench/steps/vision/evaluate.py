@@ -19,10 +19,11 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import runtime
+from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.ffw.heads import HeadSettings
 from maskbench.masking.apply import MaskSet, MaskSwitch
+from maskbench.precision import precision_field, tf32_field
 from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, load_run_model, loader, read_split
 from maskbench.tracks.vision.evaluation import (
@@ -49,6 +50,8 @@ class VisionEvaluateArgs:
     head_settings: str = field(default="{}", metadata={"help": "JSON of HeadSettings fields (config vision.ffw.head)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def parse_runs(text: str) -> list[dict]:
@@ -74,6 +77,7 @@ def main(argv=None) -> int:
     biased_test = read_split(args.biased_test) if args.biased_test else None
     masks = {run["name"]: MaskSet.load(run["mask"]) for run in runs if run.get("mask")}
     runtime.set_threads(args.threads)
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     args.out.unlink(missing_ok=True)
     models: dict[str, tuple] = {}

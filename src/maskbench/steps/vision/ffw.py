@@ -16,9 +16,10 @@ import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from maskbench import runtime
+from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, model_fingerprint
+from maskbench.precision import precision_field, tf32_field
 from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, load_run_model, read_split
 from maskbench.tracks.vision.ffw import FFWSettings, run_ffw
@@ -38,6 +39,8 @@ class VisionFFWArgs:
     summary: Path | None = field(default=None, metadata={"help": "the run's JSON summary (default: --out with .json)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def summary_path(args: VisionFFWArgs) -> Path:
@@ -55,6 +58,7 @@ def main(argv=None) -> int:
     model, meta = load_run_model(args.model_dir)
     spec = meta["model_spec"]
     runtime.set_threads(args.threads)
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     runtime.seed_everything(args.seed)
     args.out.unlink(missing_ok=True)

@@ -23,6 +23,7 @@ import pandas as pd
 
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.report.captions import labelled
 from maskbench.steps import run_step
 from maskbench.tracks.vision.report.figures import plot_layer_sparsity, plot_magnitude_vs_ffw, plot_samples
 from maskbench.tracks.vision.report.tables import (
@@ -46,6 +47,7 @@ class VisionReportArgs:
     tables_dir: Path = field(metadata={"help": "folder of the tables"})
     figures_dir: Path = field(metadata={"help": "folder of the figures"})
     samples: list[Path] = field(default_factory=list, metadata={"help": "prepared splits for the samples figure"})
+    label: str | None = field(default=None, metadata={"help": "the config's label: the first line of each markdown table"})
 
 
 def tables_of(vision: dict) -> dict[int, str]:
@@ -139,7 +141,7 @@ def main(argv=None) -> int:
     for number, frame in tables.items():
         runtime.atomic_write_text(args.tables_dir / f"table{number}.csv", frame.to_csv(index=False))
         parts.append(f"### {caption(number, vision)}\n\n{markdown(frame)}")
-    runtime.atomic_write_text(args.tables_dir / "tables.md", "\n".join(parts))
+    runtime.atomic_write_text(args.tables_dir / "tables.md", labelled("\n".join(parts), args.label))
 
     target = vision.get("magnitude") or vision.get("gamma_sweep") or {
         "dataset": next(iter(vision["datasets"])), "level": next(iter(next(iter(vision["datasets"].values()))["levels"]))}

@@ -20,8 +20,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import runtime
+from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.precision import precision_field, tf32_field
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, loader, read_split, save_run_model
@@ -48,6 +49,8 @@ class VisionTrainArgs:
     deterministic: int = field(default=0, metadata={"help": "1: deterministic kernels only"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 class EpochSnapshots(Hook):
@@ -84,6 +87,7 @@ def main(argv=None) -> int:
         raise ValueError(f"--snapshot-epochs {bad}: each must lie in 1..{epochs - 1} (the run has {epochs} epochs)")
     runtime.set_threads(args.threads)
     runtime.set_deterministic(bool(args.deterministic))
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     runtime.seed_everything(args.seed)
     summary_path = args.out_dir / "train_summary.json"

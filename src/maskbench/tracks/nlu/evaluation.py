@@ -14,6 +14,7 @@ import pandas as pd
 from maskbench import runtime
 from maskbench.data.schema import DataError, read_prepared
 from maskbench.metrics import compute_metrics
+from maskbench.precision import precision_field, tf32_field
 from maskbench.text.batches import EncodedPairs, predict_proba
 from maskbench.text.models import input_view, model_labels
 
@@ -37,6 +38,8 @@ class EvalSetArgs:
                                                                  "same predictions up to float-sum order)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 @dataclass

@@ -17,13 +17,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from maskbench import runtime
+from maskbench import precision, runtime
 from maskbench.data.mixing import mix_training_sets, parse_mix
 from maskbench.data.schema import DataError
 from maskbench.masking.apply import model_fingerprint
 from maskbench.masking.codec import read_mask_file
 from maskbench.masking.selectors import select_linear
 from maskbench.objectives.losses import NEEDS, get_loss
+from maskbench.precision import precision_field, tf32_field
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.text.batches import EncodedPairs
 from maskbench.text.classifier_training import accuracy_on
@@ -64,6 +65,8 @@ class SrnetArgs:
         "help": "1: deterministic kernels only (repeatable bits on GPUs, some speed lost; CPU runs are already)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
+    precision: str = precision_field()
+    tf32: bool = tf32_field()
 
 
 def flag(name: str) -> str:
@@ -149,6 +152,7 @@ def load_start(args: SrnetArgs, inputs: Inputs):
     """Threads, determinism, device and seed set, then the start model: (model, tokenizer, device)."""
     runtime.set_threads(args.threads)
     runtime.set_deterministic(bool(args.deterministic))
+    precision.use_args(args)
     device = runtime.pick_device(args.device)
     runtime.seed_everything(args.seed)  # before loading: a checkpoint without a head gets a seeded one
     model, tokenizer = load_classifier(args.start_dir)

@@ -13,6 +13,7 @@ from maskbench import runtime
 from maskbench.ffw import heads as shared_heads
 from maskbench.ffw.heads import HeadSettings
 from maskbench.masking.density import density
+from maskbench.precision import current
 from maskbench.tracks.vision.ffw_adapter import VISION
 
 
@@ -24,8 +25,9 @@ def task_loss(model: nn.Module, data) -> float:
     device = next(model.parameters()).device
     total, count = 0.0, 0
     for batch in data:
-        logits = model(batch["image"].to(device))
-        total += float(nn.functional.cross_entropy(logits, batch["label"].to(device), reduction="sum"))
+        with current().autocast(device):  # the step's precision on CUDA; nothing on the CPU
+            logits = model(batch["image"].to(device))
+        total += float(nn.functional.cross_entropy(logits.float(), batch["label"].to(device), reduction="sum"))
         count += int(batch["label"].shape[0])
     return total / max(count, 1)
 
@@ -40,7 +42,8 @@ def task_accuracy(model: nn.Module, data, bias_names: list[str] | None = None) -
     correct, labels, biases = [], [], []
     num_classes = None
     for batch in data:
-        logits = model(batch["image"].to(device))
+        with current().autocast(device):  # the step's precision on CUDA; nothing on the CPU
+            logits = model(batch["image"].to(device))
         num_classes = logits.shape[1]
         correct.append(logits.argmax(dim=1).cpu() == batch["label"])
         labels.append(batch["label"])

@@ -1,0 +1,198 @@
+"""The cost sheet (maskbench.cost, python -m maskbench.tools.cost) on hand-made plans: a dry run's text parsed into
+jobs, each job priced from its command line with hand-computed GPU-hours, memory and disk, the requests checked, the
+families summed with the reports they feed; measured rates read from gpu_check.json. And the per-paper targets plan."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from maskbench.cost import assumptions, plan, sheet
+
+CONFIG = {
+    "datasets": {
+        "mnli_train": {"source": "hf:nyu-mll/glue", "config": "mnli", "split": "train"},
+        "mnli_dev": {"source": "hf:nyu-mll/glue", "config": "mnli", "split": "validation_matched"},
+        "hans": {"source": "hf:jhu-cogsci/hans", "split": "validation"},
+        "local_cut": {"source": "local:data/cut.jsonl"},
+    },
+    "tasks": {"mnli": {"train": "mnli_train", "dev": "mnli_dev"}},
+    "model": {"path": "bert-base-uncased"},
+}
+HP = {"epochs": 3, "batch_size": 32, "max_length": 128}
+PREPARED = "results/nlu/data/prepared"
+
+
+def block(rule, outputs, command, inputs=(), wildcards="", resources="mem_mb=32000, runtime=720, gpu=1"):
+    return (f"\n[Fri Nov 27 14:32:24 2026]\nrule {rule}:\n" + (f"    input: {', '.join(inputs)}\n" if inputs else "")
+            + f"    output: {', '.join(outputs)}\n    log: logs/{rule}.log\n    jobid: 1\n"
+            + (f"    wildcards: {wildcards}\n" if wildcards else "") + "    threads: 8\n"
+            + f"    resources: tmpdir=/tmp, {resources}\nShell command: {command} > logs/{rule}.log 2>&1\n")
+
+
+def finetune(hparams=HP, extra="", out="m/seed~1", train="mnli_train"):
+    return (f"python -m maskbench.steps nlu.finetune --seed 1 --train {PREPARED}/{train}.parquet --dev "
+            f"{PREPARED}/mnli_dev.parquet --hparams '{json.dumps(hparams)}' --out-dir '{out}' {extra}").strip()
+
+
+def evaluate(models):
+    return (f"python -m maskbench.steps nlu.evaluate --model-dirs {' '.join(models)} --data {PREPARED}/mnli_dev.parquet "
+            f"{PREPARED}/hans.parquet --task mnli --max-length 128 --batch-size 256")
+
+
+STEPS = math.ceil(392_702 / 32) * 3  # 12,272 batches x 3 epochs = 36,816 optimiser steps
+
+
+def priced(text, config=CONFIG, rates=None):
+    jobs = plan.parse_dry_run(text)
+    pricer = sheet.Pricer(config, rates or assumptions.per_step_figures(gpu_check=Path("/nonexistent")))
+    return jobs, [pricer.price(job) for job in jobs]
+
+
+def test_a_dry_run_block_becomes_a_job_with_its_step_and_options():
+    text = block("finetune_baseline", ["m/seed~1/model.safetensors", "m/seed~1/train_summary.json"], finetune(),
+                 inputs=[f"{PREPARED}/mnli_train.parquet"], wildcards="task=mnli, seed=1")
+    [job] = plan.parse_dry_run(text)
+    assert (job.rule, job.gpus, job.threads, job.resource("runtime")) == ("finetune_baseline", 1, 8, 720.0)
+    assert job.wildcards == {"task": "mnli", "seed": "1"}
+    assert job.inputs == (f"{PREPARED}/mnli_train.parquet",)
+    step, opts = job.step()
+    assert step == "nlu.finetune"
+    assert json.loads(opts["hparams"][0]) == HP and opts["out-dir"] == ["m/seed~1"]
+
+
+def test_a_finetuning_costs_its_steps_over_nine_a_second_and_writes_one_checkpoint():
+    _, [cost] = priced(block("finetune_baseline", ["m/seed~1/model.safetensors", "m/seed~1/train_summary.json"],
+                             finetune()))
+    assert STEPS == 36_816
+    assert cost.gpu_hours == pytest.approx(36_816 / 9 / 3600)          # 1.1363 GPU-h
+    assert cost.disk_gb == pytest.approx(110e6 * 4 / 1e9)              # one fp32 BERT-base: 0.44 GB
+    # weights, gradients and two AdamW moments (16 B a parameter) + 12 layers of 32 x 128 x 768 x (34 + 5 x 12 x
+    # 128 / 768) B, twice in fp32, + the CUDA context
+    assert cost.gpu_mem_gb == pytest.approx(110e6 * 16 / 1e9 + 12 * 32 * 128 * 768 * 44 * 2 / 1e9 + 1.0)
+    assert cost.problems == []
+
+
+def test_precision_subset_batch_and_sweep_runs_scale_the_estimate():
+    # the job's own --precision decides (the rules pass it whenever it is not fp32); without one, fp32 even where
+    # compute.precision names another (paper C's jobs under the paper config)
+    bf16 = {**CONFIG, "compute": {"precision": "bf16"}}
+    _, [half] = priced(block("f", ["m/model.safetensors"], finetune() + " --precision bf16"), config=bf16)
+    assert half.gpu_hours == pytest.approx(36_816 / 18 / 3600)
+    _, [full] = priced(block("f", ["m/model.safetensors"], finetune()), config=bf16)
+    assert full.gpu_hours == pytest.approx(36_816 / 9 / 3600)
+    # paper A's undertrained weak learner: 2,000 examples, 5 epochs -> 63 x 5 steps
+    _, [weak] = priced(block("b", ["b/train_probs.parquet"], finetune({**HP, "epochs": 5}, "--train-subset 2000")))
+    assert weak.minutes == pytest.approx(315 / 9 / 60)
+    # a mask search at batch 128 (4 units a step), and paper C's sweep of 8 sparsities in turn
+    _, [search] = priced(block("search_mask", ["x.mask"], finetune({**HP, "batch_size": 128}).replace(
+        "nlu.finetune", "nlu.mask_search")))
+    assert search.minutes == pytest.approx(math.ceil(392_702 / 128) * 3 * 4 / 9 / 60)
+    sweep = finetune().replace("nlu.finetune", "nlu.srnet_mask_train") + " --sparsities 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9"
+    _, [srn] = priced(block("srnet_mask_train", [f"s/sparsity~{s}/mask.mask" for s in range(8)], sweep))
+    assert srn.minutes == pytest.approx(8 * STEPS / 9 / 60)
+    assert srn.disk_gb == pytest.approx(8 * 85e6 / 8 / 1e9)  # eight masks of a bit per maskable weight
+
+
+def test_an_evaluation_costs_its_pairs_at_a_third_of_a_step_per_32_rows():
+    _, [cost] = priced(block("evaluate_mnli", ["e/a.json"], evaluate(["m/a", "m/b", "m/c"]),
+                             resources="mem_mb=16000, runtime=120, gpu=1"))
+    pairs = 3 * (9_815 + 30_000)  # three models x (MNLI dev + HANS)
+    assert cost.minutes == pytest.approx((pairs / 3 / 32 / 9 + 3 * 10) / 60)  # + 10 s a model loaded
+
+
+def test_requests_below_the_estimate_are_flagged_unless_the_job_carries_its_work_over():
+    text = block("f", ["m/model.safetensors"], finetune(), resources="mem_mb=32000, runtime=60, gpu=1")
+    _, [cost] = priced(text)  # 68.2 min x 1.5 = 102 min > 60, no saved state
+    assert len(cost.problems) == 1 and "does not carry" in cost.problems[0]
+    _, [resumed] = priced(block("f", ["m/model.safetensors"], finetune(extra="--checkpoint-every 1000"),
+                                resources="mem_mb=32000, runtime=60, gpu=1"))
+    assert resumed.problems == []  # 2 submissions of 60 min: within the profile's retry
+    _, [short] = priced(block("f", ["m/model.safetensors"], finetune(extra="--checkpoint-every 1000"),
+                              resources="mem_mb=4000, runtime=30, gpu=1"))
+    assert [p.split()[0] for p in short.problems] == ["runtime", "mem_mb"]  # 4 submissions; 4 GB < 5.44 GB x 1.2
+
+
+def test_an_unknown_training_set_is_left_unpriced_and_said():
+    _, [cost] = priced(block("f", ["m/model.safetensors"], finetune(train="local_cut")))
+    assert cost.minutes is None and cost.gpu_hours == 0 and "no size known" in cost.problems[0]
+
+
+def test_families_sum_their_jobs_and_name_the_reports_they_feed():
+    text = (block("finetune_baseline", ["m/a/model.safetensors"], finetune(out="m/a"))
+            + block("finetune_baseline", ["m/b/model.safetensors"], finetune(out="m/b"))
+            + block("evaluate_mnli", ["e/a.json"], evaluate(["m/a", "m/b"]), inputs=["m/a/model.safetensors",
+                    "m/b/model.safetensors"], resources="mem_mb=16000, runtime=120, gpu=1")
+            + block("table1", ["tables/table1.csv"], "python -m maskbench.steps nlu.table1 --evals e/a.json",
+                    inputs=["e/a.json"], resources="mem_mb=1000, runtime=10"))
+    jobs, costs = priced(text)
+    families, total = sheet.summarise(jobs, costs, local={"table1"})
+    by = {f.family: f for f in families}
+    assert set(by) == {"finetune_baseline", "evaluate_<task>"}
+    assert by["finetune_baseline"].jobs == 2 and by["finetune_baseline"].gpu_hours == pytest.approx(2 * 36_816 / 9 / 3600)
+    assert by["finetune_baseline"].serves == ["A: Table 1"] == by["evaluate_<task>"].serves
+    assert total.gpu_hours == pytest.approx(sum(f.gpu_hours for f in families))
+    assert total.disk_gb == pytest.approx(2 * 0.44)
+    md = sheet.markdown(families, total, sheet.Pricer(CONFIG).rates, "fp32")
+    assert "| **total** | 3 |" in md and "Every request covers its estimate." in md
+
+
+def test_measured_cuda_rates_replace_the_assumption_and_a_cpu_measurement_does_not(tmp_path):
+    path = tmp_path / "gpu_check.json"
+    path.write_text(json.dumps({"device": "cuda:0 (NVIDIA H100)", "finetune_steps": {
+        "fp32": {"steps_per_s": 6.0, "batch_size": 32, "max_length": 256}, "bf16": 30.0}}))
+    rates = assumptions.per_step_figures(path)
+    assert rates["fp32"].value == 12.0 and rates["fp32"].source.startswith("measured")  # 6/s at twice the length
+    assert rates["bf16"].value == 30.0 and rates["fp16"].value == 18.0  # fp16 keeps its assumption: 9 x 2
+    _, [cost] = priced(block("f", ["m/model.safetensors"], finetune()), rates=rates)
+    assert cost.gpu_hours == pytest.approx(36_816 / 12 / 3600)
+    path.write_text(json.dumps({"device": "cpu", "finetune_steps": {"fp32": 0.5}}))
+    assert assumptions.per_step_figures(path)["fp32"].value == 9.0
+    path.write_text("{")
+    with pytest.raises(ValueError, match="gpu_check.json: not JSON"):
+        assumptions.per_step_figures(path)
+
+
+def test_a_precision_without_a_rate_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="precision: value 'int8'"):
+        priced(block("f", ["m/model.safetensors"], finetune()), config={**CONFIG, "compute": {"precision": "int8"}})
+
+
+def test_temp_checkpoints_leave_only_the_masks_of_a_scored_sweep_on_disk():
+    outputs = [f"s/sparsity~{s}/{name}" for s in (0.2, 0.3) for name in ("model.safetensors", "mask.mask",
+                                                                           "train_summary.json")]
+    command = finetune().replace("nlu.finetune", "nlu.srnet_retrain") + " --masks a.mask b.mask"
+    for flag, kept in ((False, 2 * 0.44 + 2 * 85e6 / 8 / 1e9), (True, 2 * 85e6 / 8 / 1e9)):
+        _, [cost] = priced(block("srnet_retrain", outputs, command),
+                           config={**CONFIG, "compute": {"temp_checkpoints": flag}})
+        assert cost.disk_gb == pytest.approx(2 * 0.44 + 2 * 85e6 / 8 / 1e9)  # two checkpoints and two masks written
+        assert cost.kept_gb == pytest.approx(kept)
+        assert cost.minutes == pytest.approx(2 * STEPS / 9 / 60)  # two masks retrained in turn
+
+
+PAPER_TARGETS = ["paper_a_table1", "paper_a_tradeoff", "paper_a_pruning_rates", "paper_a", "paper_b", "paper_c",
+                 "paper_d_table2", "paper_d_table3", "paper_d_table4", "paper_d_table5", "paper_d", "matrix"]
+
+
+def test_every_per_paper_target_plans_on_the_paper_config_and_paper_a_on_the_real_one(tmp_path):
+    """One dry run each: every target of configs/paper.yaml at once, and paper A's on the offline real config, where
+    Table 1 has its trade-off rows too (table1_paper_rows renders the paper's rows without the sweeps')."""
+    from test_workflow import PAPER_USER_FILES, REPO, planned_jobs, snakemake
+
+    for supplied in PAPER_USER_FILES:
+        (tmp_path / "paper" / supplied).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "paper" / supplied).touch()
+    paper = snakemake("-n", *PAPER_TARGETS, "--configfile", str(REPO / "configs/paper.yaml"), workdir=tmp_path / "paper")
+    assert paper.returncode == 0, paper.stderr[-3000:]
+    jobs = planned_jobs(paper.stdout)
+    assert {target: jobs.get(target) for target in PAPER_TARGETS} == dict.fromkeys(PAPER_TARGETS, 1)
+    assert jobs["table1_paper_rows"] == 1 and jobs["table1"] == 1  # paper_a plans the full Table 1 as well
+    (tmp_path / "real").mkdir()
+    real = snakemake("-n", "paper_a_table1", "--configfile", str(REPO / "configs/real.yaml"), workdir=tmp_path / "real")
+    assert real.returncode == 0, real.stderr[-3000:]
+    jobs = planned_jobs(real.stdout)
+    assert jobs["paper_a_table1"] == 1 and "search_mask_sweep" not in jobs and "finetune_sweep" not in jobs
+    assert "table1" not in jobs and jobs["table1_paper_rows"] == 1

@@ -1,0 +1,80 @@
+"""The prepared GPU check (maskbench.tools.gpu_check) at --quick sizes on the CPU: its JSON, its skips, the resumed
+run's bit-equal weights, the CPU-runnable benchmark code paths, and a failing section that does not stop the rest."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+CUDA_SECTIONS = ("finetune_steps", "mask_search_steps", "evaluation", "smoke_dag")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="asserts the CPU skips")
+def test_quick_run_on_cpu(tmp_path):
+    """The whole check as the CLI runs it, in a fresh interpreter that must not import snakemake or datasets (the GPU
+    machine has neither)."""
+    out = tmp_path / "gpu_check.json"
+    script = ("import sys; from maskbench.tools import gpu_check; gpu_check.main(sys.argv[1:]); "
+              "print(sorted({'snakemake', 'datasets'} & set(sys.modules)))")
+    env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", script, "--quick", "--threads", "1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1] == "[]"  # nothing unavailable on the GPU machine was imported
+    report = json.loads(out.read_text())
+    sections = report["sections"]
+    assert list(sections) == ["environment", *CUDA_SECTIONS[:3], "resume_on_cuda", "smoke_dag"]
+    # one summary line per section, in order
+    assert [line.split(":")[0] for line in lines[:-1] if line.split(":")[0] in sections] == list(sections)
+    env = sections["environment"]
+    assert env["status"] == "ok" and env["torch"] == torch.__version__ and env["cuda_available"] is False
+    for name in CUDA_SECTIONS:
+        assert sections[name]["status"] == "skipped" and "no CUDA" in sections[name]["reason"], sections[name]
+    resume = sections["resume_on_cuda"]
+    fp32 = resume["variants"]["fp32"]
+    assert resume["status"] == "ok" and resume["device"] == "cpu" and resume["equal"] is True
+    assert fp32["equal"] is True and fp32["max_abs_diff"] == 0.0
+    # stopped after step 4, resumed from the state saved at step 2 (every 2 steps; a stop comes before its save)
+    assert (fp32["stopped_after_step"], fp32["resumed_from_step"]) == (4, 2)
+
+
+def test_cpu_code_paths_and_a_failing_section(tmp_path, monkeypatch):
+    """--allow-cpu runs the benchmark sections' code on the CPU: every variant times its steps, and bf16 leaves the
+    CPU's probabilities exactly as fp32's (the setting is CUDA-only); a section that raises is recorded as failed
+    with its error, and the sections after it still run and are written."""
+    from maskbench.tools import gpu_check
+
+    def broken(sizes, allow_cpu):
+        raise RuntimeError("injected failure")
+
+    monkeypatch.setitem(gpu_check.RUNNERS, "environment", broken)
+    out = tmp_path / "check.json"
+    gpu_check.main(["--quick", "--allow-cpu", "--threads", "1", "--sections", "environment,finetune_steps,mask_search_steps,evaluation",
+                    "--out", str(out)])
+    sections = json.loads(out.read_text())["sections"]
+    assert sections["environment"]["status"] == "failed"
+    assert "RuntimeError: injected failure" in sections["environment"]["reason"]
+    quick = gpu_check.QUICK
+    for name, variants in (("finetune_steps", gpu_check.FINETUNE_VARIANTS),
+                           ("mask_search_steps", gpu_check.SEARCH_VARIANTS)):
+        assert sections[name]["status"] == "ok", sections[name]
+        assert list(sections[name]["variants"]) == list(variants)
+        for numbers in sections[name]["variants"].values():
+            assert numbers["timed_steps"] == quick.timed_steps and numbers["steps_per_s"] > 0
+    assert sections["mask_search_steps"]["variants"]["fp32"]["n_scores"] == 2 * (4 * 32 * 32 + 2 * 32 * 64)  # 2 layers: Q, K, V, O and the two FFN matrices
+    bf16 = sections["evaluation"]["variants"]["bf16"]
+    assert bf16["max_abs_prob_diff_vs_fp32"] == 0.0 and bf16["argmax_agreement_vs_fp32"] == 1.0
+
+
+def test_unknown_section_is_refused():
+    from maskbench.tools import gpu_check
+
+    with pytest.raises(SystemExit, match="unknown section"):
+        gpu_check.main(["--sections", "environment,warp_drive"])
