@@ -1,6 +1,7 @@
-"""A model the user fine-tuned elsewhere (config ``model: {init: finetuned, path: ...}``, ``workflow_plan.FINETUNED``): its label names, read
-from its ``config.json`` without torch, so that the workflow can refuse a checkpoint for other labels while it plans
-(rules/nlu/common.smk) and the import step (``maskbench.steps.nlu.import_given_model``) again before it loads any weight.
+"""A model the user fine-tuned elsewhere (config ``model: {init: finetuned, path: ...}``,
+``workflow_plan.FINETUNED``): its label names, read from its ``config.json`` without torch, so that the workflow
+can refuse a checkpoint for other labels while it plans (tracks/nlu/own_files.py) and the import step
+(``maskbench.steps.nlu.import_given_model``) again before it loads any weight.
 
 Such a model is the frozen baseline every mask search of its task starts from: it is evaluated as it is and never
 fine-tuned again.
