@@ -17,7 +17,8 @@ from maskbench.workflow_config import (
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((REPO / "config.yaml").read_text())
-SHIPPED = ["config.yaml", "configs/smoke.yaml", "configs/minilm.yaml", "configs/paper.yaml", "configs/srnets.yaml"]
+SHIPPED = ["config.yaml", "configs/smoke.yaml", "configs/minilm.yaml", "configs/paper.yaml", "configs/srnets.yaml",
+           "configs/your-model.yaml"]
 
 
 @pytest.mark.parametrize("path", SHIPPED)

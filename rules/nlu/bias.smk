@@ -89,3 +89,29 @@ rule bias_models_table:
     shell:
         "python -m maskbench.steps nlu.bias_models_table --evals {input.evals:q} --out {output.csv:q}"
         " > {log:q} 2>&1"
+
+
+# a precomputed bias source: the user's probabilities, columns of the task's training file (checked while planning,
+# rules/nlu/common.smk), for the rows the prepared training set kept
+if P.precomputed_sources:
+
+    rule precomputed_bias:
+        input:
+            train=lambda w: prepared_path(config["tasks"][w.task]["train"]),
+            file=lambda w: given_train_file(config["tasks"][w.task]["train"]),
+        output:
+            probs=f"{bias_dir('{task}', '{source}', '{seed}')}/train_probs.parquet",
+        wildcard_constraints:
+            source=alternation(P.precomputed_sources),
+        params:
+            args=lambda wildcards, input, output: shell_args(
+                train=input.train, file=input.file, source=Json(SOURCES[wildcards.source]), name=wildcards.source,
+                task=wildcards.task, out=output.probs,
+                format=config["datasets"][config["tasks"][wildcards.task]["train"]].get("format")),
+        log:
+            f"{R}/logs/precomputed_bias/{{task}}/{{source}}/seed~{{seed}}.log",
+        localrule: True
+        conda:
+            "../../envs/maskbench.yaml"
+        shell:
+            "python -m maskbench.steps nlu.precomputed_bias {params.args} > {log:q} 2>&1"

@@ -20,6 +20,37 @@ wildcard_constraints:
     loss=r"[a-z_]+",
 
 
+def given_train_file(dataset):
+    """The local file of a training set (the bias columns of a precomputed source live in it)."""
+    return local_file(config["datasets"][dataset]["source"], f"dataset {dataset!r}", f"datasets.{dataset}.source")
+
+
+# The user's own files (a classifier fine-tuned elsewhere, precomputed bias columns) are checked now, while planning:
+# a checkpoint for other labels or a bad bias column stops the workflow with one line before any job runs.
+if P.given or P.precomputed_sources:
+    from maskbench.tracks.nlu.own_files import check_own_files  # noqa: E402
+
+    try:
+        check_own_files(config, given_train_file)
+    except ValueError as err:
+        raise WorkflowError(str(err)) from None
+
+
+def table1_own_options():
+    """The table1 step's options of a table that is the config's own: `--paper none` without `paper: A` (no published
+    figure beside the config's numbers) and `--row-labels` where the config names its rows; none for paper A's."""
+    table = (config.get("report") or {}).get("table1") or {}
+    return {"paper": None if table.get("paper") else "none",
+            "row_labels": Json(table["row_labels"]) if table.get("row_labels") else None}
+
+
+def paper_a_columns():
+    """The columns through which the trade-off report draws paper A's reported points: Table 1's, unless the table
+    is the config's own (None: no points)."""
+    table = (config.get("report") or {}).get("table1")
+    return None if table and not table.get("paper") else (table or {}).get("columns", {})
+
+
 def task_train_data(wildcards):
     spec = config["tasks"][wildcards.task]
     return {"train": prepared_path(spec["train"]), "dev": prepared_path(spec["dev"])}

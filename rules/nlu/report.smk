@@ -15,7 +15,9 @@ rule table1:
         args=lambda wildcards, input, output: shell_args(
             evals=[*input.evals, *input.sweep_evals], columns=config["report"]["table1"]["columns"], rows=Json(ROWS),
             selected=list(input.selection) or None, out_csv=output.csv, out_md=output.md, out_tex=output.tex,
-            label=config.get("label")),
+            label=config.get("label"),
+            # a table of the config's own (no `paper: A`) prints no published figure; its rows' own names
+            **table1_own_options()),
     log:
         f"{R}/logs/table1/table1.log",
     localrule: True
@@ -39,7 +41,7 @@ if SWEEPS:
         params:
             args=lambda wildcards, input, output: shell_args(
                 evals=list(input.evals), columns=config["report"]["table1"]["columns"], rows=Json(ROWS),
-                out_csv=output.csv, out_md=output.md, out_tex=output.tex),
+                out_csv=output.csv, out_md=output.md, out_tex=output.tex, **table1_own_options()),
         log:
             f"{R}/logs/table1/table1_paper_rows.log",
         localrule: True
@@ -76,7 +78,8 @@ rule figure_id_ood:
         csv=f"{R}/figures/id_ood.csv",
     params:
         args=lambda wildcards, input, output: shell_args(
-            table=input.table, columns=config["report"]["table1"]["columns"], out=output.png, out_csv=output.csv),
+            table=input.table, columns=config["report"]["table1"]["columns"], out=output.png, out_csv=output.csv,
+            row_labels=table1_own_options().get("row_labels")),
     log:
         f"{R}/logs/figure_id_ood/id_ood.log",
     localrule: True

@@ -103,7 +103,7 @@ if SWEEPS:
             args=lambda wildcards, input, output: shell_args(
                 evals=input.evals, points=Json([{k: v for k, v in p.items() if k != "run"} for p in SW.points()]),
                 lines=Json(SW.lines()), id_sets={t: config["tasks"][t]["dev"] for t in TASKS},
-                columns=(config["report"].get("table1") or {}).get("columns", {}), delta=TRADEOFF.get("delta", 1.0),
+                columns=paper_a_columns(), delta=TRADEOFF.get("delta", 1.0),
                 drops=TRADEOFF.get("id_drops", [1, 2, 5]), out_csv=output.csv, out_summary=output.summary,
                 out_summary_md=output.summary_md, out_selection=output.selection,
                 figures_dir=os.path.dirname(output.figures[0]), figures=list(SW.figures())),

@@ -6,10 +6,10 @@ rule finetune_baseline:
     input:
         unpack(task_train_data),
     output:
-        model=f"{checkpoint_dir('{task}', '{seed}')}/model.safetensors",
-        summary=f"{checkpoint_dir('{task}', '{seed}')}/train_summary.json",
+        model=f"{P.finetune_dir('{task}', '{seed}')}/model.safetensors",
+        summary=f"{P.finetune_dir('{task}', '{seed}')}/train_summary.json",
         # the baseline's own training-set probabilities: the teacher of confidence regularisation
-        probs=f"{checkpoint_dir('{task}', '{seed}')}/train_probs.parquet",
+        probs=f"{P.finetune_dir('{task}', '{seed}')}/train_probs.parquet",
         # with `srnets:` also paper C's theta_pt (the untrained start) and the timing study's snapshots
         **finetune_extra_outputs(),
     params:
@@ -29,3 +29,36 @@ rule finetune_baseline:
         "../../envs/maskbench.yaml"
     shell:
         "python -m maskbench.steps nlu.finetune {params.args} --threads {threads} {params.extra} > {log:q} 2>&1"
+
+
+# `model: {init: finetuned}`: the user's classifier, fine-tuned elsewhere, taken in as it is (no training) as the one
+# frozen baseline of every seed of its task (checkpoint_dir names it then); with a loss that reads a teacher, also its
+# training-set probabilities. Its labels are checked against the task's while planning (rules/nlu/common.smk).
+if P.given:
+
+    rule import_given_model:
+        input:
+            train=lambda w: prepared_path(config["tasks"][w.task]["train"]),
+        output:
+            model=f"{P.given_dir('{task}')}/model.safetensors",
+            summary=f"{P.given_dir('{task}')}/train_summary.json",
+            **({"probs": f"{P.given_dir('{task}')}/train_probs.parquet"} if P.given_teacher() else {}),
+        params:
+            args=lambda wildcards, input, output: shell_args(
+                path=config["model"]["path"], train=input.train, out_dir=os.path.dirname(output.model),
+                model_spec=Json(config["model"]), train_probs_out=output.get("probs"),
+                max_length=config["finetune"]["max_length"], batch_size=config["finetune"]["eval_batch_size"],
+                length_sorted=LENGTH_SORTED_EVAL),
+        log:
+            f"{R}/logs/import_given_model/{{task}}.log",
+        benchmark:
+            f"{R}/benchmarks/rules/import_given_model/{{task}}.tsv"
+        threads: 1
+        resources:
+            mem_mb=COMPUTE["eval_mem_mb"],
+            runtime=COMPUTE["eval_runtime_min"],
+            gpu=training_gpus(),
+        conda:
+            "../../envs/maskbench.yaml"
+        shell:
+            "python -m maskbench.steps nlu.import_given_model {params.args} --threads {threads} > {log:q} 2>&1"

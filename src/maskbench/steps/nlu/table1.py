@@ -1,11 +1,13 @@
 """Build paper A's Table 1 from evaluation JSONs.
 
     python -m maskbench.steps nlu.table1 --evals A.json B.json ... --columns COLUMNS --rows ROWS \\
-        --out-csv T.csv --out-md T.md --out-tex T.tex
+        --out-csv T.csv --out-md T.md --out-tex T.tex [--paper none]
 
 COLUMNS is inline JSON or a JSON file: {"mnli_val": {"task": "mnli", "eval_set": "mnli_dev",
 "metric": "accuracy"}, ...}. ROWS is a JSON list of row ids in display order, or a mapping
 row id -> display label; --row-labels overrides labels. All three outputs are written atomically.
+Paper A's figure stands beside each cell of its rows and columns (``--paper A``, the default, for a config that
+declares `report.table1.paper: A`); ``--paper none`` prints none: the table of a config's own model and data.
 With --selected (the trade-off report's tradeoff_selection.csv), every swept row gets a "<row>_selected" row right
 after it: per task, the scores of the point the selection rule picked (its evaluation JSONs must be among --evals),
 empty for a task where no point kept the ID dev accuracy within delta of the baseline's.
@@ -24,6 +26,7 @@ from maskbench.report.captions import labelled
 from maskbench.runtime import atomic_path
 from maskbench.steps import run_step
 from maskbench.tracks.nlu.report.table1_builder import (
+    PAPER_A,
     ROW_LABELS,
     build_table1,
     load_evals,
@@ -44,6 +47,7 @@ class Args:
     row_labels: dict[str, str] = field(default_factory=dict)
     label: str | None = field(default=None, metadata={"help": "the config's label: the first line of each markdown table"})
     selected: Path | None = None
+    paper: str | None = PAPER_A
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
@@ -57,6 +61,10 @@ def parse_args(argv: list[str] | None = None) -> Args:
     parser.add_argument("--out-tex", type=Path, required=True)
     parser.add_argument("--selected", type=Path, default=None,
                         help="tradeoff_selection.csv: a '<row>_selected' row after each swept row")
+    parser.add_argument("--label", default=None, help="the config's label: the first line of the markdown table")
+    parser.add_argument("--paper", choices=[PAPER_A, "none"], default=PAPER_A,
+                        help="A: paper A's figure beside each cell of its rows and columns; none: a table of the "
+                             "config's own, no published figure")
     ns = parser.parse_args(argv)
 
     columns = json_arg(ns.columns)
@@ -79,7 +87,9 @@ def parse_args(argv: list[str] | None = None) -> Args:
         out_md=ns.out_md,
         out_tex=ns.out_tex,
         row_labels=labels,
+        label=ns.label,
         selected=ns.selected,
+        paper=None if ns.paper == "none" else ns.paper,
     )
 
 
@@ -112,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     evals, rows, labels = load_evals(args.evals), args.rows, args.row_labels
     if args.selected is not None:
         evals, rows, labels = add_selected_rows(evals, rows, labels, pd.read_csv(args.selected))
-    long = build_table1(evals, args.columns, rows)
+    long = build_table1(evals, args.columns, rows, args.paper)
     if long.empty:
         # an empty table almost always means the rows/columns config does not match the eval JSONs
         raise ValueError(
@@ -123,9 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     with atomic_path(args.out_csv) as tmp:
         long.to_csv(tmp, index=False)
     with atomic_path(args.out_md) as tmp:
-        tmp.write_text(labelled(to_markdown(long, args.columns, row_labels), args.label), encoding="utf-8")
+        tmp.write_text(labelled(to_markdown(long, args.columns, row_labels, args.paper), args.label), encoding="utf-8")
     with atomic_path(args.out_tex) as tmp:
-        tmp.write_text(to_latex(long, args.columns, row_labels), encoding="utf-8")
+        tmp.write_text(to_latex(long, args.columns, row_labels, args.paper), encoding="utf-8")
     return 0
 
 

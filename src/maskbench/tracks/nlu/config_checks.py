@@ -9,6 +9,12 @@ from collections.abc import Mapping
 from maskbench.config_checks import ConfigError
 from maskbench.objectives.needs import HYPERPARAMETERS
 from maskbench.tracks.nlu.srnet_matrix import eligible_runs
+from maskbench.tracks.nlu.workflow_plan import FINETUNED, GOLD_ONLY_LOSSES, NEURAL_KINDS, PRECOMPUTED
+
+# paper A's Table 1 columns (and the breakdowns and weighted F1 beside them): the column names of a table that
+# declares `paper: A`, whose published figures are looked up by these names (report/paper_a_table1.csv)
+PAPER_A_COLUMNS = ("mnli_val", "hans", "hans_ent", "hans_nonent", "hans_lex", "hans_sub", "hans_const", "mnli_neg",
+                   "qqp_val", "paws", "paws_wf1", "paws_neg", "fever_val", "fever_symm")
 
 
 def check(config: Mapping) -> None:
@@ -47,10 +53,19 @@ def check(config: Mapping) -> None:
                               f"(and only it), got kind {source['kind']!r}")
         if "model" in source:
             check_model(source["model"], f"bias.sources.{name}.model")
+            if source["model"]["init"] == FINETUNED:
+                raise ConfigError(f"config: bias.sources.{name}.model.init is 'finetuned'; a bias model is trained "
+                                  "here, from scratch or a pre-trained model")
+        if source["kind"] in NEURAL_KINDS and config["model"]["init"] == FINETUNED and "model" not in source:
+            # a weak learner is the main model trained briefly: the given classifier is already fine-tuned
+            raise ConfigError(f"config: bias.sources.{name}.model is required: model.init is 'finetuned', so the "
+                              f"{source['kind']} bias model needs a model of its own to train (scratch or pretrained)")
         for key in ("train_subset", "features", "binary_positive", "feature_set", "solver", "C", "class_weight"):
             for task in source.get(key, {}):
                 if task not in tasks:
                     raise ConfigError(f"config: bias.sources.{name}.{key}.{task} is not a task {sorted(tasks)}")
+        check_precomputed(config, name, source)
+    check_given_model(config)
     for row, spec in (config.get("standard_debiasing") or {}).items():
         if spec["bias"] not in sources:
             raise ConfigError(f"config: standard_debiasing.{row}.bias has value {spec['bias']!r}, which is not a "
@@ -90,6 +105,15 @@ def check(config: Mapping) -> None:
             if row not in built:
                 raise ConfigError(f"config: report.table1.rows has {row!r}, which no method of this config "
                                   f"builds {sorted(built)}")
+        for row in table.get("row_labels") or {}:
+            if row not in built:
+                raise ConfigError(f"config: report.table1.row_labels.{row} names a row no method of this config "
+                                  f"builds {sorted(built)}")
+        if table.get("paper") == "A":
+            for column in table["columns"]:
+                if column not in PAPER_A_COLUMNS:
+                    raise ConfigError(f"config: report.table1.columns.{column} is not a column of paper A's Table 1 "
+                                      f"{list(PAPER_A_COLUMNS)}; without `paper: A` the columns are named freely")
         for column, ref in table["columns"].items():
             if ref["task"] not in tasks:
                 raise ConfigError(f"config: report.table1.columns.{column}.task has value {ref['task']!r}, "
@@ -138,10 +162,65 @@ def check_tradeoff(config: Mapping) -> None:
 
 
 def check_model(model: Mapping, where: str) -> None:
-    if model["init"] == "pretrained" and not model.get("path"):
-        raise ConfigError(f"config: {where}.path is required when {where}.init is 'pretrained'")
+    if model["init"] in ("pretrained", FINETUNED) and not model.get("path"):
+        raise ConfigError(f"config: {where}.path is required when {where}.init is {model['init']!r}")
+    if model["init"] == FINETUNED and "bert_config" in model:
+        raise ConfigError(f"config: {where}.bert_config is set, but {where}.init 'finetuned' takes the model as it is")
     if model["init"] == "scratch" and "bert_config" not in model:
         raise ConfigError(f"config: {where}.bert_config is required when {where}.init is 'scratch'")
+
+
+def check_given_model(config: Mapping) -> None:
+    """A classifier fine-tuned elsewhere (`model.init: finetuned`) is the frozen start of the mask searches: what
+    needs the pre-trained model it came from (standard debiasing, paper C's subnetworks) cannot be planned."""
+    if config["model"]["init"] != FINETUNED:
+        return
+    for row in config.get("standard_debiasing") or {}:
+        raise ConfigError(f"config: standard_debiasing.{row}: model.init is 'finetuned', but standard debiasing "
+                          "fine-tunes the pre-trained model with a debiasing loss; drop the row (mask rows search "
+                          "the given model) or name a pre-trained model")
+    if config.get("srnets"):
+        raise ConfigError("config: srnets: model.init is 'finetuned', but paper C's subnetworks start from the "
+                          "pre-trained weights; drop the section or name a pre-trained model")
+
+
+def check_precomputed(config: Mapping, name: str, source: Mapping) -> None:
+    """A precomputed bias source: one form (`columns` or `gold_column`) for every task, from a local training file,
+    and a gold column only under losses that read p_b(y) alone."""
+    has = [key for key in ("columns", "gold_column") if key in source]
+    if source["kind"] != PRECOMPUTED:
+        if has:
+            raise ConfigError(f"config: bias.sources.{name}.{has[0]} is for kind 'precomputed', got kind "
+                              f"{source['kind']!r}")
+        return
+    if len(has) != 1:
+        raise ConfigError(f"config: bias.sources.{name}: a precomputed source gives `columns` (a distribution) or "
+                          f"`gold_column` (p_b of the gold label), exactly one; got {has or 'neither'}")
+    given = source[has[0]]
+    for task, spec in config["tasks"].items():
+        if task not in given:
+            raise ConfigError(f"config: bias.sources.{name}.{has[0]} has no entry for task {task!r} (every task's "
+                              "rows read the source)")
+        dataset = config["datasets"][spec["train"]]
+        if not dataset["source"].startswith("local:"):
+            raise ConfigError(f"config: bias.sources.{name}: the training set of task {task!r}, datasets."
+                              f"{spec['train']}, has source {dataset['source']!r}; precomputed columns are read "
+                              "from a local file (local:<path>)")
+    for task in given:
+        if task not in config["tasks"]:
+            raise ConfigError(f"config: bias.sources.{name}.{has[0]}.{task} is not a task {sorted(config['tasks'])}")
+    if has[0] == "gold_column":
+        uses = [(f"masked_debiasing.{row}", spec["loss"]) for row, spec in (config.get("masked_debiasing") or {}).items()
+                if spec.get("bias") == name]
+        uses += [(f"standard_debiasing.{row}", spec["loss"])
+                 for row, spec in (config.get("standard_debiasing") or {}).items() if spec["bias"] == name]
+        debias = (config.get("srnets") or {}).get("debias") or {}
+        uses += [("srnets.debias.losses", loss) for loss in debias.get("losses", []) if debias.get("bias") == name]
+        for where, loss in uses:
+            if loss not in GOLD_ONLY_LOSSES:
+                raise ConfigError(f"config: {where} has loss {loss!r}, which reads the bias model's whole "
+                                  f"distribution, but bias.sources.{name} gives only gold_column; give `columns` "
+                                  f"(one per label) or use one of {list(GOLD_ONLY_LOSSES)}")
 
 
 def check_srnets(srn: Mapping, config: Mapping, sources: Mapping) -> None:

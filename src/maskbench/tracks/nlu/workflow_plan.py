@@ -17,6 +17,15 @@ TRACK = "nlu"  # the track's folder under results/
 FINETUNE_RUN_KEYS = ("train_classifier", "tasks")
 # losses that also read a teacher, the CE baseline of the same seed
 TEACHER_LOSSES = needing("teacher")
+# bias sources that are models maskbench trains on the task (rules/nlu/bias.smk's train_bias_model)
+NEURAL_KINDS = ("weak_learner", "hypothesis_only")
+# a bias source the user computed: columns of the task's training file (maskbench.tracks.nlu.bias.precomputed)
+PRECOMPUTED = "precomputed"
+# the losses that read only the bias model's probability of the gold label, p_b(y) (maskbench.objectives.losses):
+# those a precomputed source's `gold_column` can feed
+GOLD_ONLY_LOSSES = ("reweight", "reweight_beta", "focal", "conf_reg")
+# `model.init` of a classifier the user fine-tuned elsewhere: every seed's frozen baseline, taken in as it is
+FINETUNED = "finetuned"
 
 
 class NluPlan:
@@ -38,17 +47,22 @@ class NluPlan:
         self.md = config["masked_debiasing"] or {}
         self.mask_search = config["mask_search"]
         self.mask_method = self.mask_search["method"]
+        # `model: {init: finetuned}`: the user's fine-tuned classifier is every seed's baseline, taken in as it is
+        self.given = config["model"].get("init") == FINETUNED
         # mask rows of Table 1 that this config reports (each is one mask search per task and seed)
         self.mask_rows = [r for r in self.rows if r in self.md]
-        self.neural_sources = [s for s, spec in self.sources.items() if spec["kind"] != "overlap_lr"]
-        # every configured bias source is trained, evaluated and reported, used by a row or not
-        self.bias_rows = [f"bias_{s}" for s in self.sources]
+        self.neural_sources = [s for s, spec in self.sources.items() if spec["kind"] in NEURAL_KINDS]
+        # probabilities the user computed: columns of the task's training file (rules/nlu/bias.smk)
+        self.precomputed_sources = [s for s, spec in self.sources.items() if spec["kind"] == PRECOMPUTED]
+        # every bias model of the config is trained, evaluated and reported, used by a row or not (a precomputed
+        # source has no model to score on the evaluation sets)
+        self.bias_rows = [f"bias_{s}" for s in self.sources if s not in self.precomputed_sources]
         # rows with a checkpoint of their own (baseline and SD rows), scored by evaluate_<task>
         self.model_rows = [r for r in self.rows if r not in self.md]
         self.neural_bias_rows = [f"bias_{s}" for s in self.neural_sources]
         self.neural_rows = self.model_rows + self.neural_bias_rows
         finetune = config["finetune"]
-        self.early_stop = bool(finetune.get("early_stop_patience"))
+        self.early_stop = bool(finetune.get("early_stop_patience")) and not self.given
         self.length_sorted_eval = bool(finetune.get("length_sorted_eval"))
 
     # ------------------------------------------------------------------------------------------- layout
@@ -66,7 +80,21 @@ class NluPlan:
         return f"{self.track_dir()}/{task}/{self.model}"
 
     def checkpoint_dir(self, task: str, seed) -> str:
+        """The baseline of a seed: its fine-tuning, or the one given model of every seed (``given_dir``)."""
+        return self.given_dir(task) if self.given else self.finetune_dir(task, seed)
+
+    def finetune_dir(self, task: str, seed) -> str:
+        """The baseline fine-tuning of a seed (rule finetune_baseline)."""
         return f"{self.model_dir(task)}/models/method~finetune/loss~ce/seed~{seed}"
+
+    def given_dir(self, task: str) -> str:
+        """The user's fine-tuned classifier as maskbench took it in (rule import_given_model)."""
+        return f"{self.model_dir(task)}/models/method~given"
+
+    def given_teacher(self) -> bool:
+        """Whether a mask search reads the baseline's training-set probabilities (a teacher loss): then the import
+        of a given model scores the training set too."""
+        return any(spec["loss"] in TEACHER_LOSSES for spec in self.md.values())
 
     def debiased_dir(self, task: str, loss: str, source: str, seed) -> str:
         return f"{self.model_dir(task)}/models/method~finetune/loss~{loss}/bias~{source}/seed~{seed}"
@@ -105,7 +133,11 @@ class NluPlan:
         return sorted({self.bias_seed(s) for s in self.seeds})
 
     def row_seeds(self, row: str) -> list[int]:
-        return self.bias_seeds() if row in self.bias_rows else self.seeds
+        """The seeds a row is evaluated for: a bias model's, every model seed's, and the first seed's alone for the
+        given model (one model: the same numbers for every seed, reported once)."""
+        if row in self.bias_rows:
+            return self.bias_seeds()
+        return self.seeds[:1] if self.given and row == "baseline" else self.seeds
 
     def mask_source(self, row: str) -> str:
         """The bias folder name of a mask row (`none` for the plain cross-entropy search)."""

@@ -70,15 +70,29 @@ TASK_LABELS = {"mnli": "MNLI", "qqp": "QQP", "fever": "FEVER"}
 MISSING = "–"
 
 
+PAPER_A = "A"  # a table that reproduces paper A's Table 1 (config `report.table1.paper: A`)
+
+
 def load_paper_table1() -> pd.DataFrame:
     """Paper A's Table 1 as published: one line per row id, one float column per Table 1 column."""
     with resources.files("maskbench.tracks.nlu.report").joinpath("paper_a_table1.csv").open("r", encoding="utf-8") as fh:
         return pd.read_csv(fh, dtype={"row": str, "method": str, "bias_source": str})
 
 
-def paper_value(paper: pd.DataFrame, row: str, column: str) -> float:
-    """The paper's figure for (row, column), NaN where the paper has none or does not know the row."""
-    if column not in paper.columns:
+def paper_figures(paper: str | None) -> pd.DataFrame | None:
+    """The published table a Table 1 prints its figures from: paper A's for ``PAPER_A``, none for a table of the
+    config's own (None), whose rows and columns may carry paper A's names without being paper A's."""
+    if paper is None:
+        return None
+    if paper != PAPER_A:
+        raise ValueError(f"--paper has value {paper!r}; a Table 1 reproduces paper {PAPER_A!r} or none")
+    return load_paper_table1()
+
+
+def paper_value(paper: pd.DataFrame | None, row: str, column: str) -> float:
+    """The paper's figure for (row, column), NaN where the paper has none or does not know the row, and
+    everywhere for a table without a paper (None)."""
+    if paper is None or column not in paper.columns:
         return math.nan
     hit = paper.loc[paper["row"] == row, column]
     return float(hit.iloc[0]) if len(hit) else math.nan
@@ -126,17 +140,19 @@ def _index_evals(evals: Iterable[Mapping]) -> dict[tuple, Mapping]:
     return index
 
 
-def build_table1(evals: list[dict], columns: dict[str, dict], rows: list[str]) -> pd.DataFrame:
+def build_table1(evals: list[dict], columns: dict[str, dict], rows: list[str], paper: str | None = PAPER_A
+                 ) -> pd.DataFrame:
     """Long Table 1: one line per (row, column) with at least one evaluation JSON.
 
     ``mean``/``std`` are over seeds (sample std, ddof=1; NaN with a single seed), ``paper`` is
-    paper A's figure for that row and column (NaN where it has none), ``data`` the kind of the evaluation set's
+    paper A's figure for that row and column (NaN where it has none, and everywhere with ``paper=None``: a table
+    of the config's own), ``data`` the kind of the evaluation set's
     source (``column_kinds``). Lines follow the order of ``rows``, then of ``columns``. Rows without any evaluation
     are left out, never filled in.
     """
     _check_columns(columns)
     index = _index_evals(evals)
-    paper = load_paper_table1()
+    published = paper_figures(paper)
     kinds = column_kinds(evals, columns)
     records = []
     for row in rows:
@@ -162,7 +178,7 @@ def build_table1(evals: list[dict], columns: dict[str, dict], rows: list[str]) -
                     "mean": float(np.mean(values)),
                     "std": float(np.std(values, ddof=1)) if len(values) > 1 else math.nan,
                     "n_seeds": len(values),
-                    "paper": paper_value(paper, row, name),
+                    "paper": paper_value(published, row, name),
                     "column": name,
                     "data": kinds[name],
                 }
@@ -237,12 +253,13 @@ def with_column_keys(long: pd.DataFrame, columns: Mapping[str, Mapping]) -> pd.D
 
 
 def _cells(
-    long: pd.DataFrame, columns: Mapping[str, Mapping]
+    long: pd.DataFrame, columns: Mapping[str, Mapping], paper: str | None = PAPER_A
 ) -> tuple[list[str], dict[tuple[str, str], tuple]]:
-    """Rows in table order and {(row, column): (mean, std, paper)}, paper figures filled for empty cells."""
+    """Rows in table order and {(row, column): (mean, std, paper)}, paper figures filled for empty cells (none
+    with ``paper=None``)."""
     long = with_column_keys(long, columns)
     rows = list(dict.fromkeys(str(r) for r in long["row"]))
-    paper = load_paper_table1()
+    paper = paper_figures(paper)
     cells = {
         (row, name): (math.nan, math.nan, paper_value(paper, row, name)) for row in rows for name in columns
     }
@@ -256,16 +273,18 @@ def _num(value: float, missing: str) -> str:
     return missing if math.isnan(value) else f"{value:.2f}"
 
 
-def format_cell(mean: float, std: float, paper: float, pm: str = "±", missing: str = MISSING) -> str:
+def format_cell(mean: float, std: float, paper: float, pm: str = "±", missing: str = MISSING,
+                with_paper: bool = True) -> str:
     """``"71.23 ± 0.45 (84.38)"``: ours ± sample std over seeds (paper A's figure).
 
     A missing part (no value of ours, one seed so no std, no paper figure) becomes ``missing``,
     e.g. ``"– (84.38)"`` or ``"71.23 ± – (–)"``; a cell with neither our value nor the paper's is just ``missing``.
+    ``with_paper=False`` (a table of the config's own): ``"71.23 ± 0.45"``, no parenthesis at all.
     """
-    if math.isnan(mean) and math.isnan(paper):
+    if math.isnan(mean) and (math.isnan(paper) or not with_paper):
         return missing
     ours = missing if math.isnan(mean) else f"{_num(mean, missing)} {pm} {_num(std, missing)}"
-    return f"{ours} ({_num(paper, missing)})"
+    return f"{ours} ({_num(paper, missing)})" if with_paper else ours
 
 
 def _ordered(columns: Mapping[str, Mapping]) -> list[str]:
@@ -273,11 +292,12 @@ def _ordered(columns: Mapping[str, Mapping]) -> list[str]:
 
 
 def to_markdown(
-    long: pd.DataFrame, columns: dict[str, dict], row_labels: Mapping[str, str] | None = None
+    long: pd.DataFrame, columns: dict[str, dict], row_labels: Mapping[str, str] | None = None,
+    paper: str | None = PAPER_A,
 ) -> str:
     """A Markdown version of paper A's Table 1; headers read "<TASK> <column>", e.g. "MNLI HANS"."""
     row_labels = ROW_LABELS if row_labels is None else row_labels
-    rows, cells = _cells(long, columns)
+    rows, cells = _cells(long, columns, paper)
     names = _ordered(columns)
 
     def esc(text: str) -> str:
@@ -291,7 +311,7 @@ def to_markdown(
         "|" + "|".join([":---"] + ["---:"] * len(names)) + "|",
     ]
     for row in rows:
-        values = [format_cell(*cells[(row, n)]) for n in names]
+        values = [format_cell(*cells[(row, n)], with_paper=paper is not None) for n in names]
         lines.append("| " + " | ".join([esc(row_label(row, row_labels))] + values) + " |")
     return "\n".join(lines) + "\n"
 
@@ -319,11 +339,12 @@ def latex_escape(text: str) -> str:
 
 
 def to_latex(
-    long: pd.DataFrame, columns: dict[str, dict], row_labels: Mapping[str, str] | None = None
+    long: pd.DataFrame, columns: dict[str, dict], row_labels: Mapping[str, str] | None = None,
+    paper: str | None = PAPER_A,
 ) -> str:
     """A booktabs ``tabular`` laid out like paper A's Table 1, with one \\multicolumn header per task."""
     row_labels = ROW_LABELS if row_labels is None else row_labels
-    rows, cells = _cells(long, columns)
+    rows, cells = _cells(long, columns, paper)
     groups = column_groups(columns)
     names = _ordered(columns)
     spec = "l" + "".join("c" * len(group) for _, group in groups)
@@ -346,7 +367,8 @@ def to_latex(
         r"\midrule",
     ]
     for row in rows:
-        values = [format_cell(*cells[(row, n)], pm=r"$\pm$", missing="--") for n in names]
+        values = [format_cell(*cells[(row, n)], pm=r"$\pm$", missing="--", with_paper=paper is not None)
+                  for n in names]
         lines.append(" & ".join([latex_escape(row_label(row, row_labels))] + values) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"

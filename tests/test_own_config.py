@@ -1,0 +1,300 @@
+"""Your model, your data, your shortcut (configs/your-model.yaml, docs/your-model.md): a classifier fine-tuned outside
+maskbench, taken in as it is and searched for a debiasing mask against a bias the user computed; its own table with
+no published figure; and each bad input refused while the workflow plans, in one line naming file, field and value."""
+
+import copy
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from test_workflow import REPO, snakemake
+
+from maskbench.config_checks import ConfigError
+from maskbench.data.schema import DataError
+from maskbench.tracks.nlu.own_files import check_own_files
+from maskbench.tracks.nlu.report.table1_builder import build_table1, to_latex, to_markdown
+from maskbench.workflow_config import check_references
+
+CONFIG = REPO / "configs/your-model.yaml"
+DATA = REPO / "data/your-model"
+LABELS = ["supported", "refuted", "not_enough_info"]
+BIAS_COLUMNS = [f"bias_{label}" for label in LABELS]
+MAX_LENGTH = 32
+# the template at test size: one seed, one mask row, one short epoch, short pairs
+OVERLAY = {"seeds": [1], "finetune": {"max_length": MAX_LENGTH, "eval_batch_size": 64},
+           "mask_search": {"hparams": {"epochs": 1, "batch_size": 16, "max_length": MAX_LENGTH}},
+           "report": {"table1": {"rows": ["baseline", "md_poe"]}}, "compute": {"train_threads": 1}}
+
+
+def read_jsonl(path):
+    """The rows as json reads them (pandas' own JSON reader rounds some floats in their last bit)."""
+    return pd.DataFrame([json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()])
+
+
+def tokenizer_and_model(folder, vocab):
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast.from_pretrained(str(folder), do_lower_case=True)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64, num_labels=len(LABELS),
+                        id2label=dict(enumerate(LABELS)), label2id={name: i for i, name in enumerate(LABELS)})
+    return tokenizer, BertForSequenceClassification(config)
+
+
+def encode(tokenizer, frame):
+    """The pairs as the template maps them: text_a the evidence, text_b the claim."""
+    return tokenizer(list(frame.evidence), list(frame.claim), truncation=True, max_length=MAX_LENGTH, padding=True,
+                     return_tensors="pt")
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """A folder holding a classifier fine-tuned the way a user would, outside maskbench: a plain transformers loop
+    on the example training file, written with save_pretrained to models/your-model (where the template expects it)."""
+    import torch
+
+    work = tmp_path_factory.mktemp("your-model")
+    train = read_jsonl(DATA / "train.jsonl")
+    words = sorted({w for text in [*train.claim, *train.evidence] for w in re.findall(r"\w+|[^\w\s]", text.lower())})
+    torch.manual_seed(0)
+    tokenizer, model = tokenizer_and_model(work / "models/your-model", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])
+    batch = encode(tokenizer, train)
+    labels = torch.tensor([LABELS.index(y) for y in train.label])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(30):
+        optimizer.zero_grad()
+        model(**batch, labels=labels).loss.backward()
+        optimizer.step()
+    model.eval()
+    model.save_pretrained(work / "models/your-model")
+    tokenizer.save_pretrained(work / "models/your-model")
+    (work / "overlay.yaml").write_text(yaml.safe_dump(OVERLAY))
+    return work
+
+
+def plan_args(work, *targets):
+    return [*targets, "--cores", "2", "--configfile", str(CONFIG), str(work / "overlay.yaml")]
+
+
+def test_a_model_fine_tuned_elsewhere_is_searched_as_it_is_against_the_users_bias_column(workdir):
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from maskbench.masking.codec import read_mask_header
+    from maskbench.tracks.nlu.bias.probs import read_probs
+
+    result = snakemake(*plan_args(workdir, "results/your-model/tables/table1.md"), workdir=workdir, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    out = workdir / "results/your-model"
+    jobs = sorted(p.name for p in (out / "logs").iterdir())
+    assert "import_given_model" in jobs and "precomputed_bias" in jobs and "finetune_baseline" not in jobs
+
+    # taken in bit for bit: the baseline every search starts from is the user's model, never trained again
+    given = out / "nlu/claims/your-model/models/method~given"
+    mine = AutoModelForSequenceClassification.from_pretrained(str(workdir / "models/your-model")).state_dict()
+    taken = load_file(str(given / "model.safetensors"))
+    assert set(taken) <= set(mine) and all(torch.equal(taken[k], mine[k]) for k in taken)
+    # its row is its own accuracy, computed here with plain transformers on the dev file
+    dev = read_jsonl(DATA / "dev.jsonl")
+    model = AutoModelForSequenceClassification.from_pretrained(str(workdir / "models/your-model")).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(workdir / "models/your-model"))
+    with torch.no_grad():
+        predicted = model(**encode(tokenizer, dev)).logits.argmax(1).numpy()
+    accuracy = 100 * float(np.mean(predicted == np.array([LABELS.index(y) for y in dev.label])))
+    long = pd.read_csv(out / "tables/table1.csv")
+    base = long[(long.row == "baseline") & (long.column == "dev")].iloc[0]
+    assert base["mean"] == pytest.approx(accuracy, abs=1e-9) and base["n_seeds"] == 1
+
+    # the bias the search read is the user's columns, row for row
+    train = read_jsonl(DATA / "train.jsonl")
+    probs = read_probs(out / "nlu/claims/your-model/bias/yours/seed~0/train_probs.parquet", train.id, LABELS, "claims")
+    assert np.array_equal(probs, train[BIAS_COLUMNS].to_numpy(dtype=np.float64))
+    mask = out / "nlu/claims/your-model/masks/method~movement_sigmoid/loss~poe/bias~yours/seed~1.mask"
+    meta = read_mask_header(mask)["meta"]
+    assert meta["loss"] == "poe" and meta["bias_probs"].endswith("bias/yours/seed~0/train_probs.parquet")
+
+    # the table is the config's own: its names, and no published figure anywhere
+    assert long["paper"].isna().all() and set(long["column"]) == {"dev", "challenge"}
+    md = (out / "tables/table1.md").read_text()
+    assert "Dev acc." in md and "Challenge acc." in md and "| Your model |" in md and "| Mask search, PoE |" in md
+    cells = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| Method")]
+    assert len(cells) == 2 and not any("(" in line for line in cells)
+
+
+def test_a_checkpoint_for_other_labels_stops_the_plan_in_one_line(tmp_path):
+    """While planning, before any job: only the checkpoint's config.json is read."""
+    folder = tmp_path / "models/your-model"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"id2label": {"0": "refuted", "1": "supported", "2": "nei"}}))
+    result = snakemake("-n", "--configfile", str(CONFIG), workdir=tmp_path)
+    assert result.returncode != 0
+    assert (f"models/your-model/config.json: field 'id2label' has value ['refuted', 'supported', 'nei'], but "
+            f"datasets.claims_train.labels (task 'claims') is {LABELS}") in result.stdout + result.stderr
+    assert not (tmp_path / "results").exists()
+
+
+# ------------------------------------------------------------------------------ the planning checks, one by one
+def own_config(tmp_path, rows=None, model_labels=LABELS, **source):
+    """The template's config with its training file written from `rows` and a checkpoint config.json."""
+    config = yaml.safe_load(CONFIG.read_text())
+    train = tmp_path / "train.jsonl"
+    frame = read_jsonl(DATA / "train.jsonl").head(6) if rows is None else rows
+    train.write_text(frame.to_json(orient="records", lines=True))
+    config["datasets"]["claims_train"]["source"] = f"local:{train}"
+    folder = tmp_path / "model"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({"id2label": dict(enumerate(model_labels))}))
+    config["model"]["path"] = str(folder)
+    if source:
+        config["bias"]["sources"]["yours"] = {"kind": "precomputed", **source}
+    return config, train
+
+
+def check(config):
+    check_own_files(config, lambda name: config["datasets"][name]["source"].removeprefix("local:"))
+
+
+def test_the_template_and_its_example_files_pass(tmp_path):
+    config, _ = own_config(tmp_path)
+    check(config)
+
+
+def test_a_checkpoint_with_another_number_of_labels_is_refused(tmp_path):
+    config, _ = own_config(tmp_path, model_labels=["supported", "refuted"])
+    with pytest.raises(DataError, match=re.escape("config.json: field 'num_labels' has value 2 (['supported', "
+                                                  "'refuted']), but datasets.claims_train.labels (task 'claims') has "
+                                                  "3 labels")):
+        check(config)
+
+
+def test_default_label_names_are_refused_naming_the_way_out(tmp_path):
+    config, _ = own_config(tmp_path, model_labels=["LABEL_0", "LABEL_1", "LABEL_2"])
+    with pytest.raises(DataError, match="default names: write its label names into id2label"):
+        check(config)
+
+
+def bad_rows(column, value, row=3):
+    frame = read_jsonl(DATA / "train.jsonl").head(6)
+    frame[column] = frame[column].astype(object)
+    frame.loc[row, column] = value
+    return frame
+
+
+@pytest.mark.parametrize(("column", "value", "message"), [
+    ("bias_refuted", 1.5, "field 'bias_refuted' has value 1.5 at line 4, outside [0, 1]"),
+    ("bias_refuted", -0.25, "field 'bias_refuted' has value -0.25 at line 4, outside [0, 1]"),
+    ("bias_supported", None, "field 'bias_supported' has no value at line 4 (1 rows without a bias probability)"),
+    ("bias_supported", "high", "field 'bias_supported' has value 'high' at line 4, not a probability"),
+    ("bias_supported", 0.5, "fields ['bias_supported', 'bias_refuted', 'bias_not_enough_info'] sum to 1.0500 at line "
+                            "4, not 1 (a bias model's distribution over the labels)"),
+])
+def test_a_bad_bias_column_is_refused_naming_file_field_value_and_line(tmp_path, column, value, message):
+    config, train = own_config(tmp_path, bad_rows(column, value))
+    with pytest.raises(DataError) as err:
+        check(config)
+    assert str(err.value) == f"{train} (bias.sources.yours): {message}"
+
+
+def test_a_gold_column_is_a_probability_too(tmp_path):
+    rows = bad_rows("bias_refuted", 1.25)
+    config, train = own_config(tmp_path, rows, gold_column={"claims": "bias_refuted"})
+    with pytest.raises(DataError, match=re.escape(f"{train} (bias.sources.yours): field 'bias_refuted' has value "
+                                                  "1.25 at line 4, outside [0, 1]")):
+        check(config)
+    rows.loc[3, "bias_refuted"] = 0.25  # a gold column need not sum to anything
+    check(own_config(tmp_path, rows, gold_column={"claims": "bias_refuted"})[0])
+
+
+def test_the_step_checks_again_and_writes_nothing_for_a_bad_column(tmp_path):
+    from maskbench.data.registry import load_dataset
+    from maskbench.data.schema import write_prepared
+    from maskbench.steps.nlu import precomputed_bias
+
+    config, train = own_config(tmp_path, bad_rows("bias_refuted", 2.0))
+    spec = {**config["datasets"]["claims_train"], "source": f"local:{train}"}
+    frame, labels = load_dataset("claims_train", spec)
+    write_prepared(frame, labels, tmp_path / "train.parquet", {"task": "claims"})
+    out = tmp_path / "probs.parquet"
+    argv = ["--train", str(tmp_path / "train.parquet"), "--file", str(train), "--source",
+            json.dumps(config["bias"]["sources"]["yours"]), "--name", "yours", "--task", "claims", "--out", str(out)]
+    with pytest.raises(DataError, match="field 'bias_refuted' has value 2.0 at line 4, outside"):
+        precomputed_bias.main(argv)
+    assert not out.exists() and list(tmp_path.glob("*probs*")) == []
+
+
+# ------------------------------------------------------------------------------ the config checks
+@pytest.fixture(scope="module")
+def template():
+    """The template as the workflow sees it: validated (with the schemas' defaults), once."""
+    from snakemake.utils import validate
+
+    config = yaml.safe_load(CONFIG.read_text())
+    validate(config, str(REPO / "schemas/config.schema.yaml"))
+    validate(config, str(REPO / "schemas/nlu.schema.yaml"))
+    check_references(config)
+    return config
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda c: c.update(standard_debiasing={"sd_x": {"loss": "poe", "bias": "yours"}}),
+     "standard_debiasing.sd_x: model.init is 'finetuned', but standard debiasing fine-tunes the pre-trained model"),
+    (lambda c: c["bias"]["sources"].update(hyponly={"kind": "hypothesis_only"}),
+     "bias.sources.hyponly.model is required: model.init is 'finetuned'"),
+    (lambda c: c["bias"]["sources"]["yours"].update(gold_column={"claims": "bias_refuted"}),
+     "a precomputed source gives `columns` (a distribution) or `gold_column`"),
+    (lambda c: c["bias"]["sources"]["yours"].update(columns={}),
+     "bias.sources.yours.columns has no entry for task 'claims'"),
+    (lambda c: c["bias"]["sources"].update(yours={"kind": "precomputed", "gold_column": {"claims": "bias_refuted"}}),
+     "masked_debiasing.md_poe has loss 'poe', which reads the bias model's whole distribution"),
+    (lambda c: c["report"]["table1"].update(paper="A"),
+     "report.table1.columns.dev is not a column of paper A's Table 1"),
+    (lambda c: c["report"]["table1"]["row_labels"].update(md_x="X"), "report.table1.row_labels.md_x names a row no method"),
+])
+def test_what_a_given_model_or_a_precomputed_bias_cannot_do_is_refused_naming_the_key(template, edit, message):
+    config = copy.deepcopy(template)
+    edit(config)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_references(config)
+
+
+# ------------------------------------------------------------------------------ the table
+FEVER = {"fever_val": {"task": "fever", "eval_set": "fever_dev", "metric": "accuracy"}}
+FEVER_EVALS = [{"row": "baseline", "task": "fever", "eval_set": "fever_dev", "seed": s, "metrics": {"accuracy": a}}
+               for s, a in ((1, 71.0), (2, 72.0))]
+
+
+def test_paper_a_figures_stand_only_beside_a_table_that_declares_paper_a():
+    """The issue's case: FEVER-like files of the user's own gave `71.50 ± 0.71 (85.67)`, paper A's FEVER figure."""
+    own = build_table1(FEVER_EVALS, FEVER, ["baseline"], paper=None)
+    assert math.isnan(own["paper"].iloc[0]) and own["mean"].iloc[0] == 71.5
+    assert to_markdown(own, FEVER, paper=None).splitlines()[2] == "| Baseline | 71.50 ± 0.71 |"
+    assert r"Baseline & 71.50 $\pm$ 0.71 \\" in to_latex(own, FEVER, paper=None)
+    paper_a = build_table1(FEVER_EVALS, FEVER, ["baseline"], paper="A")
+    assert paper_a["paper"].iloc[0] == 85.67
+    assert to_markdown(paper_a, FEVER).splitlines()[2] == "| Baseline | 71.50 ± 0.71 (85.67) |"
+
+
+def test_a_hub_id_already_in_the_hub_cache_is_checked_while_planning(tmp_path, monkeypatch):
+    from maskbench.miniature.hub_cache import write_repo
+
+    cache = tmp_path / "hub"
+    labels = {"id2label": {"0": "supported", "1": "not_enough_info", "2": "refuted"}}
+    write_repo(cache, "someone/claims-model", "model", "main", {"config.json": json.dumps(labels).encode()})
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config, _ = own_config(tmp_path)
+    config["model"]["path"] = "someone/claims-model"
+    with pytest.raises(DataError, match=r"snapshots/\w+/config.json: field 'id2label' has value \['supported', "
+                                        r"'not_enough_info', 'refuted'\]"):
+        check(config)
+    config["model"]["path"] = "someone/not-fetched-yet"  # not in the cache: the import job checks it
+    check(config)
