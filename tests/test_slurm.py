@@ -500,3 +500,8 @@ def test_the_sbatch_lines_of_the_paper_config_request_a_gpu_only_for_training_an
     for line in cpu:
         assert "--gpus" not in line and "--gres" not in line, line
         assert re.search(r"(^| )(-p|--partition)[= ]'?cpu'?( |$)", line), line
+    # every job's SLURM log in the config's results folder (<results>/logs/slurm, results/README.md)
+    results = yaml.safe_load(Path(config).read_text())["results"]
+    for line in by_rule.values():
+        log = Path(re.search(r"(?:^| )(?:-o|--output)[= ]'?([^' ]+)", line).group(1))
+        assert log.is_relative_to(work / results / "logs" / "slurm"), (results, line)
