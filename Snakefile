@@ -18,6 +18,10 @@ if not workflow.overwrite_configfiles:
     configfile: os.path.join(str(workflow.current_basedir), "config.yaml")
 
 
+# `snakemake --report`: what the run is and what its rows mean (each table and figure has its own caption)
+report: "rules/captions/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/fetch.smk"
 

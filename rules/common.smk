@@ -56,8 +56,8 @@ if workflow.remote_exec:
 # environment of `--software-deployment-method conda` (envs/maskbench.yaml: the dependencies) reaches the code, and
 # how a host workflow that imports maskbench as a module runs this copy rather than an installed one. A cluster job
 # sets it again: its snakemake re-reads this file.
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    dict.fromkeys([SOURCE_DIR, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))
+os.environ.update(PYTHONPATH=os.pathsep.join(
+    dict.fromkeys([SOURCE_DIR, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])))
 
 # The warm runner (src/maskbench/warm.py): in a local run, the jobs fork from one process that has imported torch
 # and transformers once, instead of importing them again each (~9 s a job on 2 CPU cores). Never from the submit
@@ -157,6 +157,12 @@ def local_file(source, owner, key):
     looked = " nor ".join(os.path.abspath(p) for p in dict.fromkeys(places))
     raise WorkflowError(f"{owner}: field 'source' names the local file {target!r}, which does not exist (neither "
                         f"{looked}); put the file there or fix {key}")
+
+
+def svg_beside(*pngs):
+    """The SVG that every figure step writes beside each PNG (maskbench.report.figure_files), as outputs."""
+    flat = [p for png in pngs for p in ([png] if isinstance(png, str) else png)]
+    return [os.path.splitext(png)[0] + ".svg" for png in flat]
 
 
 def training_gpus():

@@ -20,6 +20,8 @@ rule gender_report:
         # paper B's figure 3 (task accuracy against bias) when the config measures task performance
         performance=[report(path, caption="captions/gender_performance.rst", category="Paper B")
                      for path in GPLAN.performance_figure],
+        svg=svg_beside([f"{GPLAN.figures_dir}/layer_density.png", f"{GPLAN.figures_dir}/heads.png"],
+                       GPLAN.performance_figure),
     params:
         args=lambda wildcards, input, output: shell_args(
             runs=Json(GPLAN.report_runs()), original_seat=input.original, tests=GPLAN.seat_tests,

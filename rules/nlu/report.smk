@@ -49,6 +49,7 @@ rule figure_id_ood:
     output:
         png=report(f"{R}/figures/id_ood.png", caption="captions/id_ood.rst", category="Figures"),
         csv=f"{R}/figures/id_ood.csv",
+        svg=svg_beside(f"{R}/figures/id_ood.png"),
     params:
         args=lambda wildcards, input, output: shell_args(
             table=input.table, columns=config["report"]["table1"]["columns"], out=output.png, out_csv=output.csv),

@@ -19,6 +19,7 @@ from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.matrix.cells import read_cells
 from maskbench.matrix.figure import matrix_figure
 from maskbench.matrix.table import markdown, matrix_table
+from maskbench.report.figure_files import save_figure
 from maskbench.steps import run_step
 
 log = logging.getLogger("maskbench.steps.matrix.report")
@@ -56,8 +57,7 @@ def main(argv=None) -> int:
         table.to_csv(tmp, index=False, float_format="%.6g")
     runtime.atomic_write_text(args.markdown, caption(table, args.delta) + markdown(table))
     figure = matrix_figure(table, f"Methods x benchmarks: the selection rule's pick (delta {args.delta:g})")
-    with runtime.atomic_path(args.figure) as tmp:
-        figure.savefig(tmp, dpi=110, format="png")
+    save_figure(figure, args.figure, dpi=110)
     log.info("matrix: %d cells from %d records -> %s", len(table), len(cells), args.table)
     return 0
 

@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from maskbench.report.figure_files import save_figure
+
 
 def build_magnitude_vs_ffw_figure(summary: pd.DataFrame, dataset: str, level: str, gamma: float) -> Figure:
     """Task and bias accuracy against sparsity: magnitude pruning of the vanilla model (a line over its
@@ -41,7 +43,7 @@ def build_magnitude_vs_ffw_figure(summary: pd.DataFrame, dataset: str, level: st
 
 def plot_magnitude_vs_ffw(summary: pd.DataFrame, dataset: str, level: str, gamma: float, out: str | Path) -> None:
     """``build_magnitude_vs_ffw_figure`` as a PNG at ``out``."""
-    build_magnitude_vs_ffw_figure(summary, dataset, level, gamma).savefig(out, dpi=110, format="png")
+    save_figure(build_magnitude_vs_ffw_figure(summary, dataset, level, gamma), out, dpi=110)
 
 
 def build_layer_sparsity_figure(layers: pd.DataFrame) -> Figure:
@@ -65,7 +67,7 @@ def build_layer_sparsity_figure(layers: pd.DataFrame) -> Figure:
 
 def plot_layer_sparsity(layers: pd.DataFrame, out: str | Path) -> None:
     """``build_layer_sparsity_figure`` as a PNG at ``out``."""
-    build_layer_sparsity_figure(layers).savefig(out, dpi=110, format="png")
+    save_figure(build_layer_sparsity_figure(layers), out, dpi=110)
 
 
 def build_samples_figure(grids: list[tuple[str, np.ndarray]]) -> Figure:
@@ -82,4 +84,4 @@ def build_samples_figure(grids: list[tuple[str, np.ndarray]]) -> Figure:
 
 def plot_samples(grids: list[tuple[str, np.ndarray]], out: str | Path) -> None:
     """``build_samples_figure`` as a PNG at ``out``."""
-    build_samples_figure(grids).savefig(out, dpi=100, format="png")
+    save_figure(build_samples_figure(grids), out, dpi=100)
