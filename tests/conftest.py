@@ -82,3 +82,16 @@ def paper_dry_run(tmp_path_factory):
                        str(REPO / "profiles/slurm"), workdir=workdir, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
+
+
+@pytest.fixture(scope="session")
+def smoke_report(smoke_run, deps_only_python):
+    """`snakemake --report report.html` of the smoke run, once per session (tests/test_workflow.py and
+    tests/test_report.py read it)."""
+    from test_workflow import REPO, snakemake
+
+    report = smoke_run / "report.html"
+    result = snakemake("--report", str(report), "--configfile", str(REPO / "configs/smoke.yaml"), workdir=smoke_run,
+                       python=deps_only_python, env={"PYTHONPATH": ""})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return report

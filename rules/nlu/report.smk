@@ -48,7 +48,7 @@ rule figure_id_ood:
         table=rules.table1.output.csv,
     output:
         png=report(f"{R}/figures/id_ood.png", caption="captions/id_ood.rst", category="Figures"),
-        csv=f"{R}/figures/id_ood.csv",
+        csv=report(f"{R}/figures/id_ood.csv", caption="captions/id_ood.rst", category="Figures"),
         svg=svg_beside(f"{R}/figures/id_ood.png"),
     params:
         args=lambda wildcards, input, output: shell_args(
