@@ -95,3 +95,11 @@ def test_env_file_pins_resolve_on_the_package_index(tmp_path):
     # a local build (torch's +cpu) is the pinned release
     assert {n: re.sub(r"\+.*", "", v) for n, v in resolved.items()} == \
         {n: next(iter(r.specifier)).version for n, r in pins().items()}
+
+
+def test_the_recorded_maskbench_version_is_the_projects():
+    """Steps record maskbench's version from the package that runs (maskbench.runtime.versions), which need not be
+    installed: it is pyproject's version."""
+    from maskbench import runtime
+
+    assert runtime.versions()["maskbench"] == tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
