@@ -11,9 +11,15 @@ min_version("9.0")
 
 # config.yaml is the embedded default; a --configfile from the command line replaces it whole (each file in
 # configs/ is complete), so a paper config never inherits the synthetic datasets.
+# (this file's folder, not workflow.basedir: in a host workflow that imports maskbench as a module, docs/module.md,
+# workflow.basedir is the host's folder)
 if not workflow.overwrite_configfiles:
 
-    configfile: os.path.join(workflow.basedir, "config.yaml")
+    configfile: os.path.join(str(workflow.current_basedir), "config.yaml")
+
+
+# `snakemake --report`: what the run is and what its rows mean (each table and figure has its own caption)
+report: "rules/captions/workflow.rst"
 
 
 include: "rules/common.smk"

@@ -8,13 +8,18 @@ import json
 import os
 import shlex
 import sys
+from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-# the config checks below import from the source tree, installed or not (the rules' `python -m maskbench.steps.*`
-# need the package installed: pip install -e . , or the conda env in envs/)
-sys.path.insert(0, os.path.join(workflow.basedir, "src"))
+# maskbench's own folder (schemas/, src/, data/, config.yaml): the folder above this file's. Not workflow.basedir,
+# which is the main Snakefile's folder: the host's, when a host workflow imports maskbench as a module
+# (`module maskbench: snakefile: ...`; docs/module.md).
+PROJECT_DIR = os.path.dirname(str(workflow.current_basedir))
+SOURCE_DIR = os.path.join(PROJECT_DIR, "src")
+# the config checks below import from the source tree, installed or not
+sys.path.insert(0, SOURCE_DIR)
 
 from maskbench.cli import Json, shell_args  # noqa: E402,F401 - the rules render their settings with these
 from maskbench.warm import Server as WarmServer, jobs_run_here  # noqa: E402
@@ -26,7 +31,7 @@ from maskbench.results_folder import check_results_folder, claim_results_folder,
 # config names, so a key that is neither shared nor of a named track is refused. Each track's schema is applied
 # once more on its own for its defaults: jsonschema fills defaults only in the file validate() is given (inside
 # a file reached by $ref it switches to a validator of that file's $schema, which sets none).
-SCHEMAS = os.path.join(workflow.basedir, "schemas")
+SCHEMAS = os.path.join(PROJECT_DIR, "schemas")
 check_renamed_keys(config)
 validate(config, os.path.join(SCHEMAS, "config.schema.yaml"))
 for _track in tracks_of(config):
@@ -54,10 +59,20 @@ except ValueError as err:
 if workflow.remote_exec:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+# Every job runs this source tree's code: its src/ leads the jobs' PYTHONPATH, so a rule's `python -m
+# maskbench.steps ...` needs maskbench's dependencies only, not maskbench installed. That is how the per-rule
+# environment of `--software-deployment-method conda` (envs/maskbench.yaml: the dependencies) reaches the code, and
+# how a host workflow that imports maskbench as a module runs this copy rather than an installed one. A cluster job
+# sets it again: its snakemake re-reads this file.
+os.environ.update(PYTHONPATH=os.pathsep.join(
+    dict.fromkeys([SOURCE_DIR, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])))
+
 # The warm runner (src/maskbench/warm.py): in a local run, the jobs fork from one process that has imported torch
 # and transformers once, instead of importing them again each (~9 s a job on 2 CPU cores). Never from the submit
-# host of a cluster; MASKBENCH_WARM=0 turns it off.
+# host of a cluster, nor where the rules run in environments of their own (--software-deployment-method conda or
+# apptainer: the server would run the jobs in snakemake's environment instead); MASKBENCH_WARM=0 turns it off.
 WARM = {}
+OWN_ENVIRONMENTS = bool(workflow.deployment_settings.deployment_method)
 
 
 def stop_warm_server():
@@ -67,17 +82,30 @@ def stop_warm_server():
 
 # The snakemake of a cluster group job (it starts the group's jobs on its node and runs no onstart hook) starts its
 # server here, the one exception to side-effect-free module code: only in that process, and it ends with it.
-if workflow.remote_exec:
+if workflow.remote_exec and not OWN_ENVIRONMENTS:
     WARM["server"] = WarmServer.start(local=True, jobs=jobs_run_here(sys.argv))
     if WARM["server"]:
         atexit.register(stop_warm_server)
 
 
+def slurm_logs_under_results():
+    """The SLURM plugin's job logs in <results>/logs/slurm (results/README.md), the config's results folder, which
+    no profile can name: profiles/slurm sets no `slurm-logdir`, and before the first submission this points the
+    plugin's executor (which took its log folder from the settings when it was made, just before onstart) there. A
+    `--slurm-logdir` given on the command line is kept."""
+    executor = getattr(getattr(workflow, "scheduler", None), "_executor", None)
+    settings = getattr(workflow, "executor_settings", None)
+    if hasattr(executor, "slurm_logdir") and getattr(settings, "logdir", "given") is None:
+        executor.slurm_logdir = Path(workflow.workdir_init, R, "logs", "slurm")
+
+
 onstart:
     if workflow.is_main_process:
         claim_results_folder(config["results"], CONFIG_NAME)
-    WARM["server"] = WarmServer.start(local=workflow.local_exec and workflow.is_main_process,
-                                      jobs=sum(1 for job in workflow.dag.needrun_jobs() if job.is_shell))
+    slurm_logs_under_results()
+    WARM["server"] = WarmServer.start(
+        local=workflow.local_exec and workflow.is_main_process and not OWN_ENVIRONMENTS,
+        jobs=sum(1 for job in workflow.dag.needrun_jobs() if job.is_shell))
 
 
 onsuccess:
@@ -137,13 +165,19 @@ def local_file(source, owner, key):
     target = source.removeprefix("local:")
     if target == source:
         return []
-    places = [target] if os.path.isabs(target) else [target, os.path.join(workflow.basedir, target)]
+    places = [target] if os.path.isabs(target) else [target, os.path.join(PROJECT_DIR, target)]
     for place in places:
         if os.path.exists(place):
             return place
     looked = " nor ".join(os.path.abspath(p) for p in dict.fromkeys(places))
     raise WorkflowError(f"{owner}: field 'source' names the local file {target!r}, which does not exist (neither "
                         f"{looked}); put the file there or fix {key}")
+
+
+def svg_beside(*pngs):
+    """The SVG that every figure step writes beside each PNG (maskbench.report.figure_files), as outputs."""
+    flat = [p for png in pngs for p in ([png] if isinstance(png, str) else png)]
+    return [os.path.splitext(png)[0] + ".svg" for png in flat]
 
 
 def training_gpus():
@@ -157,4 +191,4 @@ def precision_args(section=None):
 
 
 # the config files snakemake was given (the embedded config.yaml without one), for the fetch rule (rules/fetch.smk)
-FETCH_CONFIGFILES = [str(f) for f in workflow.overwrite_configfiles] or [os.path.join(workflow.basedir, "config.yaml")]
+FETCH_CONFIGFILES = [str(f) for f in workflow.overwrite_configfiles] or [os.path.join(PROJECT_DIR, "config.yaml")]

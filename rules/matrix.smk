@@ -11,9 +11,10 @@ rule matrix_report:
     input:
         cells=MATRIX_CELLS,
     output:
-        table=f"{R}/tables/matrix.csv",
+        table=report(f"{R}/tables/matrix.csv", caption="captions/matrix.rst", category="Matrix"),
         markdown=f"{R}/tables/matrix.md",
-        figure=f"{R}/figures/matrix.png",
+        figure=report(f"{R}/figures/matrix.png", caption="captions/matrix.rst", category="Matrix"),
+        svg=svg_beside(f"{R}/figures/matrix.png"),
     params:
         delta=lambda wildcards: config["matrix"]["delta"],
         label=" " + shell_args(label=config["label"]) if config.get("label") else "",

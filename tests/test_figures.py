@@ -68,7 +68,7 @@ def test_cli_writes_png_and_csv(tmp_path):
     argv = ["--table", str(table), "--columns", json.dumps(COLUMNS)]
     argv += ["--out", str(out / "f.png"), "--out-csv", str(out / "f.csv")]
     assert cli.main(argv) == 0
-    assert sorted(os.listdir(out)) == ["f.csv", "f.png"]
+    assert sorted(os.listdir(out)) == ["f.csv", "f.png", "f.svg"]
     png = (out / "f.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000
     plotted = pd.read_csv(out / "f.csv")

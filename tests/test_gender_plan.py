@@ -166,9 +166,14 @@ def test_targets_name_every_planned_file_once():
     assert targets["prepare"] == ["res/gender/data/corpus.parquet"]
     assert targets["masks"] == [run.marker for run in plan.runs]
     assert len(targets["evaluate"]) == len(set(targets["evaluate"])) == 2 * len(plan.runs) + 2
+    # the figures' data and one table per kind of run planned (all three); no shrink masks, no tasks: no
+    # benchmark, no figure 3 and its points
     assert targets["all"] == ["res/tables/gender/runs.csv", "res/tables/gender/seat_long.csv",
-                              "res/tables/gender/tables.md", "res/figures/gender/layer_density.png",
-                              "res/figures/gender/heads.png"]  # no shrink masks, no tasks: no benchmark, no figure 3
+                              "res/tables/gender/tables.md", "res/tables/gender/layer_density.csv",
+                              "res/tables/gender/heads.csv", "res/tables/gender/table1.csv",
+                              "res/tables/gender/table2.csv", "res/tables/gender/table4.csv",
+                              "res/figures/gender/layer_density.png",
+                              "res/figures/gender/heads.png"]
     assert [r["seed"] for r in plan.report_runs()] == [run.seed for run in plan.runs]
 
 

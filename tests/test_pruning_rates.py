@@ -232,7 +232,8 @@ def test_plot_pruning_heatmaps_writes_png(tmp_path, pairs):
     plot_pruning_heatmaps(pruning_rate_table(records), out)
     png = out.read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000
-    assert [p.name for p in out.parent.iterdir()] == ["heat.png"]  # no temporary file left behind
+    # the PNG and its SVG, no temporary file left behind
+    assert sorted(p.name for p in out.parent.iterdir()) == ["heat.png", "heat.svg"]
 
 
 def test_plot_rejects_empty_table(tmp_path):

@@ -103,6 +103,22 @@ def test_profile_requests_gpus_only_on_training_and_evaluation_jobs(tmp_path):
         assert res["slurm_account"] == "acct", (rule, res)
 
 
+def test_the_profile_names_the_gpu_partition_once_for_two_shapes_of_gpu_job():
+    """Every GPU rule's set-resources entry (read as snakemake reads a profile) is one of two shapes that share one
+    mention of the GPU partition: training (8 CPUs per GPU, the rule declares its GPUs) or evaluation (one GPU, 4
+    CPUs per GPU); the rules of each are those the plans above put on a GPU."""
+    import yte
+
+    text = (PROFILE / "config.yaml").read_text()
+    assert text.count("$MASKBENCH_SLURM_GPU_PARTITION") == 1
+    entries = yte.process_yaml(text, require_use_yte=True)["set-resources"]
+    training = {"slurm_partition": "$MASKBENCH_SLURM_GPU_PARTITION", "cpus_per_gpu": 8}
+    evaluation = {"slurm_partition": "$MASKBENCH_SLURM_GPU_PARTITION", "gpu": 1, "cpus_per_gpu": 4}
+    assert {rule for rule, res in entries.items() if res == training} == {r for r in entries if TRAINING.match(r)}
+    assert {rule for rule, res in entries.items() if res == evaluation} == {r for r in entries if EVALUATION.match(r)}
+    assert all(TRAINING.match(rule) or EVALUATION.match(rule) for rule in entries)
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is None, reason="needs root and runuser")
 def test_start_cluster_refuses_to_run_without_root(tmp_path):
     result = subprocess.run(["runuser", "-u", "nobody", "--", str(REPO / "tests/slurm/start-cluster.sh"),
@@ -500,3 +516,8 @@ def test_the_sbatch_lines_of_the_paper_config_request_a_gpu_only_for_training_an
     for line in cpu:
         assert "--gpus" not in line and "--gres" not in line, line
         assert re.search(r"(^| )(-p|--partition)[= ]'?cpu'?( |$)", line), line
+    # every job's SLURM log in the config's results folder (<results>/logs/slurm, results/README.md)
+    results = yaml.safe_load(Path(config).read_text())["results"]
+    for line in by_rule.values():
+        log = Path(re.search(r"(?:^| )(?:-o|--output)[= ]'?([^' ]+)", line).group(1))
+        assert log.is_relative_to(work / results / "logs" / "slurm"), (results, line)

@@ -137,7 +137,8 @@ def test_plot_sparsity_curves_one_panel(tmp_path):
     out = tmp_path / "new" / "one.png"
     plot_sparsity_curves(table, out)
     assert _is_png(out)
-    assert [p.name for p in out.parent.iterdir()] == ["one.png"]  # no temporary file left behind
+    # the PNG and its SVG, no temporary file left behind
+    assert sorted(p.name for p in out.parent.iterdir()) == ["one.png", "one.svg"]
 
 
 def test_plot_sparsity_curves_four_panels_with_reference(tmp_path):

@@ -3,7 +3,7 @@
 # re-runs inside every cluster job.
 from maskbench.tracks.gender.workflow_plan import GenderPlan
 
-GPLAN = GenderPlan(config, R, workflow.basedir)
+GPLAN = GenderPlan(config, R, PROJECT_DIR)
 GMODEL = GPLAN.model_name  # the model's folder in logs and benchmarks
 GBASE = GPLAN.base
 GRUNS = alternation(GPLAN.folders())  # the values of a per-run evaluation's {grun}: the planned runs' folders

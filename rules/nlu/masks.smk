@@ -67,7 +67,8 @@ rule mask_report:
     output:
         rates=report(f"{R}/tables/pruning_rates.csv", caption="captions/pruning_rates.rst", category="Masks"),
         figure=report(f"{R}/figures/pruning_rates.png", caption="captions/pruning_rates.rst", category="Masks"),
-        overlap=f"{R}/tables/mask_seed_overlap.csv",
+        figure_svg=svg_beside(f"{R}/figures/pruning_rates.png"),
+        overlap=report(f"{R}/tables/mask_seed_overlap.csv", caption="captions/mask_seed_overlap.rst", category="Masks"),
         overlap_summary=report(f"{R}/tables/mask_seed_overlap_summary.csv", caption="captions/mask_seed_overlap.rst",
                                category="Masks"),
     params:

@@ -75,7 +75,8 @@ rule figure_id_ood:
         table=rules.table1.output.csv,
     output:
         png=report(f"{R}/figures/id_ood.png", caption="captions/id_ood.rst", category="Figures"),
-        csv=f"{R}/figures/id_ood.csv",
+        csv=report(f"{R}/figures/id_ood.csv", caption="captions/id_ood.rst", category="Figures"),
+        svg=svg_beside(f"{R}/figures/id_ood.png"),
     params:
         args=lambda wildcards, input, output: shell_args(
             table=input.table, columns=config["report"]["table1"]["columns"], out=output.png, out_csv=output.csv,

@@ -198,7 +198,8 @@ def srn_report_outputs(captioned=False):
         [("table5", "csv"), ("table5", "md")] if "t5" in SRN_NAMED_SWEEPS else []) + (
         [("timing_curves", "csv"), ("timing_curves", "png")] if SRN_TIMING else [])
     return [shown(f"{R}/{'figures' if ext == 'png' else 'tables'}/{name}.{ext}", name) if ext != "md"
-            else f"{R}/tables/{name}.{ext}" for name, ext in tables]
+            else f"{R}/tables/{name}.{ext}" for name, ext in tables] + svg_beside(
+        [f"{R}/figures/{name}.png" for name, ext in tables if ext == "png"])
 
 
 # paper C's report joins the default target

@@ -99,6 +99,7 @@ if SWEEPS:
                              category="Trade-off curves"),
             figures=[report(f, caption="captions/tradeoff_figure.rst", category="Trade-off curves")
                      for f in SW.figures().values()],
+            svg=svg_beside(list(SW.figures().values())),
         params:
             args=lambda wildcards, input, output: shell_args(
                 evals=input.evals, points=Json([{k: v for k, v in p.items() if k != "run"} for p in SW.points()]),

@@ -13,6 +13,7 @@ rule vision_report:
                          category="Paper D"),
         layers=report(VISION.figure("layer_sparsity"), caption="captions/vision_layers.rst", category="Paper D"),
         samples=report(VISION.figure("samples"), caption="captions/vision_samples.rst", category="Paper D"),
+        svg=svg_beside(VISION.figures),
     params:
         args=lambda wildcards, output: shell_args(
             evals=VISION.eval_jsons, samples=VISION.sample_splits, config=VISION.vision,

@@ -20,6 +20,7 @@ from pathlib import Path
 from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.report.captions import labelled
+from maskbench.report.figure_files import save_figure
 from maskbench.steps import run_step
 from maskbench.tracks.gender.report.figures import (
     build_heads_figure,
@@ -101,8 +102,7 @@ def main(argv=None) -> int:
         runtime.atomic_write_text(out / "performance_bias.csv", points.to_csv(index=False))
         figures.append(("performance_bias", build_performance_bias_figure(points)))
     for name, figure in figures:
-        with runtime.atomic_path(args.figures_dir / f"{name}.png") as tmp:
-            figure.savefig(tmp, dpi=120)
+        save_figure(figure, args.figures_dir / f"{name}.png", dpi=120)
     log.info("wrote %d tables and %d figures from %d runs", len(sections), len(figures), len(runs))
     return 0
 

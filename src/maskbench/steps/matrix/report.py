@@ -20,6 +20,7 @@ from maskbench.matrix.cells import read_cells
 from maskbench.matrix.figure import matrix_figure
 from maskbench.matrix.table import markdown, matrix_table
 from maskbench.report.captions import labelled
+from maskbench.report.figure_files import save_figure
 from maskbench.steps import run_step
 
 log = logging.getLogger("maskbench.steps.matrix.report")
@@ -59,8 +60,7 @@ def main(argv=None) -> int:
     runtime.atomic_write_text(args.markdown, labelled(caption(table, args.delta) + markdown(table), args.label))
     title = f"Methods x benchmarks: the selection rule's pick (delta {args.delta:g})"
     figure = matrix_figure(table, f"{args.label}\n{title}" if args.label else title)
-    with runtime.atomic_path(args.figure) as tmp:
-        figure.savefig(tmp, dpi=110, format="png")
+    save_figure(figure, args.figure, dpi=110)
     log.info("matrix: %d cells from %d records -> %s", len(table), len(cells), args.table)
     return 0
 

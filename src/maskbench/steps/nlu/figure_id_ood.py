@@ -53,8 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         args.table, dtype={"row": str, "task": str, "eval_set": str, "metric": str, "column": str}
     )
     data = figure_data(long, args.columns, {**ROW_LABELS, **args.row_labels})
-    with atomic_path(args.out) as tmp:
-        plot_id_ood(data, tmp)
+    plot_id_ood(data, args.out)  # atomic, with its SVG beside
     with atomic_path(args.out_csv) as tmp:
         data.to_csv(tmp, index=False)
     return 0

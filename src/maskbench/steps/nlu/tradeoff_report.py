@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from maskbench.report import json_arg
+from maskbench.report.figure_files import save_figure
 from maskbench.runtime import atomic_path
 from maskbench.steps import run_step
 from maskbench.tracks.nlu.report.table1_builder import (
@@ -165,8 +166,7 @@ def main(argv=None) -> int:
         fig = build_tradeoff_figure(long, task, args.id_sets[task], ood_set, lines,
                                     paper_points(args.columns, task, args.id_sets[task], ood_set), ROW_LABELS,
                                     task_label(task, kinds.get(task, set())))
-        with atomic_path(Path(path)) as tmp:
-            fig.savefig(tmp, dpi=110, format="png")
+        save_figure(fig, path, dpi=110)
     print(json.dumps({"points": len(args.points), "lines": len(args.lines), "figures": len(args.figures)}))
     return 0
 

@@ -145,11 +145,11 @@ def main(argv=None) -> int:
 
     target = vision.get("magnitude") or vision.get("gamma_sweep") or {
         "dataset": next(iter(vision["datasets"])), "level": next(iter(next(iter(vision["datasets"].values()))["levels"]))}
-    with runtime.atomic_path(args.figures_dir / "magnitude_vs_ffw.png") as tmp:
-        plot_magnitude_vs_ffw(summary, target["dataset"], str(target["level"]), float(vision["ffw"]["gamma"]), tmp)
+    # each figure written atomically, with its SVG beside (maskbench.report.figure_files)
+    plot_magnitude_vs_ffw(summary, target["dataset"], str(target["level"]), float(vision["ffw"]["gamma"]),
+                          args.figures_dir / "magnitude_vs_ffw.png")
     layers = layer_frame(evals, vision)
-    with runtime.atomic_path(args.figures_dir / "layer_sparsity.png") as tmp:
-        plot_layer_sparsity(layers, tmp)
+    plot_layer_sparsity(layers, args.figures_dir / "layer_sparsity.png")
     from maskbench.tracks.vision.biased_mnist import sample_grid  # numpy only
     from maskbench.tracks.vision.images import read_images
 
@@ -160,8 +160,7 @@ def main(argv=None) -> int:
         train, test = read_images(train_path, check_sha256=False), read_images(test_path, check_sha256=False)
         grids.append((f"{train.dataset} ({train_path.parent.name}): biased train | unbiased test",
                        sample_grid({"train": train, "test": test}, per_class=1)))
-    with runtime.atomic_path(args.figures_dir / "samples.png") as tmp:
-        plot_samples(grids, tmp)
+    plot_samples(grids, args.figures_dir / "samples.png")
     log.info("wrote %d tables and 3 figures", len(tables))
     return 0
 

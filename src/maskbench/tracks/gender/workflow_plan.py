@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 TRACK = "gender"  # the track's folder under the results folder
 KINDS = ("frozen", "unfrozen", "debias_only")  # in the order the grids expand
+KIND_TABLE = {"frozen": "table1", "unfrozen": "table2", "debias_only": "table4"}  # paper B's table of each kind
 WORDS = {"male": "data/gender/male.txt", "female": "data/gender/female.txt",
          "stereotype": "data/gender/stereotype.txt"}
 SEAT_FOLDER = "data/gender/seat"
@@ -260,8 +261,17 @@ class GenderPlan:
 
     # ------------------------------------------------------------------------------ what the targets build
 
+    def report_tables(self) -> list[str]:
+        """The CSV tables the report step writes beyond runs.csv and seat_long.csv: the figures' data, one table
+        per kind of run planned (KIND_TABLE), and the performance-against-bias points when tasks are scored."""
+        kinds = {run.kind for run in self.runs}
+        names = ["layer_density", "heads"] + [table for kind, table in KIND_TABLE.items() if kind in kinds] + (
+            ["performance_bias"] if self.tasks else [])
+        return [f"{self.tables_dir}/{name}.csv" for name in names]
+
     def report_files(self) -> list[str]:
-        tables = [f"{self.tables_dir}/{name}" for name in ("runs.csv", "seat_long.csv", "tables.md")]
+        tables = [f"{self.tables_dir}/{name}" for name in ("runs.csv", "seat_long.csv", "tables.md")] + \
+            self.report_tables()
         figures = [f"{self.figures_dir}/{name}.png" for name in ("layer_density", "heads")]
         return tables + figures + self.performance_figure
 

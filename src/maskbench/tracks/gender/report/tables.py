@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from maskbench.tracks.gender.workflow_plan import KIND_TABLE
+
 PAPER_SEAT = {"sent-weat6": "seat6", "sent-weat7": "seat7", "sent-weat8": "seat8"}
-KIND_TABLE = {"frozen": "table1", "unfrozen": "table2", "debias_only": "table4"}
 # a run's row: its grid point, and the gender.runs.objectives row it belongs to ("" for the grids' runs)
 KEYS = ["kind", "granularity", "layers", "mode", "objective"]
 # the two counts of whole heads pruned: ours (V's rows all masked: the head outputs nothing) and paper B's #P as its

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from maskbench.report.figure_files import save_figure
 from maskbench.tracks.nlu.report.table1_builder import (
     ROW_LABELS,
     column_groups,
@@ -91,8 +92,8 @@ def build_id_ood_figure(data: pd.DataFrame) -> Figure:
 
 
 def plot_id_ood(data: pd.DataFrame, out: str | Path) -> None:
-    """Draw ``figure_data`` output as a PNG at ``out`` (a path the caller makes atomic if needed)."""
-    build_id_ood_figure(data).savefig(out, dpi=120, format="png")
+    """Draw ``figure_data`` output as a PNG at ``out`` and an SVG beside it (``save_figure``)."""
+    save_figure(build_id_ood_figure(data), out, dpi=120)
 
 
 def _plot_task(ax, part: pd.DataFrame, task: str) -> None:

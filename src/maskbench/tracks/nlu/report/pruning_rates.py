@@ -32,7 +32,7 @@ from matplotlib.figure import Figure
 
 from maskbench.masking.density import as_bool, kept_counts
 from maskbench.masking.module_kinds import ENCODER_KINDS, layer_index, module_kind
-from maskbench.runtime import atomic_path
+from maskbench.report.figure_files import save_figure
 from maskbench.tracks.nlu.report.table1_builder import ROW_LABELS, task_label
 
 # short labels of the encoder-layer kinds; ENCODER_KINDS is in the order of paper A's Figure 2 (bottom to top of
@@ -331,8 +331,6 @@ def build_pruning_heatmaps_figure(table: pd.DataFrame) -> Figure:
 
 
 def plot_pruning_heatmaps(table: pd.DataFrame, path: str | Path) -> None:
-    """Draw ``build_pruning_heatmaps_figure(table)`` and write it atomically as a PNG at ``path``; missing
+    """Draw ``build_pruning_heatmaps_figure(table)`` and write it atomically as a PNG at ``path`` and an SVG beside it; missing
     parent folders are created."""
-    fig = build_pruning_heatmaps_figure(table)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=150, format="png")
+    save_figure(build_pruning_heatmaps_figure(table), path, dpi=150)

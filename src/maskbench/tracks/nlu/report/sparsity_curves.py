@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from maskbench.runtime import atomic_path
+from maskbench.report.figure_files import save_figure
 from maskbench.tracks.nlu.report.table1_builder import MISSING, format_cell, task_label
 
 CURVE_KEYS = ["paradigm", "method", "loss"]
@@ -271,8 +271,7 @@ def plot_curves(
     """Draw ``build_curves_figure(table, x, reference, title, panels, task_kinds)`` and write it atomically as a
     PNG at ``path``; missing parent folders are created."""
     fig = build_curves_figure(table, x=x, reference=reference, title=title, panels=panels, task_kinds=task_kinds)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=150, format="png")
+    save_figure(fig, path, dpi=150)
 
 
 def plot_sparsity_curves(
