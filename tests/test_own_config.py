@@ -3,6 +3,7 @@ maskbench, taken in as it is and searched for a debiasing mask against a bias th
 no published figure; and each bad input refused while the workflow plans, in one line naming file, field and value."""
 
 import copy
+import hashlib
 import json
 import math
 import re
@@ -128,6 +129,25 @@ def test_a_model_fine_tuned_elsewhere_is_searched_as_it_is_against_the_users_bia
     assert "Dev acc." in md and "Challenge acc." in md and "| Your model |" in md and "| Mask search, PoE |" in md
     cells = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| Method")]
     assert len(cells) == 2 and not any("(" in line for line in cells)
+
+    # step 4 of docs/your-model.md: the export, a Hugging Face folder that plain transformers loads and that predicts
+    # what maskbench's masked evaluation of that mask predicted
+    from maskbench.console import main as console
+
+    exported = workdir / "exported/your-model-debiased"
+    evals = sorted(str(p) for p in (out / "nlu/claims/your-model/eval/md_poe").glob("seed~*/claims_*.json"))
+    baseline = sorted(str(p) for p in (out / "nlu/claims/your-model/eval/baseline").glob("seed~*/claims_*.json"))
+    assert len(evals) == len(baseline) == 2
+    assert console(["export", "--model", str(workdir / "models/your-model"), "--mask", str(mask), "--output-dir",
+                    str(exported), "--evaluation", *evals, "--baseline-evaluation", *baseline]) == 0
+    plain = AutoModelForSequenceClassification.from_pretrained(str(exported)).eval()
+    with torch.no_grad():
+        probs = torch.softmax(plain(**encode(tokenizer, dev)).logits, dim=-1).numpy()
+    masked = pd.read_parquet(out / "nlu/claims/your-model/eval/md_poe/seed~1/claims_dev.predictions.parquet")
+    masked = masked.set_index("id").loc[dev.id, [f"prob_{name}" for name in LABELS]].to_numpy()
+    assert np.abs(probs - masked).max() < 1e-5
+    card = (exported / "README.md").read_text()
+    assert hashlib.sha256(mask.read_bytes()).hexdigest() in card and "poe" in card
 
 
 def test_a_checkpoint_for_other_labels_stops_the_plan_in_one_line(tmp_path):
