@@ -196,3 +196,18 @@ def test_every_per_paper_target_plans_on_the_paper_config_and_paper_a_on_the_rea
     jobs = planned_jobs(real.stdout)
     assert jobs["paper_a_table1"] == 1 and "search_mask_sweep" not in jobs and "finetune_sweep" not in jobs
     assert "table1" not in jobs and jobs["table1_paper_rows"] == 1
+
+
+def test_the_gpu_checks_own_json_gives_the_measured_rates(tmp_path):
+    """gpu_check.json as the tool writes it (sections -> finetune_steps -> variants; fp16 measured with its scaler)."""
+    path = tmp_path / "gpu_check.json"
+    path.write_text(json.dumps({"sections": {
+        "environment": {"status": "ok", "device_name": "NVIDIA H100 80GB HBM3"},
+        "finetune_steps": {"status": "ok", "device": "cuda", "batch": 32, "seq": 128, "variants": {
+            "fp32": {"steps_per_s": 14.5}, "fp32_tf32": {"steps_per_s": 25.5}, "bf16": {"steps_per_s": 22.0},
+            "fp16_scaler": {"steps_per_s": 21.0}}}}}))
+    figures = assumptions.per_step_figures(path)
+    assert {p: f.value for p, f in figures.items()} == {"fp32": 14.5, "bf16": 22.0, "fp16": 21.0}
+    assert "NVIDIA H100" in figures["fp16"].source and "measured" in figures["fp32"].source
+    path.write_text(json.dumps({"sections": {"finetune_steps": {"status": "skipped", "reason": "no CUDA device"}}}))
+    assert assumptions.per_step_figures(path)["fp32"].source.startswith("assumption")

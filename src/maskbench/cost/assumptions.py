@@ -116,6 +116,10 @@ def model_factor(model: str | None) -> float:
     return max(shape[3] / MODELS[BERT_BASE][3], figure("small_model_floor"))
 
 
+# the gpu_check variant each precision's rate is read from (TF32 off, as the paper config runs)
+MEASURED_VARIANT = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16_scaler"}
+
+
 def per_step_figures(gpu_check: Path | None = None) -> dict[str, Figure]:
     """The BERT-base fp32-equivalent steps per second per precision: measured ones from gpu_check.json's
     ``finetune_steps`` section (CUDA only; a precision it lacks keeps its assumption), the rest assumed."""
@@ -129,16 +133,22 @@ def per_step_figures(gpu_check: Path | None = None) -> dict[str, Figure]:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not JSON ({err})") from None
-    section = doc.get("finetune_steps") if isinstance(doc, dict) else None
+    # gpu_check.json's own layout (sections -> finetune_steps -> variants; fp16 is measured with its GradScaler as
+    # "fp16_scaler"), or a flat {finetune_steps: {precision: ...}}
+    sections = doc.get("sections", doc) if isinstance(doc, dict) else {}
+    section = sections.get("finetune_steps") if isinstance(sections, dict) else None
     if not isinstance(section, dict) or not _is_cuda(doc, section):
         return out
-    device = doc.get("device") or section.get("device") or "a CUDA device"
+    environment = sections.get("environment") if isinstance(sections.get("environment"), dict) else {}
+    device = doc.get("device") or environment.get("device_name") or section.get("device") or "a CUDA device"
+    variants = section.get("variants", section)
     for precision in out:
-        entry = section.get(precision)
+        entry = variants.get(MEASURED_VARIANT[precision], variants.get(precision))
         rate = entry.get("steps_per_s") if isinstance(entry, dict) else entry
         if isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0:
             shape = entry if isinstance(entry, dict) else {}
-            rows, length = shape.get("batch_size", 32), shape.get("max_length", 128)
+            rows = shape.get("batch_size", section.get("batch", 32))
+            length = shape.get("max_length", section.get("seq", 128))
             # a measured step of another shape, brought to the 32 x 128 unit
             out[precision] = Figure(rate * rows / 32 * length / 128,
                                     f"measured: {rate:g} steps/s at {rows} x {length} on {device} ({path})")
