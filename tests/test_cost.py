@@ -211,3 +211,22 @@ def test_the_gpu_checks_own_json_gives_the_measured_rates(tmp_path):
     assert "NVIDIA H100" in figures["fp16"].source and "measured" in figures["fp32"].source
     path.write_text(json.dumps({"sections": {"finetune_steps": {"status": "skipped", "reason": "no CUDA device"}}}))
     assert assumptions.per_step_figures(path)["fp32"].source.startswith("assumption")
+
+
+def test_a_mask_search_steps_at_the_measured_mask_search_rate(tmp_path):
+    path = tmp_path / "gpu_check.json"
+    path.write_text(json.dumps({"sections": {
+        "finetune_steps": {"status": "ok", "device": "cuda", "batch": 32, "seq": 128,
+                           "variants": {"fp32": {"steps_per_s": 15.0}, "bf16": {"steps_per_s": 24.0}}},
+        "mask_search_steps": {"status": "ok", "device": "cuda", "batch": 32, "seq": 128,
+                              "variants": {"fp32": {"steps_per_s": 12.0}, "bf16": {"steps_per_s": 10.0}}}}}))
+    rates = assumptions.per_step_figures(path)
+    search = assumptions.search_step_figures(path, rates)
+    assert {p: f.value for p, f in search.items()} == {"fp32": 12.0, "bf16": 10.0, "fp16": 10.0}
+    assert "fp16 not measured" in search["fp16"].source
+    pricer = sheet.Pricer(CONFIG, rates, search)
+    command = finetune().replace("nlu.finetune", "nlu.mask_search") + " --precision bf16"
+    [job] = plan.parse_dry_run(block("search_mask", ["x.mask"], command))
+    assert pricer.price(job).minutes == pytest.approx(STEPS / 10.0 / 60)  # not the fine-tuning's 24 steps/s
+    [tune] = plan.parse_dry_run(block("f", ["m/model.safetensors"], finetune() + " --precision bf16"))
+    assert pricer.price(tune).minutes == pytest.approx(STEPS / 24.0 / 60)

@@ -78,3 +78,19 @@ def test_unknown_section_is_refused():
 
     with pytest.raises(SystemExit, match="unknown section"):
         gpu_check.main(["--sections", "environment,warp_drive"])
+
+
+def test_a_recorded_check_renders_as_markdown_with_ratios_to_fp32():
+    from maskbench.tools.gpu_check import markdown
+
+    report = {"commit": "abc1234", "total_seconds": 9.5, "sections": {
+        "environment": {"status": "ok", "device_name": "GPU X"},
+        "finetune_steps": {"status": "ok", "variants": {"fp32": {"steps_per_s": 10.0, "peak_memory_mib": 100.0},
+                                                        "bf16": {"steps_per_s": 15.0, "peak_memory_mib": 80.0}}},
+        "evaluation": {"status": "skipped", "reason": "no CUDA device"},
+        "resume_on_cuda": {"status": "ok", "equal": True}}}
+    text = markdown(report, "g.json")
+    assert text.startswith("On GPU X (`g.json`, commit `abc1234`, 9.5 s in all):")
+    assert "| finetune_steps | fp32 | 10.0 steps/s | 1.00x | 100 |" in text
+    assert "| finetune_steps | bf16 | 15.0 steps/s | 1.50x | 80 |" in text
+    assert "evaluation |" not in text and "- `resume_on_cuda`: ok — resumed weights equal" in text

@@ -155,6 +155,33 @@ def per_step_figures(gpu_check: Path | None = None) -> dict[str, Figure]:
     return out
 
 
+def search_step_figures(gpu_check: Path | None = None, fine_tuning: dict[str, Figure] | None = None
+                        ) -> dict[str, Figure]:
+    """The mask search's steps per second per precision (a step of frozen weights and trained scores, the mask
+    decided in fp32 outside autocast): measured ones from gpu_check.json's ``mask_search_steps`` section (fp16, not
+    measured there, as its measured bf16), else a fine-tuning step's figure (``fine_tuning``)."""
+    fine_tuning = dict(fine_tuning or per_step_figures(gpu_check))
+    out = {p: Figure(f.value, f"assumption: as a fine-tuning step ({f.source})") for p, f in fine_tuning.items()}
+    path = GPU_CHECK if gpu_check is None else gpu_check
+    if not path.exists():
+        return out
+    doc = json.loads(path.read_text())
+    sections = doc.get("sections", {}) if isinstance(doc, dict) else {}
+    section = sections.get("mask_search_steps") if isinstance(sections, dict) else None
+    if not isinstance(section, dict) or section.get("status") != "ok" or not _is_cuda(doc, section):
+        return out
+    device = (sections.get("environment") or {}).get("device_name") or "a CUDA device"
+    variants = section.get("variants", {})
+    rows, length = section.get("batch", 32), section.get("seq", 128)
+    for precision, variant in (("fp32", "fp32"), ("bf16", "bf16"), ("fp16", "bf16")):
+        rate = (variants.get(variant) or {}).get("steps_per_s")
+        if isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0:
+            said = "" if precision == variant else f" (fp16 not measured: its {variant} rate)"
+            out[precision] = Figure(rate * rows / 32 * length / 128, f"measured: {rate:g} mask-search steps/s at "
+                                    f"{rows} x {length} on {device} ({path}){said}")
+    return out
+
+
 def _is_cuda(doc: dict, section: dict) -> bool:
     said = " ".join(str(x) for x in (doc.get("device"), doc.get("backend"), section.get("device"),
                                      doc.get("cuda"), section.get("cuda")))

@@ -90,9 +90,12 @@ def family_of(rule: str, tasks: Sequence[str]) -> str:
 
 
 class Pricer:
-    def __init__(self, config: Mapping, rates: Mapping[str, A.Figure] | None = None):
+    def __init__(self, config: Mapping, rates: Mapping[str, A.Figure] | None = None,
+                 search_rates: Mapping[str, A.Figure] | None = None):
         self.config = config
         self.rates = dict(rates or A.per_step_figures())
+        # a mask-search step (frozen weights, trained scores) where measured; else a fine-tuning step's rate
+        self.search_rates = dict(search_rates or {p: A.Figure(f.value, f.source) for p, f in self.rates.items()})
         self.datasets = config.get("datasets") or {}
         self.tasks = list((config.get("tasks") or {}).keys())
         gender = config.get("gender") or {}
@@ -163,8 +166,9 @@ class Pricer:
             return spec["path"]
         return _first(opts, "model") or self.default_model
 
-    def _minutes(self, steps: float, units: float, precision: str) -> float:
-        return steps * units / self.rate(precision) / 60
+    def _minutes(self, steps: float, units: float, precision: str, scored: bool = False) -> float:
+        rate = self.search_rates[precision].value if scored and precision in self.search_rates else self.rate(precision)
+        return steps * units / rate / 60
 
     def _training(self, cost, job, opts, hp, model):
         rows = self.train_rows(_first(opts, "train"))
@@ -181,9 +185,10 @@ class Pricer:
                 or 1) if cost.step.startswith("nlu.srnet") else 1
         steps = runs * cluster_requests.steps_of(rows, batch, int(hp.get("epochs", 3)))
         units = batch / 32 * length / 128 * A.model_factor(model)
-        cost.minutes = self._minutes(steps, units, cost.precision)
-        # mask search and paper C's mask training keep a score (and its AdamW state) per maskable weight
+        # mask search and paper C's mask training keep a score (and its AdamW state) per maskable weight, and step at
+        # the mask search's rate
         scored = cost.step in ("nlu.mask_search", "nlu.srnet_mask_train")
+        cost.minutes = self._minutes(steps, units, cost.precision, scored)
         self._memory(cost, model, batch, length, train=True, scored=scored)
 
     def _memory(self, cost, model, rows, length, train=True, scored=False, extra_forward_rows=0):
@@ -399,7 +404,8 @@ def summarise(jobs: Sequence[PlannedJob], costs: Sequence[JobCost], local: set[s
     return ordered, total
 
 
-def markdown(families: Sequence[Family], total: Family, rates: Mapping[str, A.Figure], precision: str) -> str:
+def markdown(families: Sequence[Family], total: Family, rates: Mapping[str, A.Figure], precision: str,
+             search_rates: Mapping[str, A.Figure] | None = None) -> str:
     head = ("| family (rule) | jobs | GPU-h | CPU-h requested | peak GPU GB | peak host GB | disk GB written "
             "| disk GB kept | serves |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
     rows = [f"| `{f.family}` | {f.jobs:,} | {f.gpu_hours:,.0f}{' (+' + str(f.unpriced) + ' unpriced)' if f.unpriced else ''} "
@@ -411,10 +417,10 @@ def markdown(families: Sequence[Family], total: Family, rates: Mapping[str, A.Fi
                 f"| **{total.kept_gb:,.1f}** | |")
     flags = [f"- `{f.family}` ({f.flagged} of {f.jobs} jobs): " + "; ".join(f.problems[:2])
              + (f" (+{len(f.problems) - 2} more)" if len(f.problems) > 2 else "") for f in families if f.flagged]
-    rate = rates.get(precision)
-    lines = [head + "\n".join(rows), "",
-             f"Per step: {rate.value:g} BERT-base steps/s of 32 x 128 at {precision} ({rate.source})." if rate else "",
-             "", "Requests that do not cover the estimate:" if flags else "Every request covers its estimate.",
+    per_step = [f"- fine-tuning, {p}: {f.value:g} BERT-base steps/s of 32 x 128 ({f.source})" for p, f in rates.items()]
+    per_step += [f"- mask search, {p}: {f.value:g} steps/s ({f.source})" for p, f in (search_rates or {}).items()]
+    lines = [head + "\n".join(rows), "", "Per step, by precision (each job at its own `--precision`; fp32 without one):",
+             *per_step, "", "Requests that do not cover the estimate:" if flags else "Every request covers its estimate.",
              *flags]
     return "\n".join(lines) + "\n"
 

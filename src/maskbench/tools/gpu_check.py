@@ -496,6 +496,35 @@ def run_sections(names: list[str], sizes: Sizes, out: Path, allow_cpu: bool = Fa
     return report
 
 
+def markdown(report: dict, source: str) -> str:
+    """A recorded check as Markdown: one row per measured variant (rates, peak memory, ratio to fp32 in the same
+    section, measured side by side in one process), then every other section's status."""
+    sections = report.get("sections", {})
+    device = sections.get("environment", {}).get("device_name", "no GPU")
+    rows = ["| section | variant | rate | vs fp32 | peak CUDA memory (MiB) |", "|---|---|---:|---:|---:|"]
+    for name in ("finetune_steps", "mask_search_steps", "evaluation"):
+        section = sections.get(name, {})
+        if section.get("status") != "ok":
+            continue
+        variants = section.get("variants", {})
+        key = "pairs_per_s" if name == "evaluation" else "steps_per_s"
+        base = variants.get("fp32", {}).get(key)
+        for variant, numbers in variants.items():
+            ratio = f"{numbers[key] / base:.2f}x" if base else "–"
+            rows.append(f"| {name} | {variant} | {numbers[key]:,.1f} {key.replace('_per_s', '/s')} | {ratio} | "
+                        f"{numbers.get('peak_memory_mib', float('nan')):,.0f} |")
+    lines = [f"On {device} (`{source}`, commit `{report.get('commit', '?')}`, {report.get('total_seconds', '?')} s "
+             "in all):", "", *rows, ""]
+    for name, section in sections.items():
+        if name in ("environment", "finetune_steps", "mask_search_steps", "evaluation"):
+            continue
+        status = section.get("status")
+        detail = {"resume_on_cuda": lambda r: f"resumed weights equal the uninterrupted run's: {r.get('equal')}",
+                  }.get(name, lambda r: (r.get("reason") or "").splitlines()[0] if r.get("reason") else "")(section)
+        lines.append(f"- `{name}`: {status}" + (f" — {detail}" if detail else ""))
+    return "\n".join(lines) + "\n"
+
+
 def parse_sections(text: str | None) -> list[str]:
     if not text:
         return list(SECTIONS)
@@ -515,7 +544,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the CUDA benchmark sections on the CPU when there is no GPU (code paths only)")
     parser.add_argument("--threads", type=int, default=0,
                         help="torch CPU threads (0: torch's default; 1 keeps --quick fast on a crowded CI machine)")
+    parser.add_argument("--markdown", type=Path, metavar="JSON",
+                        help="print a recorded check (its JSON) as Markdown instead of running one")
     args = parser.parse_args(argv)
+    if args.markdown is not None:
+        print(markdown(json.loads(args.markdown.read_text(encoding="utf-8")), str(args.markdown)), end="")
+        return 0
     names = parse_sections(args.sections)
     before = torch.get_num_threads()
     if args.threads > 0:
