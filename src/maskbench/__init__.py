@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from maskbench._version import __version__
 
 API = (
     "ExportError", "ExportResult", "MaskFileError", "MaskMismatchError", "MaskSet", "MaskSwitch", "apply_mask",

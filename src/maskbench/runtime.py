@@ -68,9 +68,9 @@ def set_threads(threads: int | None) -> None:
 def versions() -> dict[str, str]:
     """Installed versions, read from package metadata (importing torch just to ask would cost seconds); maskbench's
     from the package that runs, which the rules import from the workflow's src/, installed or not."""
-    import maskbench
+    from maskbench._version import __version__
 
-    out = {"python": platform.python_version(), "maskbench": maskbench.__version__}
+    out = {"python": platform.python_version(), "maskbench": __version__}
     for name in ("torch", "transformers", "datasets", "pandas", "numpy"):
         try:
             out[name] = metadata.version(name)

@@ -168,9 +168,8 @@ def serve(path: str, parent_pid: int, preload: tuple[str, ...] = PRELOAD, librar
 def _library_modules() -> list[str]:
     import pkgutil
 
-    import maskbench
-
-    return [m.name for m in pkgutil.walk_packages(maskbench.__path__, "maskbench.")
+    # the package's folder, not `import maskbench`: the root's lazy public API reaches most of the library
+    return [m.name for m in pkgutil.walk_packages([os.path.dirname(os.path.abspath(__file__))], "maskbench.")
             if not m.name.startswith(("maskbench.steps", "maskbench.tools", "maskbench.warm"))]
 
 
