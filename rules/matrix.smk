@@ -17,7 +17,7 @@ rule matrix_report:
         svg=svg_beside(f"{R}/figures/matrix.png"),
     params:
         delta=lambda wildcards: config["matrix"]["delta"],
-        label=" " + shell_args(label=config["label"]) if config.get("label") else "",
+        label=f" {shell_args(label=config['label'])}" if config.get("label") else "",
     log:
         f"{R}/logs/matrix_report/matrix.log",
     localrule: True

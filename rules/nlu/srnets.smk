@@ -133,7 +133,7 @@ if SRN:
             table5=as_json(SRN.get("table5", {})),
             # the results folder, read off the first output ({R}/tables/sparsity_curves.csv)
             out_dir=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
-            label=" " + shell_args(label=config["label"]) if config.get("label") else "",
+            label=f" {shell_args(label=config['label'])}" if config.get("label") else "",
         log:
             f"{R}/logs/srnet_report/srnet_report.log",
         localrule: True
