@@ -20,8 +20,8 @@ Settings (the workflow sets them from the config's ``logging:`` section, rules/c
 
 The training curve (``fit``'s) is rewritten into ``<progress folder>/train_curve.csv.partial`` as it grows (at most
 once an interval, with the same writer as the final ``train_curve.csv``), and renamed to ``train_curve.csv`` when the
-run ends, so a killed job leaves a file named partial, never one that looks complete. The job's real outputs are
-written as before, by the step.
+run ends, so a killed job leaves a file named partial, never one that looks complete (a step that trains several
+times, paper C's rounds, keeps its last run's). The job's real outputs are written as before, by the step.
 """
 
 from __future__ import annotations
