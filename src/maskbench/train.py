@@ -1,6 +1,6 @@
 """The one training loop: ``fit(model, data, objective, hp, ...)`` — seeded batches, AdamW parameter groups each
 with its own learning rate, weight decay and schedule, hooks that evaluate and may stop the run, normalisation
-statistics optionally frozen, a progress bar, progress lines in the job's log at least every 30 s
+statistics optionally frozen, a progress bar on a terminal, progress lines in the job's log at least every 30 s
 (``maskbench.progress``) and a training curve.
 
 What is trainable is decided by the caller (``requires_grad``, or explicit ``groups``); the objective runs the
@@ -527,7 +527,8 @@ def fit(
             scaler.load_state_dict(saved["grad_scaler"])
         if resume.restore is not None and saved.get("extra") is not None:
             resume.restore(saved["extra"])
-    bar = tqdm(total=total, initial=step, desc="train", unit="step", mininterval=2.0)
+    # the bar on a terminal only: in a log file its carriage returns run into the progress lines, which say more
+    bar = tqdm(total=total, initial=step, desc="train", unit="step", mininterval=2.0, disable=None)
     progress = Progress("train", total, "step", done=step)
     while step < total and not stop:
         epoch += 1
