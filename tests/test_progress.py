@@ -94,6 +94,7 @@ def test_tensorboard_gets_the_curve_and_the_rates(tmp_path, monkeypatch):
 
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", types.SimpleNamespace(SummaryWriter=Writer))
     monkeypatch.setattr(progress, "tensorboard_available", lambda: True)
+    monkeypatch.setattr(progress, "_RUNS", {})
     monkeypatch.setenv(progress.TENSORBOARD_ENV, "1")
     monkeypatch.setenv(progress.FOLDER_ENV, str(tmp_path))
     monkeypatch.setenv(progress.SECONDS_ENV, "1000")
@@ -101,6 +102,11 @@ def test_tensorboard_gets_the_curve_and_the_rates(tmp_path, monkeypatch):
     assert written[0] == ("dir", str(tmp_path / "tensorboard")) and written[-1] == ("closed",)
     losses = [(tag, value, step) for tag, value, step in written[1:-1] if tag == "train/curve/train_loss"]
     assert losses == [("train/curve/train_loss", round(row["train_loss"], 6), row["step"]) for row in curve]
+    written.clear()
+    progress.Progress("evaluate", 3, "batch").close()  # a scoring loop: log lines only, no event file
+    assert written == []
+    tiny_fit()  # a second run of the same job: its own tags
+    assert {tag.split("/")[0] for tag, *_ in written[1:-1]} == {"train_2"}
 
 
 def test_bad_settings_are_one_line_errors_naming_the_setting(monkeypatch):

@@ -12,8 +12,9 @@ that the loop does not read anyway, and a job's outputs are the same bits whatev
 Settings (the workflow sets them from the config's ``logging:`` section, rules/common.smk; an exported value wins):
 
 * ``MASKBENCH_PROGRESS_SECONDS`` (default 30): the longest gap between two lines; 0 writes one every step or batch.
-* ``MASKBENCH_TENSORBOARD`` (``1``: on): scalars (the curve's numbers, and examples per second) into TensorBoard
-  event files under the job's progress folder, via ``torch.utils.tensorboard.SummaryWriter``.
+* ``MASKBENCH_TENSORBOARD`` (``1``: on): a training run's scalars (its curve's numbers, loss, lr and examples per
+  second) into TensorBoard event files under the job's progress folder, via ``torch.utils.tensorboard.SummaryWriter``
+  (scoring loops log lines only; a job's second training run, paper C's next round, is tagged ``train_2/...``).
 * ``MASKBENCH_PROGRESS_DIR``: the job's progress folder. Unset, it is the job's log file with ``.progress`` for
   ``.log`` (``logs/finetune/seed~1.log`` -> ``logs/finetune/seed~1.progress/``), found from stderr, which the rule
   points at the log; a job whose stderr is not a file (a terminal, a pipe) writes no files, only log lines.
@@ -113,25 +114,31 @@ def _number(value: float) -> str:
     return f"{value:.2e}" if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5) else f"{value:.4f}"
 
 
+_RUNS: dict[str, int] = {}  # the loops of this process that wrote TensorBoard scalars, per name
+
+
 class Progress:
     """Reports of one loop of ``total`` units (steps, batches, tests): ``update`` after each; a line in the log when
     ``seconds`` (default ``interval()``) have passed since the last one, and at ``close``. ``update``'s ``values``
-    (loss, lr, ...) appear on the line and, with TensorBoard on, as scalars ``<what>/<name>``."""
+    (loss, lr, ...) appear on the line and, for a loop made with ``tensorboard=True`` while the job's setting turns
+    TensorBoard on, as scalars ``<what>/<name>``."""
 
     def __init__(self, what: str, total: int, unit: str = "step", *, done: int = 0, seconds: float | None = None,
-                 folder: Path | None = None, tensorboard: bool | None = None):
+                 folder: Path | None = None, tensorboard: bool = False):
         self.what, self.total, self.unit, self.done = what, max(0, int(total)), unit, int(done)
         self.seconds = interval() if seconds is None else float(seconds)
         self.folder = job_folder() if folder is None else Path(folder)
-        want_tensorboard = tensorboard_on() if tensorboard is None else tensorboard
+        want_tensorboard = tensorboard and tensorboard_on()
         if want_tensorboard and not tensorboard_available():
             raise ProgressSettingError(f"environment {TENSORBOARD_ENV}=1: TensorBoard logging needs the tensorboard "
                                        "package, which is not installed (pip install tensorboard)")
-        self.writer = None
+        self.writer, self.tag = None, what
         if want_tensorboard and self.folder is not None:
             from torch.utils.tensorboard import SummaryWriter
 
             self.writer = SummaryWriter(log_dir=str(self.folder / "tensorboard"))
+            _RUNS[what] = _RUNS.get(what, 0) + 1
+            self.tag = what if _RUNS[what] == 1 else f"{what}_{_RUNS[what]}"
         self.started = self.last = clock()
         self.first_done, self.examples, self.lines = self.done, 0, 0
         self.values: dict[str, list[float]] = {}
@@ -171,10 +178,10 @@ class Progress:
         if self.writer is not None:
             for key, v in self.values.items():
                 if v:
-                    self.writer.add_scalar(f"{self.what}/{key}", sum(v) / len(v), self.done)
+                    self.writer.add_scalar(f"{self.tag}/{key}", sum(v) / len(v), self.done)
             per_unit, per_example = self.rate(now)
-            self.writer.add_scalar(f"{self.what}/examples_per_second" if self.examples
-                                   else f"{self.what}/{self.unit}s_per_second",
+            self.writer.add_scalar(f"{self.tag}/examples_per_second" if self.examples
+                                   else f"{self.tag}/{self.unit}s_per_second",
                                    per_example if self.examples else per_unit, self.done)
         self.values = {}
         self.last, self.lines = now, self.lines + 1
@@ -187,7 +194,7 @@ class Progress:
             for row in rows[self.curve_rows:]:
                 for key, value in row.items():
                     if key not in ("step", "epoch", "seconds") and isinstance(value, int | float):
-                        self.writer.add_scalar(f"{self.what}/curve/{key}", value, row["step"])
+                        self.writer.add_scalar(f"{self.tag}/curve/{key}", value, row["step"])
         grew, self.curve_rows = len(rows) > self.curve_rows, len(rows)
         if self.folder is None or not rows or not (final or (grew and clock() - self.curve_written >= self.seconds)):
             return

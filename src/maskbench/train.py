@@ -529,7 +529,7 @@ def fit(
             resume.restore(saved["extra"])
     # the bar on a terminal only: in a log file its carriage returns run into the progress lines, which say more
     bar = tqdm(total=total, initial=step, desc="train", unit="step", mininterval=2.0, disable=None)
-    progress = Progress("train", total, "step", done=step)
+    progress = Progress("train", total, "step", done=step, tensorboard=True)
     while step < total and not stop:
         epoch += 1
         if saved is not None:  # the data order of the interrupted epoch, then its batches already taken skipped
