@@ -26,6 +26,7 @@ from maskbench.warm import Server as WarmServer, jobs_run_here  # noqa: E402
 from maskbench.workflow_config import check_references, check_renamed_keys, precision_options, tracks_of  # noqa: E402
 from maskbench.cluster_requests import check_requests  # noqa: E402
 from maskbench.results_folder import check_results_folder, claim_results_folder, config_name  # noqa: E402
+from maskbench.progress import job_settings  # noqa: E402
 
 # schemas/config.schema.yaml holds the shared keys and applies schemas/<track>.schema.yaml for every track the
 # config names, so a key that is neither shared nor of a named track is refused. Each track's schema is applied
@@ -46,6 +47,14 @@ except ValueError as err:
 # each config in its own results folder: a folder another config's run has claimed is refused here
 # (src/maskbench/results_folder.py); the claim is written when a run starts (onstart, below)
 CONFIG_NAME = config_name(workflow.overwrite_configfiles or [])
+
+# what a long job reports while it runs (config `logging:`, src/maskbench/progress.py) reaches every job through its
+# environment, as PYTHONPATH does below; an exported value wins. TensorBoard without its package is refused here.
+try:
+    for _name, _value in job_settings(config.get("logging", {})).items():
+        os.environ.setdefault(_name, _value)
+except ValueError as err:
+    raise WorkflowError(str(err)) from None
 try:
     check_results_folder(config["results"], CONFIG_NAME)
 except ValueError as err:

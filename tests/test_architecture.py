@@ -20,7 +20,7 @@ PACKAGE = "maskbench"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("maskbench.cli", "maskbench.runtime", "maskbench.resume", "maskbench.metrics", "maskbench.step_timing",
               "maskbench.objectives", "maskbench.config_checks", "maskbench.errors", "maskbench.forced_jobs",
-              "maskbench.staging", "maskbench.results_folder", "maskbench.precision",
+              "maskbench.staging", "maskbench.results_folder", "maskbench.precision", "maskbench.progress",
               "maskbench._version")),
     ("library", ("maskbench.data", "maskbench.masking", "maskbench.ffw", "maskbench.checkpoints", "maskbench.checkpoint_integrity",
                  "maskbench.overhead", "maskbench.train", "maskbench.warm", "maskbench.hub", "maskbench.miniature",

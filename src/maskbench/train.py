@@ -1,6 +1,7 @@
 """The one training loop: ``fit(model, data, objective, hp, ...)`` — seeded batches, AdamW parameter groups each
 with its own learning rate, weight decay and schedule, hooks that evaluate and may stop the run, normalisation
-statistics optionally frozen, a progress bar and a training curve.
+statistics optionally frozen, a progress bar on a terminal, progress lines in the job's log at least every 30 s
+(``maskbench.progress``) and a training curve.
 
 What is trainable is decided by the caller (``requires_grad``, or explicit ``groups``); the objective runs the
 model itself (``maskbench.objectives.logits`` adapts the pure losses of ``maskbench.objectives.losses``).
@@ -22,6 +23,7 @@ from tqdm.auto import tqdm
 from maskbench.masking.engine import is_no_decay, plain_parameter_name
 from maskbench.masking.schedules import Plateau
 from maskbench.precision import FP32, Precision, current
+from maskbench.progress import Progress, examples_in
 from maskbench.resume import Resume, rng_state, set_rng_state
 
 log = logging.getLogger(__name__)
@@ -525,7 +527,9 @@ def fit(
             scaler.load_state_dict(saved["grad_scaler"])
         if resume.restore is not None and saved.get("extra") is not None:
             resume.restore(saved["extra"])
-    bar = tqdm(total=total, initial=step, desc="train", unit="step", mininterval=2.0)
+    # the bar on a terminal only: in a log file its carriage returns run into the progress lines, which say more
+    bar = tqdm(total=total, initial=step, desc="train", unit="step", mininterval=2.0, disable=None)
+    progress = Progress("train", total, "step", done=step, tensorboard=True)
     while step < total and not stop:
         epoch += 1
         if saved is not None:  # the data order of the interrupted epoch, then its batches already taken skipped
@@ -551,6 +555,7 @@ def fit(
             for key, value in logs.items():
                 logged.setdefault(key, []).append(float(value))
             bar.update(1)
+            progress.update(1, examples_in(batch), loss=running[-1], lr=scheduler.get_last_lr()[0])
             for hook in hooks:
                 stop = hook.after_step(step, total, model) or stop
             if step % hp.log_every == 0 or step == total or stop:
@@ -560,6 +565,7 @@ def fit(
                 curve.append(point)
                 log.info("step %d/%d epoch %d loss %.4f lr %.2e", step, total, epoch, point["train_loss"], point["lr"])
                 running, logged = [], {}
+                progress.curve(curve)
             if resume is not None and step % resume.every == 0 and step < total and not stop:
                 resume.save({"step": step, "epoch": epoch, "batches_in_epoch": taken, "curve": curve,
                              "running": running, "logged": logged, "model": model.state_dict(),
@@ -580,6 +586,7 @@ def fit(
             curve.append({"step": step, "epoch": epoch, "dev_accuracy": score,
                           "seconds": time.perf_counter() - started})
             log.info("epoch %d done: dev accuracy %.2f", epoch, score)
+            progress.curve(curve)
             if early_stop is not None and early_stop.update(epoch, score, model):
                 log.info("dev accuracy has not risen for %d epochs: stopping after epoch %d (best: epoch %d, %.2f)",
                          early_stop.patience, epoch, early_stop.best_epoch, early_stop.best)
@@ -587,4 +594,6 @@ def fit(
     if stop:
         log.info("stopped by a hook at step %d of %d", step, total)
     bar.close()
+    progress.curve(curve, final=True)
+    progress.close()
     return curve

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from maskbench.precision import current
+from maskbench.progress import Progress, batches_in
 
 
 @dataclass
@@ -38,6 +39,7 @@ def extract_features(adapter, model: nn.Module, loader) -> tuple[torch.Tensor, t
     model.eval()
     device = next(model.parameters()).device
     feats, labels, biases = [], [], []
+    progress = Progress("features", batches_in(loader), "batch")
     for batch in loader:
         # the model's forward pass in the step's precision (CUDA autocast; nothing on the CPU); the features and the
         # small bias heads trained on them stay fp32
@@ -46,6 +48,8 @@ def extract_features(adapter, model: nn.Module, loader) -> tuple[torch.Tensor, t
         feats.append(features.float().cpu())
         labels.append(adapter.labels(batch))
         biases.append(adapter.bias(batch))
+        progress.update(1, len(feats[-1]))
+    progress.close()
     for module, training in modes.items():
         module.training = training
     return torch.cat(feats), torch.cat(labels), torch.cat(biases)

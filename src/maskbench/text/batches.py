@@ -10,6 +10,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from maskbench.precision import Precision, current
+from maskbench.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +92,14 @@ def predict_proba(model: torch.nn.Module, data: EncodedPairs, batch_size: int, d
     if length_sorted:
         order = torch.sort(torch.as_tensor(data.lengths, dtype=torch.long), descending=True, stable=True).indices.tolist()
     loader = DataLoader(order, batch_size=batch_size, shuffle=False, collate_fn=data.collate)
+    progress = Progress("evaluate", len(loader), "batch")
+    parts = []
     with (precision if precision is not None else current()).autocast(device):
-        out = torch.cat([torch.softmax(model(**model_inputs(b, device)).logits.float(), dim=-1).cpu() for b in loader])
+        for b in loader:
+            parts.append(torch.softmax(model(**model_inputs(b, device)).logits.float(), dim=-1).cpu())
+            progress.update(1, len(parts[-1]))
+    progress.close()
+    out = torch.cat(parts)
     if length_sorted:
         out[torch.as_tensor(order, dtype=torch.long)] = out.clone()
     return out.numpy()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from maskbench.masking.apply import MaskSet, MaskSwitch
 from maskbench.masking.engine import remove_parametrizations
+from maskbench.progress import Progress
 from maskbench.tracks.gender.encoding import cls_vectors
 from maskbench.tracks.gender.models import load_encoder
 from maskbench.tracks.gender.seat import SeatTest, effect_size, p_value
@@ -41,6 +42,7 @@ def seat_scores(model, tokenizer, tests: list[SeatTest], device, n_samples: int 
                                             max_length=max_length).double().numpy()
         return encoded[examples]
 
+    progress = Progress("SEAT", len(tests), "test")
     for test in tests:
         X, Y, A, B = (vectors(part.examples) for part in (test.targ1, test.targ2, test.attr1, test.attr2))
         p, exact = p_value(X, Y, A, B, n_samples=n_samples, seed=seed)
@@ -48,4 +50,6 @@ def seat_scores(model, tokenizer, tests: list[SeatTest], device, n_samples: int 
                      "n_targets": len(X) + len(Y), "n_attributes": len(A) + len(B),
                      "targets": f"{test.targ1.category} vs {test.targ2.category}",
                      "attributes": f"{test.attr1.category} vs {test.attr2.category}"})
+        progress.update(1)
+    progress.close()
     return rows

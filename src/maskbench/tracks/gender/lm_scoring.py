@@ -13,9 +13,12 @@ log-probabilities are set by hand. Sequences are lists of token ids with their s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import torch
+
+from maskbench.progress import Progress
 
 
 def _device(lm) -> torch.device:
@@ -58,6 +61,7 @@ def masked_log_probs(lm: Callable, sequences: Sequence[Sequence[int]], positions
     if not rows:
         return out
     device = _device(lm)
+    progress = Progress("pseudo-log-likelihood", math.ceil(len(rows) / batch_size), "batch")
     with torch.no_grad():
         for chosen in _batches(rows, batch_size):
             batch = [rows[i] for i in chosen]
@@ -69,6 +73,8 @@ def masked_log_probs(lm: Callable, sequences: Sequence[Sequence[int]], positions
             values = logp.gather(1, wanted[:, None]).squeeze(1).tolist()
             for r, value in zip(batch, values, strict=True):
                 out[r[2]][r[3]] = value
+            progress.update(1, len(batch))
+    progress.close()
     return out
 
 
@@ -80,6 +86,7 @@ def fill_probabilities(lm: Callable, sequences: Sequence[Sequence[int]], positio
     rows = [(list(seq), None, s) for s, seq in enumerate(sequences)]
     out: list[list[float]] = [[] for _ in sequences]
     device = _device(lm)
+    progress = Progress("fill probabilities", math.ceil(len(rows) / batch_size), "batch")
     with torch.no_grad():
         for chosen in _batches(rows, batch_size):
             batch = [rows[i] for i in chosen]
@@ -92,4 +99,6 @@ def fill_probabilities(lm: Callable, sequences: Sequence[Sequence[int]], positio
             for i, r in enumerate(batch):
                 n = len(positions[r[2]])
                 out[r[2]] = probs[i, torch.arange(n), torch.tensor(wanted[r[2]], dtype=torch.long)].tolist()
+            progress.update(1, len(batch))
+    progress.close()
     return out

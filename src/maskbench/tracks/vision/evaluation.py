@@ -14,6 +14,7 @@ from maskbench.ffw import heads as shared_heads
 from maskbench.ffw.heads import HeadSettings
 from maskbench.masking.density import density
 from maskbench.precision import current
+from maskbench.progress import Progress, batches_in
 from maskbench.tracks.vision.ffw_adapter import VISION
 
 
@@ -24,11 +25,14 @@ def task_loss(model: nn.Module, data) -> float:
     model.eval()
     device = next(model.parameters()).device
     total, count = 0.0, 0
+    progress = Progress("task loss", batches_in(data), "batch")
     for batch in data:
         with current().autocast(device):  # the step's precision on CUDA; nothing on the CPU
             logits = model(batch["image"].to(device))
         total += float(nn.functional.cross_entropy(logits.float(), batch["label"].to(device), reduction="sum"))
         count += int(batch["label"].shape[0])
+        progress.update(1, int(batch["label"].shape[0]))
+    progress.close()
     return total / max(count, 1)
 
 
@@ -41,6 +45,7 @@ def task_accuracy(model: nn.Module, data, bias_names: list[str] | None = None) -
     device = next(model.parameters()).device
     correct, labels, biases = [], [], []
     num_classes = None
+    progress = Progress("task accuracy", batches_in(data), "batch")
     for batch in data:
         with current().autocast(device):  # the step's precision on CUDA; nothing on the CPU
             logits = model(batch["image"].to(device))
@@ -48,6 +53,8 @@ def task_accuracy(model: nn.Module, data, bias_names: list[str] | None = None) -
         correct.append(logits.argmax(dim=1).cpu() == batch["label"])
         labels.append(batch["label"])
         biases.append(batch["bias"])
+        progress.update(1, int(batch["label"].shape[0]))
+    progress.close()
     correct, labels, biases = torch.cat(correct), torch.cat(labels), torch.cat(biases)
     names = bias_names or [f"bias{b}" for b in range(biases.shape[1])]
     attributes = [b for b in range(biases.shape[1]) if int(biases[:, b].max()) < num_classes
