@@ -136,3 +136,9 @@ def test_every_page_the_configs_point_to_exists():
              for page in re.findall(r"(?<![\w./-])((?:docs/)?[\w-]+\.md)\b", path.read_text(encoding="utf-8"))}
     assert named and all(page.startswith("docs/") for _, page in named), sorted(named)
     assert [(config, page) for config, page in sorted(named) if not (REPO / page).is_file()] == []
+
+
+def test_a_wall_time_is_rounded_once():
+    from maskbench.tools.miniature import minutes
+
+    assert [minutes(s) for s in (539.9, 436.2, 59.5, 0.4)] == ["9 min 0 s", "7 min 16 s", "1 min 0 s", "0 min 0 s"]

@@ -213,7 +213,9 @@ def slurm_one_per_rule(workdir: Path, cores: int) -> int:
 
 
 def minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)} min {round(seconds % 60)} s"
+    """A wall time to the second: 539.9 -> "9 min 0 s" (rounded once, so never "8 min 60 s")."""
+    whole, rest = divmod(round(seconds), 60)
+    return f"{whole} min {rest} s"
 
 
 def docs_section(run: dict, slurm: dict | None) -> str:
