@@ -177,19 +177,16 @@ PAPER_TARGETS = ["paper_a_table1", "paper_a_tradeoff", "paper_a_pruning_rates", 
                  "paper_d_table2", "paper_d_table3", "paper_d_table4", "paper_d_table5", "paper_d", "matrix"]
 
 
-def test_every_per_paper_target_plans_on_the_paper_config_and_paper_a_on_the_real_one(tmp_path):
-    """One dry run each: every target of configs/paper.yaml at once, and paper A's on the offline real config, where
-    Table 1 has its trade-off rows too (table1_paper_rows renders the paper's rows without the sweeps')."""
-    from test_workflow import PAPER_USER_FILES, REPO, planned_jobs, snakemake
+def test_every_per_paper_target_is_a_rule_of_the_paper_config_and_paper_a_plans_on_the_real_one(tmp_path):
+    """Every per-paper and per-table target is a target rule of configs/paper.yaml (its cost per target in
+    docs/cluster.md comes from planning each with `python -m maskbench.tools.cost`), and paper A's Table 1 plans on the
+    offline real config without the trade-off sweeps (table1_paper_rows renders the paper's rows without the
+    sweeps'); planning the whole paper DAG once more here would cost CI about 15 s."""
+    from test_workflow import REPO, planned_jobs, snakemake
 
-    for supplied in PAPER_USER_FILES:
-        (tmp_path / "paper" / supplied).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "paper" / supplied).touch()
-    paper = snakemake("-n", *PAPER_TARGETS, "--configfile", str(REPO / "configs/paper.yaml"), workdir=tmp_path / "paper")
-    assert paper.returncode == 0, paper.stderr[-3000:]
-    jobs = planned_jobs(paper.stdout)
-    assert {target: jobs.get(target) for target in PAPER_TARGETS} == dict.fromkeys(PAPER_TARGETS, 1)
-    assert jobs["table1_paper_rows"] == 1 and jobs["table1"] == 1  # paper_a plans the full Table 1 as well
+    listed = snakemake("--list-target-rules", "--configfile", str(REPO / "configs/paper.yaml"), workdir=tmp_path)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    assert set(PAPER_TARGETS) <= set(listed.stdout.split()), set(PAPER_TARGETS) - set(listed.stdout.split())
     (tmp_path / "real").mkdir()
     real = snakemake("-n", "paper_a_table1", "--configfile", str(REPO / "configs/real.yaml"), workdir=tmp_path / "real")
     assert real.returncode == 0, real.stderr[-3000:]

@@ -31,6 +31,7 @@ USER_ERRORS = frozenset({
     "MaskFileError",      # masking/codec.py: a mask file
     "MaskMismatchError",  # masking/apply.py: a mask of another model
     "PrecisionError",     # precision.py: a precision name (compute.precision, --precision)
+    "ProgressSettingError",  # progress.py: a progress setting (logging:, MASKBENCH_PROGRESS_SECONDS / _TENSORBOARD)
     "ModelSpecError",     # text/models.py: a model spec (config model:)
     "SeatFileError",      # tracks/gender/seat.py: a SEAT file
     "SelectorError",      # masking/module_kinds.py, masking/selectors.py: module selectors of the config
