@@ -17,7 +17,8 @@ Sections (``--sections`` runs a subset, by name):
 5. ``resume_on_cuda``: a tiny fine-tuning through ``fit`` with a resume state, stopped by an exception after a few
    steps and resumed, against the same run uninterrupted: the largest weight difference and whether the weights
    are bit-equal (fp32, and fp16 with its GradScaler state on CUDA); also runs on the CPU;
-6. ``smoke_dag``: ``snakemake --configfile configs/smoke.yaml`` in a temporary folder, capped at 4 minutes, and
+6. ``smoke_dag``: ``snakemake --configfile configs/smoke.yaml`` in a temporary folder, capped at 4 minutes
+   (``--smoke-timeout-s``), and
    the devices its steps recorded (CUDA only; snakemake is imported lazily).
 
 Sections 2-4 and 6 need CUDA and are "skipped" without it (``--allow-cpu`` runs 2-4 on the CPU anyway, at
@@ -29,6 +30,7 @@ after every section, so a crash or a timeout keeps what finished. Each section p
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import os
@@ -54,7 +56,6 @@ REPO = Path(__file__).resolve().parents[3]
 SECTIONS = ("environment", "finetune_steps", "mask_search_steps", "evaluation", "resume_on_cuda", "smoke_dag")
 NUM_LABELS = 3
 LEARNING_RATE = 3e-5  # the nlu fine-tuning rate; the timings do not depend on it
-SMOKE_TIMEOUT_S = 240
 FINETUNE_VARIANTS = {"fp32": Precision("fp32"), "fp32_tf32": Precision("fp32", tf32=True),
                      "bf16": Precision("bf16"), "fp16_scaler": Precision("fp16")}
 SEARCH_VARIANTS = {"fp32": Precision("fp32"), "bf16": Precision("bf16")}
@@ -82,6 +83,7 @@ class Sizes:
     eval_batch: int
     resume_steps: int
     resume_stop_after: int
+    smoke_timeout_s: float = 240  # the smoke DAG's cap (--smoke-timeout-s)
 
 
 FULL = Sizes(model={}, batch=32, seq=128, warmup_steps=5, timed_steps=40, eval_pairs=30_000, eval_batch=256,
@@ -374,9 +376,9 @@ def section_smoke_dag(sizes: Sizes, allow_cpu: bool) -> dict:
            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
            "HF_HUB_OFFLINE": "1"}
     started = time.perf_counter()
-    returncode, stderr, timed_out = run_capped(cmd, workdir, env, SMOKE_TIMEOUT_S)
+    returncode, stderr, timed_out = run_capped(cmd, workdir, env, sizes.smoke_timeout_s)
     wall = time.perf_counter() - started
-    out = {"workdir": str(workdir), "cores": cores, "wall_s": round(wall, 1), "timeout_s": SMOKE_TIMEOUT_S,
+    out = {"workdir": str(workdir), "cores": cores, "wall_s": round(wall, 1), "timeout_s": sizes.smoke_timeout_s,
            "timed_out": timed_out, "returncode": returncode, **smoke_progress(stderr), **recorded_devices(workdir)}
     if returncode != 0:
         out["stderr_tail"] = stderr[-3000:]
@@ -472,7 +474,7 @@ def summary_line(name: str, result: dict) -> str:
 
 def run_sections(names: list[str], sizes: Sizes, out: Path, allow_cpu: bool = False) -> dict:
     begun = time.perf_counter()
-    report = {"tool": "maskbench.tools.gpu_check", "commit": git_commit(REPO), "quick": sizes == QUICK,
+    report = {"tool": "maskbench.tools.gpu_check", "commit": git_commit(REPO), "quick": dataclasses.replace(sizes, smoke_timeout_s=QUICK.smoke_timeout_s) == QUICK,
               "sections": {}}
     for name in names:
         started = time.perf_counter()
@@ -544,6 +546,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the CUDA benchmark sections on the CPU when there is no GPU (code paths only)")
     parser.add_argument("--threads", type=int, default=0,
                         help="torch CPU threads (0: torch's default; 1 keeps --quick fast on a crowded CI machine)")
+    parser.add_argument("--smoke-timeout-s", type=float, default=FULL.smoke_timeout_s,
+                        help="the smoke DAG's cap in seconds (default %(default)s)")
     parser.add_argument("--markdown", type=Path, metavar="JSON",
                         help="print a recorded check (its JSON) as Markdown instead of running one")
     args = parser.parse_args(argv)
@@ -555,7 +559,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     try:
-        run_sections(names, QUICK if args.quick else FULL, args.out, args.allow_cpu)
+        sizes = dataclasses.replace(QUICK if args.quick else FULL, smoke_timeout_s=args.smoke_timeout_s)
+        run_sections(names, sizes, args.out, args.allow_cpu)
     finally:
         torch.set_num_threads(before)
     return 0
