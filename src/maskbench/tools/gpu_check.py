@@ -521,8 +521,14 @@ def markdown(report: dict, source: str) -> str:
         if name in ("environment", "finetune_steps", "mask_search_steps", "evaluation"):
             continue
         status = section.get("status")
-        detail = {"resume_on_cuda": lambda r: f"resumed weights equal the uninterrupted run's: {r.get('equal')}",
-                  }.get(name, lambda r: (r.get("reason") or "").splitlines()[0] if r.get("reason") else "")(section)
+        if name == "resume_on_cuda":
+            detail = f"resumed weights equal the uninterrupted run's: {section.get('equal')}"
+        elif status == "ok" and "jobs_done" in section:
+            detail = (f"{section['jobs_done']} of {section['jobs_planned']} jobs in {section['wall_s']} s on "
+                      f"{section['cores']} cores, steps' recorded devices {section.get('devices_recorded')}"
+                      + (f" (commit `{section['commit']}`)" if section.get("commit") else ""))
+        else:
+            detail = (section.get("reason") or "").splitlines()[0] if section.get("reason") else ""
         lines.append(f"- `{name}`: {status}" + (f" — {detail}" if detail else ""))
     return "\n".join(lines) + "\n"
 
