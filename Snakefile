@@ -10,7 +10,7 @@ min_version("9.0")
 
 
 # config.yaml is the embedded default; a --configfile from the command line replaces it whole (each file in
-# configs/ is complete), so a paper config never inherits the synthetic datasets.
+# configs/ is complete), so a paper config never inherits the suite's datasets.
 # (this file's folder, not workflow.basedir: in a host workflow that imports maskbench as a module, docs/module.md,
 # workflow.basedir is the host's folder)
 if not workflow.overwrite_configfiles:

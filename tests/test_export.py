@@ -212,8 +212,8 @@ def test_the_console_command_is_the_packaged_script_and_explains_itself():
     assert done.returncode == 0 and "--output-dir" in done.stdout and "--overwrite" in done.stdout
 
 
-def test_the_search_defaults_are_the_embedded_config_s(tmp_path):
-    section = yaml.safe_load((REPO / "config.yaml").read_text())["mask_search"]
+def test_the_search_defaults_are_the_synthetic_config_s(tmp_path):
+    section = yaml.safe_load((REPO / "tests/configs/synthetic.yaml").read_text())["mask_search"]
     assert SEARCH_HPARAMS == {**section["hparams"], "learning_rate": section["score_learning_rate"]}
     spec = MaskSearchSpec()
     assert {k: getattr(spec, k) for k in section if k not in ("hparams", "score_learning_rate")} == \

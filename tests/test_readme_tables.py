@@ -29,6 +29,20 @@ def test_a_section_is_replaced_between_its_markers_and_nowhere_else():
         replace_section(README + README, "demo", "x")
 
 
+def test_a_missing_section_is_added_before_the_given_line_once():
+    page = "# x\n\n## The suite\n<!-- suite sections end -->\n## Next\n"
+    out = replace_section(page, "suite_table1", "table", "page.md", insert_before="<!-- suite sections end -->")
+    assert out == ("# x\n\n## The suite\n<!-- generated:suite_table1 -->\ntable\n<!-- /generated:suite_table1 -->\n\n"
+                   "<!-- suite sections end -->\n## Next\n")
+    # present: replaced where it is, nothing added
+    again = replace_section(out, "suite_table1", "new", "page.md", insert_before="<!-- suite sections end -->")
+    assert again == out.replace("\ntable\n", "\nnew\n")
+    with pytest.raises(ValueError, match="page.md: the line '<!-- nowhere -->' to add section 'a' before is found 0"):
+        replace_section(page, "a", "x", "page.md", insert_before="<!-- nowhere -->")
+    with pytest.raises(ValueError, match="section 'a' needs exactly one"):  # without the line: an error, as before
+        replace_section(page, "a", "x", "page.md")
+
+
 def long_table():
     rows = [("baseline", 70.0, 1.0, 3), ("row_a", 72.0, 2.0, 3), ("row_b", 75.0, 2.0, 3), ("row_c", 60.0, math.nan, 1)]
     return pd.DataFrame([{"row": r, "task": "mnli", "eval_set": "hans", "metric": "accuracy", "mean": m, "std": s,
@@ -177,6 +191,49 @@ def test_the_step_copies_the_tradeoff_figures_and_fills_the_baseline_curve(tmp_p
     assert "| md_x | learning_rate | 0.1 | 71.0 ± 1.4 | 71.0 ± 1.4 |" in text  # mean and sample std by hand
     assert "**synthetic MNLI** (accuracy %, mean ± std over 2 seeds" in text  # the task as its data is
     assert f"figures in `{figures}/`" in text
+
+
+def test_only_the_named_sections_are_written_and_missing_ones_are_added_before_the_line(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    readme = repo / "README.md"
+    readme.write_text("# page\n<!-- generated:s_effects -->\nkept\n<!-- /generated:s_effects -->\n"
+                      "<!-- suite sections end -->\nafter\n")
+    new_repo(repo)
+    commit_all(repo)
+    tables, _ = run_tables(tmp_path / "results/s")
+    config = write_config(tmp_path / "s.yaml", tmp_path / "results/s")
+    argv = ["--readme", str(readme), "--config", str(config), "--name", "s", "--command", "c", "--wall", "1 min",
+            "--insert-before", "<!-- suite sections end -->", "--only", "table1"]
+    assert readme_tables.main(argv) == 0
+    text = readme.read_text()
+    assert "\nkept\n" in text  # --only leaves the effects section as it was
+    start, end = text.index("<!-- generated:s_table1 -->"), text.index("<!-- /generated:s_table1 -->")
+    assert start < end < text.index("<!-- suite sections end -->") < text.index("after")
+    assert "| Baseline |" in text[start:end] and "Run at commit" in text[start:end]
+    assert readme_tables.main(argv) == 0 and readme.read_text().count("<!-- generated:s_table1 -->") == 1
+
+
+def test_the_suite_pages_write_every_kind_to_its_page_from_config_yaml():
+    from maskbench.tools import suite_pages
+
+    class Given:
+        wall, ran_at, code_changed = "2 h", ["abc1234"], ""
+
+    calls = {page: suite_pages.arguments(kind, page, figures, only, Given, Path("."))
+             for kind, page, figures, only in suite_pages.PAGES}
+    assert set(calls) == {"docs/paper-a.md", "docs/paper-b.md", "docs/paper-c.md", "docs/paper-d.md",
+                          "docs/matrix.md", "README.md"}
+    for page, argv in calls.items():
+        parsed = readme_tables.parse_args(argv)
+        assert (parsed.config.as_posix(), parsed.name, parsed.command, parsed.wall, parsed.ran_at) == \
+            ("config.yaml", "suite", "snakemake --cores 2", "2 h", ["abc1234"])
+        assert parsed.insert_before == suite_pages.ANCHOR and parsed.readme.as_posix() == page
+        assert suite_pages.ANCHOR in (REPO / page).read_text().split("\n"), page
+    assert readme_tables.parse_args(calls["README.md"]).only == ["table1"]
+    kinds = {page: readme_tables.parse_args(argv).kind for page, argv in calls.items()}
+    assert {page: readme_tables.PAGES[kind].as_posix() for page, kind in kinds.items() if page != "README.md"} == \
+        {page: page for page in kinds if page != "README.md"}
 
 
 def test_a_page_in_docs_is_stamped_refused_on_a_changed_tree_and_links_figures_from_its_folder(tmp_path):

@@ -242,7 +242,7 @@ def test_a_column_absent_from_the_whole_file_names_the_key(tmp_path):
 
 # ------------------------------------------------------- 5a: the local file is an input of its preparation
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
-PREPARED = "results/default/nlu/data/prepared/hans.parquet"
+PREPARED = "results/synthetic/nlu/data/prepared/hans.parquet"
 
 
 def snakemake(workdir, *args):
@@ -253,7 +253,7 @@ def snakemake(workdir, *args):
 
 
 def local_hans_config(tmp_path, source="local:pairs.tsv", single_text=False):
-    config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    config = yaml.safe_load((REPO / "tests/configs/synthetic.yaml").read_text(encoding="utf-8"))
     config["datasets"]["hans"] = {"task": "mnli", "source": source, "labels": MNLI_LABELS,
                                   "columns": {"id": "id", "text_a": "premise", "text_b": "hypothesis",
                                               "label": "gold_label"}}

@@ -305,7 +305,7 @@ def test_the_strength_knobs_of_poe_and_reweighting_by_hand():
 
 # ----------------------------------------------------------------------------------------- config check
 
-DEFAULT = yaml.safe_load((REPO / "config.yaml").read_text())
+DEFAULT = yaml.safe_load((REPO / "tests/configs/synthetic.yaml").read_text())
 
 
 @pytest.mark.parametrize("edit,message", [

@@ -16,8 +16,8 @@ from maskbench.workflow_config import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-BASE = yaml.safe_load((REPO / "config.yaml").read_text())
-SHIPPED = ["config.yaml", "configs/smoke.yaml", "configs/minilm.yaml", "configs/paper.yaml", "configs/srnets.yaml",
+BASE = yaml.safe_load((REPO / "tests/configs/synthetic.yaml").read_text())
+SHIPPED = ["config.yaml", "tests/configs/synthetic.yaml", "configs/smoke.yaml", "configs/minilm.yaml", "configs/paper.yaml", "configs/srnets.yaml",
            "configs/your-model.yaml"]
 
 

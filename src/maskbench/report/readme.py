@@ -15,9 +15,18 @@ def markers(name: str) -> tuple[str, str]:
     return f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
 
 
-def replace_section(text: str, name: str, body: str, where: str = "README") -> str:
-    """``text`` with the lines between the markers of section ``name`` replaced by ``body``."""
+def replace_section(text: str, name: str, body: str, where: str = "README", insert_before: str | None = None) -> str:
+    """``text`` with the lines between the markers of section ``name`` replaced by ``body``. A section ``text`` does
+    not have yet is first added, as an empty pair of markers, before the line ``insert_before`` when one is given (a
+    line found exactly once)."""
     start, end = markers(name)
+    if insert_before is not None and start not in text and end not in text:
+        lines = text.split("\n")
+        if lines.count(insert_before) != 1:
+            raise ValueError(f"{where}: the line {insert_before!r} to add section {name!r} before is found "
+                             f"{lines.count(insert_before)} times, not once")
+        at = lines.index(insert_before)
+        text = "\n".join([*lines[:at], start, end, "", *lines[at:]])
     if text.count(start) != 1 or text.count(end) != 1:
         raise ValueError(f"{where}: section {name!r} needs exactly one {start!r} and one {end!r} line "
                          f"(found {text.count(start)} and {text.count(end)})")

@@ -79,6 +79,8 @@ class Args:
     figures: Path | None = None
     ran_at: list[str] = field(default_factory=list)
     code_changed: str = ""
+    insert_before: str | None = None  # a line of the page: sections it lacks are added before it
+    only: list[str] = field(default_factory=list)  # the sections to write (without the prefix); empty: all
     results: Path = Path("results")  # the config's results folder, set by main
 
 
@@ -107,9 +109,15 @@ def parse_args(argv: list[str] | None = None) -> Args:
     parser.add_argument("--figures", type=Path, default=None,
                         help="a folder of the repository (docs/figures) that receives the run's trade-off figures as "
                              "<name>_tradeoff_<file>.png, shown in the <name>_tradeoff section")
+    parser.add_argument("--insert-before", default=None, metavar="LINE",
+                        help="a line of the page (e.g. an HTML comment): each section the page lacks is added, as an "
+                             "empty pair of markers, before it (without: a missing section is an error)")
+    parser.add_argument("--only", nargs="+", default=[], metavar="SECTION",
+                        help="write only these of the kind's sections, named without the prefix (table1 effects "
+                             "tradeoff ...); the others are left as they are")
     ns = parser.parse_args(argv)
     return Args(ns.readme or PAGES[ns.kind], ns.config, ns.name, ns.command, ns.wall, ns.kind, ns.tables, ns.figures,
-                ns.ran_at, ns.code_changed)
+                ns.ran_at, ns.code_changed, ns.insert_before, ns.only)
 
 
 def repository_top(folder: Path) -> Path:
@@ -212,51 +220,53 @@ def kinds_of_tasks(args: Args, sets: pd.Series) -> dict[str, set[str]]:
     return task_kinds(datasets[datasets["dataset"].isin(set(sets))])
 
 
+def put(args: Args, text: str, name: str, body: str) -> str:
+    """``text`` with section ``name`` set to ``body`` (added before ``--insert-before`` when missing), unless
+    ``--only`` leaves it out."""
+    if args.only and name.removeprefix(f"{args.name}_") not in args.only:
+        return text
+    return replace_section(text, name, body, str(args.readme), args.insert_before)
+
+
 def srnets_sections(text: str, args: Args, stamp: str) -> str:
     curves = pd.read_csv(args.tables / "sparsity_curves.csv")
     full = None
     if (args.tables / "table1.csv").is_file():  # the run's baseline: the full fine-tuned model
         long = pd.read_csv(args.tables / "table1.csv")
         full = long[long["row"] == "baseline"].drop_duplicates(["task", "eval_set"])
-    text = replace_section(text, f"{args.name}_curves",
+    text = put(args, text, f"{args.name}_curves",
                            f"{stamp}\nID / OOD score of the subnetworks at each sparsity "
                            f"(`{args.tables / 'sparsity_curves.csv'}`):\n\n"
-                           + sparsity_curves_markdown(curves, full, kinds_of_tasks(args, curves["eval_set"])),
-                           str(args.readme))
+                           + sparsity_curves_markdown(curves, full, kinds_of_tasks(args, curves["eval_set"])))
     if (args.tables / "table5.md").is_file():
-        text = replace_section(text, f"{args.name}_table5",
+        text = put(args, text, f"{args.name}_table5",
                                f"{stamp}\n`{args.tables / 'table5.md'}` (mean ± std over seeds, paper C's "
                                "BERT-base value on its own data in "
-                               f"brackets):\n\n" + (args.tables / "table5.md").read_text(encoding="utf-8"),
-                               str(args.readme))
+                               f"brackets):\n\n" + (args.tables / "table5.md").read_text(encoding="utf-8"))
     return text
 
 
 def vision_sections(text: str, args: Args, stamp: str) -> str:
-    text = replace_section(text, f"{args.name}_tables",
-                           f"{stamp}\n\n" + demote_headings((args.tables / "tables.md").read_text(encoding="utf-8")),
-                           str(args.readme))
+    text = put(args, text, f"{args.name}_tables",
+                           f"{stamp}\n\n" + demote_headings((args.tables / "tables.md").read_text(encoding="utf-8")))
     shrunk = args.results / "benchmarks" / "vision_structured.json"
     if shrunk.is_file():
         records = json.loads(shrunk.read_text(encoding="utf-8"))["records"]
-        text = replace_section(text, f"{args.name}_shrunk",
+        text = put(args, text, f"{args.name}_shrunk",
                                f"{stamp}\nStructured FFW subnetworks shrunk to dense models "
-                               f"(`{shrunk}`):\n\n" + shrunk_models_markdown(records),
-                               str(args.readme))
+                               f"(`{shrunk}`):\n\n" + shrunk_models_markdown(records))
     return text
 
 
 def gender_sections(text: str, args: Args, stamp: str) -> str:
-    text = replace_section(text, f"{args.name}_tables",
-                           f"{stamp}\n\n" + demote_headings((args.tables / "tables.md").read_text(encoding="utf-8")),
-                           str(args.readme))
+    text = put(args, text, f"{args.name}_tables",
+                           f"{stamp}\n\n" + demote_headings((args.tables / "tables.md").read_text(encoding="utf-8")))
     shrunk = args.results / "benchmarks" / "structured.json"
     if shrunk.is_file():
-        text = replace_section(text, f"{args.name}_shrunk",
+        text = put(args, text, f"{args.name}_shrunk",
                                f"{stamp}\nFrozen masks shrunk into smaller dense encoders "
                                f"(`{shrunk}`):\n\n"
-                               + shrunk_encoders_markdown(json.loads(shrunk.read_text(encoding="utf-8"))),
-                               str(args.readme))
+                               + shrunk_encoders_markdown(json.loads(shrunk.read_text(encoding="utf-8"))))
     return text
 
 
@@ -269,49 +279,47 @@ def matrix_sections(text: str, args: Args, stamp: str) -> str:
         shutil.copyfile(figure, copy)
         where = os.path.relpath(copy.resolve(), args.readme.resolve().parent)
         shown = f"\n![the matrix: each method's pick per benchmark, ID against OOD or bias]({where})\n"
-    return replace_section(text, f"{args.name}_matrix",
+    return put(args, text, f"{args.name}_matrix",
                            f"{stamp}\n`{args.tables / 'matrix.md'}` (long form: `{args.tables / 'matrix.csv'}`; "
                            f"figure: `{figure}`):\n\n" + (args.tables / "matrix.md").read_text(encoding="utf-8")
-                           + shown, str(args.readme))
+                           + shown)
 
 
 def table1_sections(text: str, args: Args, stamp: str) -> str:
     long = pd.read_csv(args.tables / "table1.csv")
     table_md = (args.tables / "table1.md").read_text(encoding="utf-8")
     n_seeds = " or ".join(str(n) for n in sorted(set(long["n_seeds"])))
-    text = replace_section(text, f"{args.name}_table1",
+    text = put(args, text, f"{args.name}_table1",
                            f"{stamp}\n`{args.tables / 'table1.md'}` (mean ± sample std over {n_seeds} seeds; paper "
                            f"A's BERT-base figure on its own, real data in brackets where it reports one):\n\n"
-                           f"{table_md}",
-                           str(args.readme))
-    text = replace_section(text, f"{args.name}_effects",
+                           f"{table_md}")
+    text = put(args, text, f"{args.name}_effects",
                            f"{stamp}\nEvery row minus the baseline, ± the standard error of that difference over "
                            "seeds; ≈ marks a difference within two standard errors (no effect shown); one beyond them "
                            f"over fewer than {MIN_SEEDS} seeds only moves (no claim):\n\n"
-                           + effects_markdown(effects(long), set_kinds=kinds_of_sets(args)), str(args.readme))
+                           + effects_markdown(effects(long), set_kinds=kinds_of_sets(args)))
     if (args.tables / "tradeoff.csv").is_file():
         selection = pd.read_csv(args.tables / "tradeoff_selection.csv")
         curves = pd.read_csv(args.tables / "tradeoff.csv")
         figures = args.results / "figures" / "tradeoff"
-        text = replace_section(text, f"{args.name}_tradeoff",
+        text = put(args, text, f"{args.name}_tradeoff",
                                f"{stamp}\nThe curves (`{args.tables / 'tradeoff.csv'}`; figures in "
                                f"`{figures}/`):\n\n"
                                + tradeoff_curves_markdown(curves, kinds_of_tasks(args, curves["eval_set"]))
                                + f"\n\nWhat each curve does (`{args.tables / 'tradeoff_summary.md'}`):\n\n"
                                + (args.tables / "tradeoff_summary.md").read_text(encoding="utf-8")
                                + f"\nThe selection rule's picks (`{args.tables / 'tradeoff_selection.csv'}`):\n\n"
-                               + selection_markdown(selection) + shown_figures(args, figures), str(args.readme))
+                               + selection_markdown(selection) + shown_figures(args, figures))
     if (args.tables / "baseline_curve.md").is_file():
-        text = replace_section(text, f"{args.name}_baseline_curve",
+        text = put(args, text, f"{args.name}_baseline_curve",
                                f"{stamp}\nThe baselines' dev accuracy after every epoch "
                                f"(`{args.tables / 'baseline_curve.md'}`):\n\n"
-                               + (args.tables / "baseline_curve.md").read_text(encoding="utf-8"), str(args.readme))
+                               + (args.tables / "baseline_curve.md").read_text(encoding="utf-8"))
     bench = args.results / "benchmarks" / "masks.json"
     if bench.is_file():
-        text = replace_section(text, f"{args.name}_benchmark",
+        text = put(args, text, f"{args.name}_benchmark",
                                f"{stamp}\n`{bench}`, everything measured side by side in one "
-                               "process, medians:\n\n" + mask_benchmark_markdown(json.loads(bench.read_text())),
-                               str(args.readme))
+                               "process, medians:\n\n" + mask_benchmark_markdown(json.loads(bench.read_text())))
     return text
 
 

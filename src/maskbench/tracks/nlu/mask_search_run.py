@@ -27,7 +27,7 @@ from maskbench.train import fit, parse_hparams, total_steps
 
 log = logging.getLogger("maskbench.steps.nlu.mask_search")
 
-# the scores' optimiser when no config file says otherwise: the embedded config.yaml's `mask_search.hparams` at its
+# the scores' optimiser when no config file says otherwise: tests/configs/synthetic.yaml's `mask_search.hparams` at its
 # `score_learning_rate` (tests/test_export.py checks that the two agree)
 SEARCH_HPARAMS = {"epochs": 1, "batch_size": 32, "learning_rate": 0.1, "lr_schedule": "constant", "weight_decay": 0.0,
                   "max_grad_norm": 0, "warmup": 0, "max_length": 64, "eval_batch_size": 256, "log_every": 50,
