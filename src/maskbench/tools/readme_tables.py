@@ -235,38 +235,38 @@ def srnets_sections(text: str, args: Args, stamp: str) -> str:
         long = pd.read_csv(args.tables / "table1.csv")
         full = long[long["row"] == "baseline"].drop_duplicates(["task", "eval_set"])
     text = put(args, text, f"{args.name}_curves",
-                           f"{stamp}\nID / OOD score of the subnetworks at each sparsity "
-                           f"(`{args.tables / 'sparsity_curves.csv'}`):\n\n"
-                           + sparsity_curves_markdown(curves, full, kinds_of_tasks(args, curves["eval_set"])))
+               f"{stamp}\nID / OOD score of the subnetworks at each sparsity "
+               f"(`{args.tables / 'sparsity_curves.csv'}`):\n\n"
+               + sparsity_curves_markdown(curves, full, kinds_of_tasks(args, curves["eval_set"])))
     if (args.tables / "table5.md").is_file():
         text = put(args, text, f"{args.name}_table5",
-                               f"{stamp}\n`{args.tables / 'table5.md'}` (mean ± std over seeds, paper C's "
-                               "BERT-base value on its own data in "
-                               f"brackets):\n\n" + (args.tables / "table5.md").read_text(encoding="utf-8"))
+                   f"{stamp}\n`{args.tables / 'table5.md'}` (mean ± std over seeds, paper C's "
+                   "BERT-base value on its own data in "
+                   f"brackets):\n\n" + (args.tables / "table5.md").read_text(encoding="utf-8"))
     return text
 
 
 def vision_sections(text: str, args: Args, stamp: str) -> str:
     text = put(args, text, f"{args.name}_tables",
-                           f"{stamp}\n\n" + demote_headings((args.tables / "tables.md").read_text(encoding="utf-8")))
+               f"{stamp}\n\n" + demote_headings((args.tables / "tables.md").read_text(encoding="utf-8")))
     shrunk = args.results / "benchmarks" / "vision_structured.json"
     if shrunk.is_file():
         records = json.loads(shrunk.read_text(encoding="utf-8"))["records"]
         text = put(args, text, f"{args.name}_shrunk",
-                               f"{stamp}\nStructured FFW subnetworks shrunk to dense models "
-                               f"(`{shrunk}`):\n\n" + shrunk_models_markdown(records))
+                   f"{stamp}\nStructured FFW subnetworks shrunk to dense models "
+                   f"(`{shrunk}`):\n\n" + shrunk_models_markdown(records))
     return text
 
 
 def gender_sections(text: str, args: Args, stamp: str) -> str:
     text = put(args, text, f"{args.name}_tables",
-                           f"{stamp}\n\n" + demote_headings((args.tables / "tables.md").read_text(encoding="utf-8")))
+               f"{stamp}\n\n" + demote_headings((args.tables / "tables.md").read_text(encoding="utf-8")))
     shrunk = args.results / "benchmarks" / "structured.json"
     if shrunk.is_file():
         text = put(args, text, f"{args.name}_shrunk",
-                               f"{stamp}\nFrozen masks shrunk into smaller dense encoders "
-                               f"(`{shrunk}`):\n\n"
-                               + shrunk_encoders_markdown(json.loads(shrunk.read_text(encoding="utf-8"))))
+                   f"{stamp}\nFrozen masks shrunk into smaller dense encoders "
+                   f"(`{shrunk}`):\n\n"
+                   + shrunk_encoders_markdown(json.loads(shrunk.read_text(encoding="utf-8"))))
     return text
 
 
@@ -280,9 +280,9 @@ def matrix_sections(text: str, args: Args, stamp: str) -> str:
         where = os.path.relpath(copy.resolve(), args.readme.resolve().parent)
         shown = f"\n![the matrix: each method's pick per benchmark, ID against OOD or bias]({where})\n"
     return put(args, text, f"{args.name}_matrix",
-                           f"{stamp}\n`{args.tables / 'matrix.md'}` (long form: `{args.tables / 'matrix.csv'}`; "
-                           f"figure: `{figure}`):\n\n" + (args.tables / "matrix.md").read_text(encoding="utf-8")
-                           + shown)
+               f"{stamp}\n`{args.tables / 'matrix.md'}` (long form: `{args.tables / 'matrix.csv'}`; "
+               f"figure: `{figure}`):\n\n" + (args.tables / "matrix.md").read_text(encoding="utf-8")
+               + shown)
 
 
 def table1_sections(text: str, args: Args, stamp: str) -> str:
@@ -290,36 +290,36 @@ def table1_sections(text: str, args: Args, stamp: str) -> str:
     table_md = (args.tables / "table1.md").read_text(encoding="utf-8")
     n_seeds = " or ".join(str(n) for n in sorted(set(long["n_seeds"])))
     text = put(args, text, f"{args.name}_table1",
-                           f"{stamp}\n`{args.tables / 'table1.md'}` (mean ± sample std over {n_seeds} seeds; paper "
-                           f"A's BERT-base figure on its own, real data in brackets where it reports one):\n\n"
-                           f"{table_md}")
+               f"{stamp}\n`{args.tables / 'table1.md'}` (mean ± sample std over {n_seeds} seeds; paper "
+               f"A's BERT-base figure on its own, real data in brackets where it reports one):\n\n"
+               f"{table_md}")
     text = put(args, text, f"{args.name}_effects",
-                           f"{stamp}\nEvery row minus the baseline, ± the standard error of that difference over "
-                           "seeds; ≈ marks a difference within two standard errors (no effect shown); one beyond them "
-                           f"over fewer than {MIN_SEEDS} seeds only moves (no claim):\n\n"
-                           + effects_markdown(effects(long), set_kinds=kinds_of_sets(args)))
+               f"{stamp}\nEvery row minus the baseline, ± the standard error of that difference over "
+               "seeds; ≈ marks a difference within two standard errors (no effect shown); one beyond them "
+               f"over fewer than {MIN_SEEDS} seeds only moves (no claim):\n\n"
+               + effects_markdown(effects(long), set_kinds=kinds_of_sets(args)))
     if (args.tables / "tradeoff.csv").is_file():
         selection = pd.read_csv(args.tables / "tradeoff_selection.csv")
         curves = pd.read_csv(args.tables / "tradeoff.csv")
         figures = args.results / "figures" / "tradeoff"
         text = put(args, text, f"{args.name}_tradeoff",
-                               f"{stamp}\nThe curves (`{args.tables / 'tradeoff.csv'}`; figures in "
-                               f"`{figures}/`):\n\n"
-                               + tradeoff_curves_markdown(curves, kinds_of_tasks(args, curves["eval_set"]))
-                               + f"\n\nWhat each curve does (`{args.tables / 'tradeoff_summary.md'}`):\n\n"
-                               + (args.tables / "tradeoff_summary.md").read_text(encoding="utf-8")
-                               + f"\nThe selection rule's picks (`{args.tables / 'tradeoff_selection.csv'}`):\n\n"
-                               + selection_markdown(selection) + shown_figures(args, figures))
+                   f"{stamp}\nThe curves (`{args.tables / 'tradeoff.csv'}`; figures in "
+                   f"`{figures}/`):\n\n"
+                   + tradeoff_curves_markdown(curves, kinds_of_tasks(args, curves["eval_set"]))
+                   + f"\n\nWhat each curve does (`{args.tables / 'tradeoff_summary.md'}`):\n\n"
+                   + (args.tables / "tradeoff_summary.md").read_text(encoding="utf-8")
+                   + f"\nThe selection rule's picks (`{args.tables / 'tradeoff_selection.csv'}`):\n\n"
+                   + selection_markdown(selection) + shown_figures(args, figures))
     if (args.tables / "baseline_curve.md").is_file():
         text = put(args, text, f"{args.name}_baseline_curve",
-                               f"{stamp}\nThe baselines' dev accuracy after every epoch "
-                               f"(`{args.tables / 'baseline_curve.md'}`):\n\n"
-                               + (args.tables / "baseline_curve.md").read_text(encoding="utf-8"))
+                   f"{stamp}\nThe baselines' dev accuracy after every epoch "
+                   f"(`{args.tables / 'baseline_curve.md'}`):\n\n"
+                   + (args.tables / "baseline_curve.md").read_text(encoding="utf-8"))
     bench = args.results / "benchmarks" / "masks.json"
     if bench.is_file():
         text = put(args, text, f"{args.name}_benchmark",
-                               f"{stamp}\n`{bench}`, everything measured side by side in one "
-                               "process, medians:\n\n" + mask_benchmark_markdown(json.loads(bench.read_text())))
+                   f"{stamp}\n`{bench}`, everything measured side by side in one "
+                   "process, medians:\n\n" + mask_benchmark_markdown(json.loads(bench.read_text())))
     return text
 
 

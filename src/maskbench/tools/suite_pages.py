@@ -6,9 +6,9 @@ trade-off curves and baseline curve (docs/paper-a.md), paper B's tables (docs/pa
     python -m maskbench.tools.suite_pages --wall "2 h 41 min (two invocations: ...)" [--ran-at C1 C2]
                                           [--code-changed "..."]
 
-Each section is written by ``python -m maskbench.tools.readme_tables``, named ``suite_<section>``, under the stamp that tool writes
-(the commit, the command, the wall time, what the run is on). A page that lacks a section gets it, as a new pair of
-markers, before its line ``<!-- suite sections end -->``.
+Each section is written by ``python -m maskbench.tools.readme_tables``, named ``suite_<section>``, under the stamp
+that tool writes (the commit, the command, the wall time, what the run is on). A page that lacks a section gets it,
+as a new pair of markers, before its line ``<!-- suite sections end -->``.
 """
 
 from __future__ import annotations
