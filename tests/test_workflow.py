@@ -38,16 +38,14 @@ def test_lint_is_clean():
 
 
 @pytest.mark.parametrize("configfile,expected", [
-    # 3 tasks x 3 seeds; two SD rows; one shared bias seed, three neural bias models per task (+ the LR);
-    # four mask rows (a search each per task and seed), the masks of a seed scored in one job
-    (None, {"prepare_dataset": 10, "negation_subset": 1, "finetune_baseline": 9, "finetune_debiased": 18,
-            "train_bias_model": 9, "bias_overlap_mnli": 1, "evaluate_mnli": 3, "evaluate_bias_mnli": 1,
-            "search_mask": 4 * 3 * 3, "evaluate_masks_qqp": 3, "mask_report": 1, "mask_benchmark": 1, "table1": 1,
-            "bias_models_table": 1,
-            # trade-off curves: two mask rows x two more score learning rates, one SD row x one more strength,
-            # per task and seed; the points of a seed scored in one job per kind; one report
-            "search_mask_sweep": 2 * 2 * 9, "finetune_sweep": 9, "evaluate_sweep_masks_mnli": 3,
-            "evaluate_sweep_models_fever": 3, "tradeoff_report": 1}),
+    # the offline suite (config.yaml): MNLI in three parts, HANS, the negation subset; 3 seeds: one baseline each,
+    # one SD row, two mask rows (+ the PoE mask at two more score rates), the overlap model once; paper C per seed:
+    # mask training (a: CE, PoE; c: CE), IMP (CE, PoE), retraining (b); every report once
+    (None, {"prepare_dataset": 5, "negation_subset": 1, "finetune_baseline": 3, "finetune_debiased": 3,
+            "train_bias_model": None, "bias_overlap_mnli": 1, "evaluate_mnli": 3, "search_mask": 2 * 3,
+            "search_mask_sweep": 2 * 3, "evaluate_sweep_masks_mnli": 3, "srnet_mask_train": 3 * 3,
+            "srnet_imp": 2 * 3, "srnet_retrain": 3, "table1": 1, "tradeoff_report": 1, "srnet_report": 1,
+            "gender_report": 1, "vision_report": 1, "matrix_report": 1}),
     ("configs/smoke.yaml", {"prepare_dataset": 11, "baseline_curve": 1, "finetune_baseline": 6, "finetune_debiased": 18,
                             "train_bias_model": 9, "bias_overlap_qqp": 1, "evaluate_fever": 2,
                             "evaluate_bias_fever": 1, "search_mask": 2 * 3 * 2, "evaluate_masks_mnli": 2,
