@@ -324,6 +324,25 @@ def test_sparsity_curves_as_id_ood_tables_by_hand():
                       "| a · IMP · ce | 80.0 ± 0.3 / 60.0 ± 1.0 | 70.0 / 50.0 ± 0.0 |"]
 
 
+def test_the_full_models_dev_score_comes_from_the_trade_off_curves_when_table1_lacks_it():
+    from maskbench.tracks.nlu.report.readme_sections import full_model_scores
+
+    table1 = pd.DataFrame([{"row": "baseline", "task": "mnli", "eval_set": "hans", "mean": 51.0, "std": 0.5},
+                           {"row": "md_overlap", "task": "mnli", "eval_set": "mnli_dev", "mean": 1.0, "std": 0.0}])
+    tradeoff = pd.DataFrame([{"method": "baseline", "task": "mnli", "eval_set": e, "metric": m, "score": s}
+                             for e, m, s in [("mnli_dev", "accuracy", 52.0), ("mnli_dev", "accuracy", 54.0),
+                                             ("mnli_dev", "accuracy/label=neutral", 9.0), ("hans", "accuracy", 99.0)]]
+                            + [{"method": "md_overlap", "task": "mnli", "eval_set": "mnli_dev", "metric": "accuracy",
+                                "score": 0.0}])
+    full = full_model_scores(table1, tradeoff).set_index("eval_set")
+    # Table 1's baseline wins where it has the set; the dev score is the baseline's mean and sample std over seeds
+    assert full.loc["hans", ["mean", "std"]].tolist() == [51.0, 0.5]
+    assert full.loc["mnli_dev", "mean"] == 53.0 and full.loc["mnli_dev", "std"] == pytest.approx(2 ** 0.5)
+    assert sorted(full.index) == ["hans", "mnli_dev"]
+    assert full_model_scores(None, None) is None
+    assert full_model_scores(table1, None)["eval_set"].tolist() == ["hans"]
+
+
 def test_shrunk_models_table_by_hand():
     from maskbench.tracks.vision.report.readme_sections import shrunk_models_markdown
 

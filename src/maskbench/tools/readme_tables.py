@@ -49,6 +49,7 @@ from maskbench.tracks.gender.report.readme_sections import shrunk_encoders_markd
 from maskbench.tracks.nlu.report.readme_sections import (
     effects,
     effects_markdown,
+    full_model_scores,
     mask_benchmark_markdown,
     selection_markdown,
     sparsity_curves_markdown,
@@ -230,10 +231,9 @@ def put(args: Args, text: str, name: str, body: str) -> str:
 
 def srnets_sections(text: str, args: Args, stamp: str) -> str:
     curves = pd.read_csv(args.tables / "sparsity_curves.csv")
-    full = None
-    if (args.tables / "table1.csv").is_file():  # the run's baseline: the full fine-tuned model
-        long = pd.read_csv(args.tables / "table1.csv")
-        full = long[long["row"] == "baseline"].drop_duplicates(["task", "eval_set"])
+    # the run's baseline, the full fine-tuned model: Table 1's row, its dev score from the trade-off curves
+    full = full_model_scores(*(pd.read_csv(args.tables / f) if (args.tables / f).is_file() else None
+                               for f in ("table1.csv", "tradeoff.csv")))
     text = put(args, text, f"{args.name}_curves",
                f"{stamp}\nID / OOD score of the subnetworks at each sparsity "
                f"(`{args.tables / 'sparsity_curves.csv'}`):\n\n"

@@ -67,6 +67,22 @@ def effects_markdown(table: pd.DataFrame, row_labels: dict | None = None,
     return "\n".join(lines)
 
 
+def full_model_scores(table1: pd.DataFrame | None, tradeoff: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The full fine-tuned model's score per (task, evaluation set), columns task, eval_set, mean, std: Table 1's
+    baseline row (``table1.csv``), and for a set Table 1 does not show (the ID dev set, whose column is the test
+    split) the baseline's per-seed scores in ``tradeoff.csv``, as mean and sample std over seeds. None without
+    either."""
+    parts = []
+    if table1 is not None:
+        parts.append(table1[table1["row"] == "baseline"][["task", "eval_set", "mean", "std"]])
+    if tradeoff is not None:
+        base = tradeoff[(tradeoff["method"] == "baseline") & (tradeoff["metric"] == "accuracy")]
+        parts.append(base.groupby(["task", "eval_set"], sort=False)["score"].agg(["mean", "std"]).reset_index())
+    if not parts:
+        return None
+    return pd.concat(parts, ignore_index=True).drop_duplicates(["task", "eval_set"], keep="first")
+
+
 def sparsity_curves_markdown(curves: pd.DataFrame, full: pd.DataFrame | None = None,
                              task_kinds: Mapping[str, set[str]] | None = None) -> str:
     """Paper C's curves as tables: per task and OOD evaluation set, one line per (paradigm, method, loss), one
