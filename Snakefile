@@ -37,8 +37,9 @@ if "matrix" in config:
 
     include: "rules/matrix.smk"
 
-    TARGETS["all"] += rules.matrix_report.output
-    PAPER_TARGETS["matrix"] = rules.matrix_report.output
+    TARGETS["all"] += [*rules.matrix_report.output, *rules.verdict_table.output]
+    PAPER_TARGETS["matrix"] = [*rules.matrix_report.output, *rules.verdict_table.output]
+    PAPER_TARGETS["verdict"] = rules.verdict_table.output
 
 
 rule all:

@@ -29,3 +29,27 @@ rule matrix_report:
     shell:
         "python -m maskbench.steps matrix.report --cells {input.cells:q} --delta {params.delta}"
         " --table {output.table:q} --markdown {output.markdown:q} --figure {output.figure:q}{params.label} > {log:q} 2>&1"
+
+
+# the four papers' verdict table (one row a paper: claim, the paper's figure, ours paired by seed, engagement, the
+# word): maskbench.matrix.verdict
+rule verdict_table:
+    input:
+        cells=MATRIX_CELLS,
+    output:
+        table=f"{R}/tables/verdict.csv",
+        markdown=f"{R}/tables/verdict.md",
+    params:
+        delta=lambda wildcards: config["matrix"]["delta"],
+        label=f" {shell_args(label=config['label'])}" if config.get("label") else "",
+    log:
+        f"{R}/logs/verdict_table/verdict.log",
+    localrule: True
+    threads: 1
+    resources:
+        **LIGHT_RESOURCES,
+    conda:
+        "../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps matrix.verdict --cells {input.cells:q} --delta {params.delta}"
+        " --table {output.table:q} --markdown {output.markdown:q}{params.label} > {log:q} 2>&1"

@@ -14,6 +14,11 @@ include: "report.smk"
 include: "srnets.smk"
 include: "ffw.smk"
 
+if config.get("budget_study"):
+
+    include: "study_common.smk"
+    include: "study.smk"
+
 
 # paper A's targets: Table 1's paper rows (rendered without the trade-off sweeps' "selected" rows, which need every
 # sweep point), the trade-off curves, the pruning rates, and the whole paper; paper C's report

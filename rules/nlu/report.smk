@@ -7,6 +7,7 @@ rule table1:
         # with `tradeoff:` a "<row>_selected" row per swept row: the point the selection rule picks
         sweep_evals=SW.point_evals() if SWEEPS else [],
         selection=[P.table("tradeoff_selection.csv")] if SWEEPS else [],
+        engagement=P.table("engagement.csv"),
     output:
         csv=report(f"{R}/tables/table1.csv", caption="captions/table1.rst", category="Table 1"),
         md=f"{R}/tables/table1.md",
@@ -15,7 +16,7 @@ rule table1:
         args=lambda wildcards, input, output: shell_args(
             evals=[*input.evals, *input.sweep_evals], columns=config["report"]["table1"]["columns"], rows=Json(ROWS),
             selected=list(input.selection) or None, out_csv=output.csv, out_md=output.md, out_tex=output.tex,
-            label=config.get("label"),
+            label=config.get("label"), engagement=input.engagement,
             # a table of the config's own (no `paper: A`) prints no published figure; its rows' own names
             **table1_own_options()),
     log:
@@ -49,6 +50,26 @@ if SWEEPS:
             "../../envs/maskbench.yaml"
         shell:
             "python -m maskbench.steps nlu.table1 {params.args} > {log:q} 2>&1"
+
+
+# whether each run behind Table 1 engaged (a mask that prunes, a fine-tuning above chance): Table 1 marks the rows
+# that did not
+rule engagement:
+    input:
+        runs=[run["path"] for run in P.engagement_runs()],
+    output:
+        csv=P.table("engagement.csv"),
+        md=P.table("engagement.md"),
+    params:
+        args=lambda wildcards, output: shell_args(runs=Json(P.engagement_runs()), out_csv=output.csv,
+                                                  out_md=output.md, label=config.get("label")),
+    log:
+        f"{R}/logs/engagement/engagement.log",
+    localrule: True
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps nlu.engagement {params.args} > {log:q} 2>&1"
 
 
 rule baseline_curve:

@@ -23,11 +23,13 @@ import pandas as pd
 
 from maskbench.report import json_arg
 from maskbench.report.captions import labelled
+from maskbench.report.engagement import ENGAGED, NOT_ENGAGED
 from maskbench.runtime import atomic_path
 from maskbench.steps import run_step
 from maskbench.tracks.nlu.report.table1_builder import (
     PAPER_A,
     ROW_LABELS,
+    TASK_LABELS,
     build_table1,
     load_evals,
     row_label,
@@ -48,6 +50,7 @@ class Args:
     label: str | None = field(default=None, metadata={"help": "the config's label: the first line of each markdown table"})
     selected: Path | None = None
     paper: str | None = PAPER_A
+    engagement: Path | None = None
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
@@ -62,6 +65,9 @@ def parse_args(argv: list[str] | None = None) -> Args:
     parser.add_argument("--selected", type=Path, default=None,
                         help="tradeoff_selection.csv: a '<row>_selected' row after each swept row")
     parser.add_argument("--label", default=None, help="the config's label: the first line of the markdown table")
+    parser.add_argument("--engagement", type=Path, default=None,
+                        help="engagement.csv (step nlu.engagement): a row with a run that did not engage is "
+                             "labelled '<label> (not engaged)'")
     parser.add_argument("--paper", choices=[PAPER_A, "none"], default=PAPER_A,
                         help="A: paper A's figure beside each cell of its rows and columns; none: a table of the "
                              "config's own, no published figure")
@@ -90,6 +96,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
         label=ns.label,
         selected=ns.selected,
         paper=None if ns.paper == "none" else ns.paper,
+        engagement=ns.engagement,
     )
 
 
@@ -117,6 +124,26 @@ def add_selected_rows(evals: list[dict], rows: list[str], labels: dict[str, str]
     return evals + added, rows, labels
 
 
+def engagement_labels(runs: pd.DataFrame, rows: list[str], labels: dict[str, str]) -> dict[str, str]:
+    """``labels`` with " (not engaged)" after each row one of whose runs did not engage — " (not engaged on MNLI)"
+    when that holds on some of its tasks only (a "<row>_selected" row reads its point's runs, which the engagement
+    table does not list: it keeps its label)."""
+    needed = {"row", "word"}
+    if not needed <= set(runs.columns):
+        raise ValueError(f"--engagement: the table lacks {sorted(needed - set(runs.columns))}")
+    runs = runs.assign(row=runs.row.astype(str), task=runs.get("task", pd.Series([""] * len(runs))).astype(str))
+    failed = runs[runs.word != ENGAGED]
+    out = dict(labels)
+    for row in rows:
+        tasks = sorted(set(failed.task[failed.row == row]))
+        if not tasks:
+            continue
+        everywhere = set(tasks) == set(runs.task[runs.row == row])
+        where = "" if everywhere else " on " + ", ".join(TASK_LABELS.get(t, t) for t in tasks)
+        out[row] = f"{row_label(row, labels)} ({NOT_ENGAGED}{where})"
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     evals, rows, labels = load_evals(args.evals), args.rows, args.row_labels
@@ -130,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
             f"({', '.join(args.rows)}) and column ({', '.join(args.columns)})"
         )
     row_labels = {**ROW_LABELS, **labels}
+    if args.engagement is not None:
+        row_labels = engagement_labels(pd.read_csv(args.engagement), rows, row_labels)
     with atomic_path(args.out_csv) as tmp:
         long.to_csv(tmp, index=False)
     with atomic_path(args.out_md) as tmp:

@@ -227,8 +227,29 @@ class NluPlan:
             options["embeddings_from"] = seed0_checkpoint
         return options
 
+    def engagement_runs(self) -> list[dict]:
+        """Every run whose mechanism Table 1 reads, as {row, task, seed, kind, path} for the engagement table
+        (maskbench.report.engagement): the fine-tunings (the baseline, each standard-debiasing row) by their
+        train_summary.json, the mask rows by their search's summary. A given model was not trained here: none."""
+        runs = []
+        for task in self.tasks:
+            for seed in self.seeds:
+                if not self.given:
+                    runs.append({"row": "baseline", "task": task, "seed": int(seed), "kind": "fine_tuning",
+                                 "path": f"{self.checkpoint_dir(task, seed)}/train_summary.json"})
+                for row in (r for r in self.rows if r in self.sd):
+                    spec = self.sd[row]
+                    runs.append({"row": row, "task": task, "seed": int(seed), "kind": "fine_tuning",
+                                 "path": f"{self.debiased_dir(task, spec['loss'], spec['bias'], seed)}"
+                                         "/train_summary.json"})
+                for row in self.mask_rows:
+                    runs.append({"row": row, "task": task, "seed": int(seed), "kind": "mask_search",
+                                 "path": self.mask_file(task, row, seed).removesuffix(".mask") + ".search.json"})
+        return runs
+
     def final_outputs(self) -> list[str]:
         outputs = [self.table("table1.csv"), self.table("table1.md"), self.table("table1.tex"),
+                   self.table("engagement.csv"), self.table("engagement.md"),
                    self.figure("id_ood.png"), self.table("datasets.csv")]
         outputs += [self.table("bias_models.csv")] if self.bias_rows else []
         if self.mask_rows:

@@ -1,0 +1,108 @@
+# The budget study's rules (config `budget_study:`; names and inputs: rules/nlu/study_common.smk).
+
+
+rule study_finetune:
+    input:
+        train=lambda wildcards: prepared_path(wildcards.train_set),
+        dev=prepared_path(config["tasks"][STUDY_TASK]["dev"]),
+    output:
+        model=f"{study_baseline_dir('{train_set}', '{seed}')}/model.safetensors",
+        summary=f"{study_baseline_dir('{train_set}', '{seed}')}/train_summary.json",
+    wildcard_constraints:
+        train_set=alternation(STUDY["baseline"]["train_sets"]),
+    params:
+        args=lambda wildcards, input, output: finetune_args(
+            wildcards, input, output, hparams={**finetune_hparams(STUDY_TASK), "epochs": STUDY["baseline"]["epochs"],
+                                               "early_stop_patience": 0, "eval_every_epoch": True}),
+    log:
+        f"{R}/logs/study_finetune/train~{{train_set}}/seed~{{seed}}.log",
+    benchmark:
+        f"{R}/benchmarks/rules/study_finetune/train~{{train_set}}/seed~{{seed}}.tsv"
+    threads: COMPUTE["train_threads"]
+    resources:
+        mem_mb=COMPUTE["train_mem_mb"],
+        runtime=COMPUTE["train_runtime_min"],
+        gpu=training_gpus(),
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps nlu.finetune {params.args} --threads {threads} > {log:q} 2>&1"
+
+
+rule study_search_mask:
+    input:
+        unpack(lambda wildcards: mask_search_inputs(study_mask_wildcards(wildcards))),
+    output:
+        mask=f"{study_mask_stem('{row}', '{lr}', '{epochs}', '{seed}')}.mask",
+        summary=f"{study_mask_stem('{row}', '{lr}', '{epochs}', '{seed}')}.search.json",
+    wildcard_constraints:
+        row=alternation(STUDY_ROWS),
+        lr=alternation(sorted({lr for lr, _ in STUDY_POINTS})),
+        epochs=r"\d+",
+    params:
+        args=lambda wildcards, input, output: mask_search_args(
+            wildcards, input, output, P.mask_search_spec(),
+            {**P.mask_search_hparams(), "learning_rate": float(wildcards.lr), "epochs": int(wildcards.epochs)},
+            MD[wildcards.row]["loss"], P.loss_hparams(MD, MD[wildcards.row]["loss"], P.mask_source(wildcards.row))),
+    log:
+        f"{R}/logs/study_search_mask/{{row}}/lr~{{lr}}/epochs~{{epochs}}/seed~{{seed}}.log",
+    benchmark:
+        f"{R}/benchmarks/rules/study_search_mask/{{row}}/lr~{{lr}}/epochs~{{epochs}}/seed~{{seed}}.tsv"
+    threads: COMPUTE["train_threads"]
+    resources:
+        mem_mb=COMPUTE["train_mem_mb"],
+        runtime=COMPUTE["train_runtime_min"],
+        gpu=training_gpus(),
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps nlu.mask_search {params.args} --threads {threads} > {log:q} 2>&1"
+
+
+rule study_evaluate_masks:
+    input:
+        model=f"{checkpoint_dir(STUDY_TASK, '{seed}')}/model.safetensors",
+        masks=[f"{study_mask_stem(r, lr, ep, '{seed}')}.mask" for r in STUDY_ROWS for lr, ep in STUDY_POINTS],
+        data=[prepared_path(e) for e in eval_set_names(STUDY_TASK)],
+    output:
+        metrics=P.evaluation_outputs(STUDY_TASK, STUDY_EVAL_ROWS, "{seed}", "metrics"),
+        predictions=P.evaluation_outputs(STUDY_TASK, STUDY_EVAL_ROWS, "{seed}", "predictions"),
+    params:
+        args=evaluate_args(STUDY_TASK, STUDY_EVAL_ROWS, masks_of("masks")),
+    log:
+        f"{R}/logs/study_evaluate_masks/seed~{{seed}}.log",
+    benchmark:
+        f"{R}/benchmarks/rules/study_evaluate_masks/seed~{{seed}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=COMPUTE["eval_mem_mb"],
+        runtime=COMPUTE["eval_runtime_min"],
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps nlu.evaluate_masks {params.args} --threads {threads} > {log:q} 2>&1"
+
+
+rule budget_study_report:
+    input:
+        study_inputs(),
+    output:
+        csv=P.table("budget_study.csv"),
+        md=P.table("budget_study.md"),
+        figure=P.figure("budget_study.png"),
+        svg=svg_beside(P.figure("budget_study.png")),
+    params:
+        args=lambda wildcards, output: shell_args(
+            runs=Json(study_runs()), dev_set=config["tasks"][STUDY_TASK]["dev"],
+            id_cost_max=STUDY.get("id_cost_max", 5.0), plateau=STUDY.get("plateau", 1.0), out_csv=output.csv,
+            out_md=output.md, figure=output.figure, label=config.get("label")),
+    log:
+        f"{R}/logs/budget_study/budget_study.log",
+    localrule: True
+    conda:
+        "../../envs/maskbench.yaml"
+    shell:
+        "python -m maskbench.steps nlu.budget_study {params.args} > {log:q} 2>&1"
+
+
+PAPER_TARGETS["budget_study"] = rules.budget_study_report.output

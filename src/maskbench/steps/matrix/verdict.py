@@ -1,0 +1,56 @@
+"""Entry point: the four papers' verdict table from every track's matrix cell records (maskbench.matrix.verdict).
+
+    python -m maskbench.steps matrix.verdict --cells results/default/matrix/cells/nlu.csv ... --delta 1.0 \
+        --table results/default/tables/verdict.csv --markdown results/default/tables/verdict.md [--label TEXT]
+
+One row per paper: its central claim in one line, the paper's own figure, ours (the gain and the ID cost, mean ± SE
+of the per-seed differences against the baseline of the same seed, at the knob value the matrix's selection rule
+picks without any OOD label), whether the mechanism engaged, and the verdict word of the one definition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from maskbench import runtime
+from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.matrix.cells import read_cells
+from maskbench.matrix.verdict import ID_COST_MAX, markdown, verdict_table
+from maskbench.report.captions import labelled
+from maskbench.report.evidence import MIN_SEEDS, NOISE_SE
+from maskbench.steps import run_step
+
+
+@dataclass
+class VerdictArgs:
+    cells: list[Path] = field(metadata={"help": "cell record CSVs, one per track (maskbench.matrix.cells)"})
+    table: Path = field(metadata={"help": "the verdict table to write (CSV)"})
+    markdown: Path = field(metadata={"help": "the same in markdown, with what the words mean"})
+    delta: float = field(default=1.0, metadata={"help": "the matrix's selection rule's delta (ID dev points)"})
+    label: str | None = field(default=None, metadata={"help": "the config's label: the table's first line"})
+
+
+def caption(table) -> str:
+    return (f"**The four papers' claims at this config's scale** (data and model: docs/glossary.md and each cell's "
+            f"benchmark in matrix.md). Ours: the gain and the ID cost as mean ± SE of per-seed differences against the "
+            f"baseline of the same seed. Verdict: **debiases** = gain beyond {NOISE_SE:g} SE over ≥ {MIN_SEEDS} seeds "
+            f"at an ID cost ≤ {ID_COST_MAX:g} points; **trades ID for OOD** = that gain at a larger cost; **not "
+            f"engaged** = a mask that keeps ≥ 99.9 % on a seed, or a baseline within 5 points of chance; **no effect "
+            f"shown** = engaged, within {NOISE_SE:g} SE.\n\n")
+
+
+def main(argv=None) -> int:
+    setup_logging()
+    args = parse_dataclass(VerdictArgs, argv, "python -m maskbench.steps matrix.verdict", __doc__.splitlines()[0])
+    if args.delta < 0:
+        raise ValueError(f"--delta must be >= 0, got {args.delta}")
+    table = verdict_table(read_cells(args.cells), args.delta)
+    with runtime.atomic_path(args.table) as tmp:
+        table.to_csv(tmp, index=False, float_format="%.6g")
+    runtime.atomic_write_text(args.markdown, labelled(caption(table) + markdown(table), args.label))
+    return 0
+
+
+if __name__ == "__main__":
+    run_step(main)

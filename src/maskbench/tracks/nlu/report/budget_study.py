@@ -1,0 +1,223 @@
+"""The budget study's table, selection rule and figure: where the suite's sizes come from.
+
+Two parts, each on the config's real data and seeds:
+
+- **the baseline**: dev accuracy after each epoch of a fine-tuning on each training set (one line per training set,
+  epoch and seed);
+- **paper A's mask search** from the config's own baselines: per masked-debiasing row and (score learning rate,
+  search epochs) point, the mask's density (its share of scores past the final threshold), its engagement, the loss
+  curve's tail, its dev accuracy, and its scores on the task's evaluation sets (reported, never selected on).
+
+**The selection rule reads dev accuracy and engagement only** (no HANS, negation or test score):
+
+1. the baseline's size: the cheapest (training pairs × epochs) whose mean dev accuracy over seeds is within
+   ``plateau`` points of the best mean dev accuracy in the study;
+2. the mask search's point: among the points where *every* row's mask engages on *every* seed
+   (``maskbench.report.engagement``) and every row's mean dev accuracy is at most ``id_cost_max`` points below the
+   baseline's mean dev accuracy, the one with the fewest search steps, then the smallest learning rate; none: the
+   study says so, with the point that came closest.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from maskbench.report import engagement
+
+BASELINE_COLUMNS = ["part", "train_set", "n_train", "seed", "epoch", "pairs_seen", "dev_accuracy"]
+MASK_COLUMNS = ["part", "row", "loss", "learning_rate", "epochs", "steps", "seed", "density", "pruned_share",
+                "engaged", "loss_tail_change", "dev_accuracy", "start_dev_accuracy"]
+
+
+def _json(path: str | Path) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _curve_dev(summary_path: str | Path) -> list[tuple[int, int, float]]:
+    """(epoch, step, dev accuracy) of the last dev score of each epoch of a fine-tuning (its train_curve.csv)."""
+    curve = pd.read_csv(Path(summary_path).parent / "train_curve.csv").dropna(subset=["dev_accuracy"])
+    last = curve.groupby("epoch", sort=True).tail(1)
+    return [(int(r.epoch), int(r.step), float(r.dev_accuracy)) for r in last.itertuples()]
+
+
+def _eval_scores(evals: Mapping[str, str]) -> dict:
+    out = {}
+    for name, path in evals.items():
+        metrics = _json(path)["metrics"]
+        out[f"{name}:accuracy"] = float(metrics["accuracy"])
+        for key in ("accuracy/label=entailment", "accuracy/label=non-entailment"):
+            if key in metrics:
+                out[f"{name}:{key.removeprefix('accuracy/label=')}"] = float(metrics[key])
+    return out
+
+
+def study_table(runs: Sequence[Mapping]) -> pd.DataFrame:
+    """One long table: a line per (baseline, epoch, seed) and per (mask row, point, seed)."""
+    lines = []
+    start_dev = {}
+    start_scores = {}
+    for run in runs:
+        if run["kind"] == "start":
+            start_dev[int(run["seed"])] = float(_json(run["summary"])["final_dev_accuracy"])
+            start_scores[int(run["seed"])] = _eval_scores(run.get("evals") or {})
+    for run in runs:
+        seed = int(run["seed"])
+        if run["kind"] == "baseline":
+            summary = _json(run["summary"])
+            n_train = int(summary["n_train"])
+            for epoch, _step, dev in _curve_dev(run["summary"]):
+                lines.append({"part": "baseline", "train_set": run["train_set"], "n_train": n_train, "seed": seed,
+                              "epoch": epoch, "pairs_seen": epoch * n_train, "dev_accuracy": dev})
+        elif run["kind"] == "mask":
+            summary = _json(run["summary"])
+            found = engagement.mask_search(summary)
+            line = {"part": "mask", "row": run["row"], "loss": summary["meta"].get("loss", ""),
+                    "learning_rate": float(run["learning_rate"]), "epochs": int(run["epochs"]),
+                    "steps": int(summary["steps"]), "seed": seed, "density": float(summary["density"]),
+                    "pruned_share": found.measures["pruned_share"], "engaged": found.engaged,
+                    "loss_tail_change": found.measures["loss_tail_change"],
+                    "dev_accuracy": float(summary["final_dev_accuracy"]),
+                    "start_dev_accuracy": start_dev.get(seed, math.nan)}
+            scores = _eval_scores(run.get("evals") or {})
+            line.update(scores)
+            line.update({f"{k} (baseline)": v for k, v in start_scores.get(seed, {}).items()})
+            lines.append(line)
+    return pd.DataFrame(lines)
+
+
+def baseline_curve(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean, sd and count of the baseline's dev accuracy per (training set, epoch)."""
+    base = table[table.part == "baseline"]
+    grouped = base.groupby(["train_set", "n_train", "epoch", "pairs_seen"], sort=True).dev_accuracy
+    return grouped.agg(["mean", "std", "count"]).reset_index()
+
+
+def mask_points(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (row, learning rate, epochs): steps, mean density, every seed engaged, mean dev and its drop."""
+    masks = table[table.part == "mask"]
+    if masks.empty:
+        return pd.DataFrame()
+    grouped = masks.groupby(["row", "learning_rate", "epochs"], sort=True)
+    out = grouped.agg(steps=("steps", "first"), density=("density", "mean"), pruned_share=("pruned_share", "mean"),
+                      all_engaged=("engaged", "all"), dev=("dev_accuracy", "mean"),
+                      start_dev=("start_dev_accuracy", "mean"), seeds=("seed", "nunique")).reset_index()
+    out["dev_drop"] = out.start_dev - out.dev
+    return out
+
+
+def select_baseline(curve: pd.DataFrame, plateau: float) -> dict:
+    """Rule 1: the cheapest (pairs seen) point within ``plateau`` of the best mean dev accuracy."""
+    best = float(curve["mean"].max())
+    within = curve[curve["mean"] >= best - plateau].sort_values(["pairs_seen", "n_train"])
+    pick = within.iloc[0]
+    return {"train_set": pick.train_set, "n_train": int(pick.n_train), "epochs": int(pick.epoch),
+            "dev_mean": float(pick["mean"]), "best_dev_mean": best, "plateau": plateau}
+
+
+def select_mask_point(points: pd.DataFrame, id_cost_max: float) -> dict:
+    """Rule 2: the fewest steps, then the smallest learning rate, among points where every row engages on every
+    seed within the ID bound; ``found`` False (with the closest point: the most rows engaged, then the smallest
+    largest drop) when none qualifies."""
+    per_point = points.groupby(["learning_rate", "epochs"], sort=True).agg(
+        steps=("steps", "first"), rows_engaged=("all_engaged", "sum"), rows=("row", "nunique"),
+        worst_drop=("dev_drop", "max")).reset_index()
+    per_point["qualifies"] = (per_point.rows_engaged == per_point.rows) & (per_point.worst_drop <= id_cost_max)
+    good = per_point[per_point.qualifies].sort_values(["steps", "learning_rate"])
+    if not good.empty:
+        pick = good.iloc[0]
+        return {"found": True, "learning_rate": float(pick.learning_rate), "epochs": int(pick.epochs),
+                "steps": int(pick.steps), "worst_drop": float(pick.worst_drop), "id_cost_max": id_cost_max}
+    close = per_point.sort_values(["rows_engaged", "worst_drop"], ascending=[False, True]).iloc[0]
+    return {"found": False, "learning_rate": float(close.learning_rate), "epochs": int(close.epochs),
+            "steps": int(close.steps), "worst_drop": float(close.worst_drop), "rows_engaged": int(close.rows_engaged),
+            "rows": int(close.rows), "id_cost_max": id_cost_max}
+
+
+def ood_trend(table: pd.DataFrame, eval_set: str) -> pd.DataFrame:
+    """Per (row, point): the mean paired gain on ``eval_set`` over the baseline of the same seed, its SE and n —
+    reported beside the study (paper A's effect against search budget), never read by the selection rule."""
+    col, base = f"{eval_set}:accuracy", f"{eval_set}:accuracy (baseline)"
+    masks = table[table.part == "mask"]
+    if col not in masks.columns or base not in masks.columns:
+        return pd.DataFrame()
+    masks = masks.assign(gain=masks[col] - masks[base])
+    out = masks.groupby(["row", "learning_rate", "epochs"], sort=True).gain.agg(["mean", "std", "count"]).reset_index()
+    out["se"] = out["std"] / np.sqrt(out["count"])
+    return out
+
+
+def markdown(table: pd.DataFrame, id_cost_max: float, plateau: float, ood_set: str | None) -> str:
+    curve = baseline_curve(table)
+    points = mask_points(table)
+    lines = ["## The baseline: dev accuracy against training pairs and epochs", "",
+             "| training set | pairs | epoch | pairs seen | dev accuracy (mean ± sd) | seeds |", "|---|---:|---:|---:|---|---:|"]
+    lines += [f"| {r.train_set} | {r.n_train:,} | {r.epoch} | {r.pairs_seen:,} | {r['mean']:.1f} ± {r['std']:.1f} | "
+              f"{r['count']} |" for _, r in curve.iterrows()]
+    pick = select_baseline(curve, plateau) if not curve.empty else None
+    if pick:
+        lines += ["", f"**Rule 1** (the cheapest size within {plateau:g} point of the best mean dev accuracy, "
+                  f"{pick['best_dev_mean']:.1f}): **{pick['train_set']} ({pick['n_train']:,} pairs), "
+                  f"{pick['epochs']} epoch(s)**, dev {pick['dev_mean']:.1f}."]
+    if not points.empty:
+        lines += ["", "## Paper A's mask search: engagement against steps and score learning rate", "",
+                  "| row | learning rate | epochs | steps | kept (mean) | every seed engaged | dev (mean) | dev drop | seeds |",
+                  "|---|---:|---:|---:|---:|---|---:|---:|---:|"]
+        lines += [f"| {r.row} | {r.learning_rate:g} | {r.epochs} | {r.steps} | {100 * r.density:.3f} % | "
+                  f"{'yes' if r.all_engaged else 'no'} | {r.dev:.1f} | {r.dev_drop:+.1f} | {r.seeds} |"
+                  for r in points.itertuples()]
+        choice = select_mask_point(points, id_cost_max)
+        if choice["found"]:
+            lines += ["", f"**Rule 2** (the fewest steps, then the smallest rate, where every row engages on every "
+                      f"seed with a dev drop ≤ {id_cost_max:g}): **learning rate {choice['learning_rate']:g}, "
+                      f"{choice['epochs']} epoch(s) ({choice['steps']} steps)**, worst dev drop "
+                      f"{choice['worst_drop']:.1f}."]
+        else:
+            lines += ["", f"**Rule 2: no point qualifies** (every row engaged on every seed with a dev drop ≤ "
+                      f"{id_cost_max:g}); the closest: learning rate {choice['learning_rate']:g}, {choice['epochs']} "
+                      f"epoch(s), {choice['rows_engaged']} of {choice['rows']} rows engaged, worst dev drop "
+                      f"{choice['worst_drop']:.1f}."]
+    if ood_set:
+        trend = ood_trend(table, ood_set)
+        if not trend.empty:
+            lines += ["", f"## Reported, not selected on: {ood_set} against the baseline of the same seed", "",
+                      "| row | learning rate | epochs | gain (mean ± SE) | seeds |", "|---|---:|---:|---|---:|"]
+            lines += [f"| {r.row} | {r.learning_rate:g} | {r.epochs} | {r['mean']:+.1f} ± {r.se:.1f} | {r['count']} |"
+                      for _, r in trend.iterrows()]
+    return "\n".join(lines) + "\n"
+
+
+def figure(table: pd.DataFrame, title: str):
+    """Three panels: the baseline's dev curve per training set; each row's kept share against search steps per
+    learning rate; each row's dev accuracy against steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    curve = baseline_curve(table)
+    for train_set, part in curve.groupby("train_set", sort=True):
+        axes[0].errorbar(part.epoch, part["mean"], yerr=part["std"].fillna(0), marker="o", capsize=3,
+                         label=f"{train_set} ({int(part.n_train.iloc[0]):,} pairs)")
+    axes[0].set(xlabel="epoch", ylabel="dev accuracy (%)", title="baseline: dev accuracy (mean ± sd)")
+    axes[0].legend(fontsize=8)
+    points = mask_points(table)
+    for (row, lr), part in points.groupby(["row", "learning_rate"], sort=True):
+        part = part.sort_values("steps")
+        axes[1].plot(part.steps, 100 * part.pruned_share.clip(lower=1e-7), marker="o", label=f"{row}, lr {lr:g}")
+        axes[2].plot(part.steps, part.dev, marker="o", label=f"{row}, lr {lr:g}")
+    axes[1].axhline(100 * (1 - engagement.MASK_KEPT_MAX), color="grey", ls="--", lw=1)
+    axes[1].set(xlabel="search steps", ylabel="pruned (% of scored weights, log)", yscale="log",
+                title="mask search: pruned share (dashed: engaged above)")
+    axes[2].set(xlabel="search steps", ylabel="dev accuracy (%)", title="mask search: dev accuracy (mean)")
+    for ax in axes[1:]:
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,142 @@
+"""Engagement (maskbench.report.engagement), its step, Table 1's marking and the four papers' verdict table
+(maskbench.matrix.verdict): hand-computed values."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from maskbench.matrix.cells import COLUMNS
+from maskbench.matrix.verdict import (
+    CLAIMS,
+    DEBIASES,
+    GAIN_ID_UNMEASURED,
+    HURTS,
+    NO_EFFECT,
+    NOT_ENGAGED,
+    TRADES,
+    paired,
+    paper_figures,
+    verdict_table,
+    word,
+)
+from maskbench.report import engagement
+from maskbench.steps.nlu import engagement as engagement_step
+from maskbench.steps.nlu.table1 import engagement_labels
+
+
+def test_mask_engagement_threshold():
+    assert engagement.mask(0.999).engaged is False          # keeps 99.9 %: not engaged
+    assert engagement.mask(0.9989).engaged is True
+    found = engagement.mask(0.75)
+    assert found.measures["pruned_share"] == pytest.approx(0.25)
+    assert found.reason == "prunes 25 % of its weights"
+    with pytest.raises(ValueError, match="density must be within"):
+        engagement.mask(1.5)
+
+
+def test_fine_tuning_engagement_and_trend():
+    # 3 labels: chance 33.3, engaged from 38.3
+    flat = engagement.fine_tuning([40.0, 40.5], 3)
+    assert flat.engaged and flat.measures["trend"] == "flat"
+    rising = engagement.fine_tuning([40.0, 41.5], 3)
+    assert rising.measures["trend"] == "still rising"
+    at_chance = engagement.fine_tuning([33.0, 36.0], 3)
+    assert not at_chance.engaged and at_chance.word == "not engaged"
+    assert engagement.fine_tuning([50.0], 2).measures["trend"] == "one epoch"
+    assert engagement.fine_tuning([54.9], 2).engaged is False  # chance 50, margin 5
+    assert engagement.fine_tuning([55.0], 2).engaged is True
+
+
+def test_sparsity_target_and_loss_trend():
+    assert engagement.sparsity_target(0.495, 0.5).engaged
+    assert not engagement.sparsity_target(0.45, 0.5).engaged
+    # eight points: the tail is the last two (25 %): (0.5 - 1.0) / 1.0
+    curve = [{"train_loss": v} for v in (2, 2, 2, 2, 2, 2, 1.0, 0.5)] + [{"dev_accuracy": 40.0}]
+    assert engagement.loss_trend(curve) == pytest.approx(-0.5)
+    assert math.isnan(engagement.loss_trend([{"train_loss": 1.0}]))
+
+
+def test_engagement_step_reads_runs(tmp_path):
+    ft = tmp_path / "ft"
+    ft.mkdir()
+    (ft / "train_summary.json").write_text(json.dumps({"labels": ["a", "b", "c"]}))
+    pd.DataFrame({"step": [5, 10, 10, 20, 20], "epoch": [1, 1, 1, 2, 2],
+                  "dev_accuracy": [None, None, 45.0, None, 47.5]}).to_csv(ft / "train_curve.csv", index=False)
+    search = tmp_path / "m.search.json"
+    search.write_text(json.dumps({"density": 1.0, "steps": 94, "curve": [{"train_loss": 1.0}, {"train_loss": 0.9}]}))
+    runs = [{"row": "baseline", "task": "mnli", "seed": 1, "kind": "fine_tuning", "path": str(ft / "train_summary.json")},
+            {"row": "md", "task": "mnli", "seed": 1, "kind": "mask_search", "path": str(search)}]
+    csv, md = tmp_path / "e.csv", tmp_path / "e.md"
+    assert engagement_step.main(["--runs", json.dumps(runs), "--out-csv", str(csv), "--out-md", str(md)]) == 0
+    table = pd.read_csv(csv)
+    assert list(table.word) == ["engaged", "not engaged"]
+    assert table.loc[0, "trend"] == "still rising" and table.loc[0, "dev_accuracy"] == 47.5
+    assert table.loc[1, "loss_tail_change"] == pytest.approx(-0.1)
+    assert "| mnli | md | 1 | not engaged | seed 1: keeps 100 % of its weights" in md.read_text()
+    labels = engagement_labels(table, ["baseline", "md"], {"md": "PoE mask"})
+    assert labels["md"] == "PoE mask (not engaged)" and "baseline" not in labels
+    # not engaged on one of two tasks: the label says where
+    two = pd.DataFrame({"row": ["md", "md"], "task": ["mnli", "qqp"], "word": ["not engaged", "engaged"]})
+    assert engagement_labels(two, ["md"], {})["md"] == "md (not engaged on MNLI)"
+
+
+def test_verdict_words():
+    assert word(3.0, 1.0, 3, 2.0, True, True) == DEBIASES
+    assert word(3.0, 1.0, 3, 5.01, True, True) == TRADES
+    assert word(3.0, 1.0, 3, 9.0, False, True) == GAIN_ID_UNMEASURED
+    assert word(2.0, 1.0, 3, 0.0, True, True) == NO_EFFECT      # exactly 2 SE: not beyond
+    assert word(-3.0, 1.0, 3, 0.0, True, True) == HURTS
+    assert word(30.0, 1.0, 2, 0.0, True, True) == "no verdict (2 seeds)"
+    assert word(30.0, 1.0, 3, 0.0, True, False) == NOT_ENGAGED
+
+
+def test_paired_gain_and_se():
+    base = pd.DataFrame({"seed": [1, 2, 3], "ood": [50.0, 52.0, 54.0]})
+    mine = pd.DataFrame({"seed": [3, 1, 2], "ood": [58.0, 51.0, 55.0]})
+    # per seed: +1, +3, +4 -> mean 8/3, sample sd sqrt(7/3), SE sqrt(7/9)
+    gain, se, n = paired(base, mine, "ood", None)
+    assert (gain, n) == (pytest.approx(8 / 3), 3) and se == pytest.approx(math.sqrt(7 / 9))
+    # towards an ideal of 0: |b| - |m| per seed
+    bias = paired(base.rename(columns={"ood": "b"}), pd.DataFrame({"seed": [1, 2, 3], "b": [40.0, 52.0, 60.0]}),
+                  "b", 0.0)
+    assert bias[0] == pytest.approx((10 + 0 - 6) / 3)
+
+
+def _cell(**values) -> dict:
+    row = {c: "" for c in COLUMNS}
+    row.update({"method_paper": "D", "native": True, "knob": "", "value": math.nan, "id": math.nan,
+                "ood": math.nan, "bias": math.nan, "id_dev": math.nan, "bias_ideal": 10.0, "density": 1.0,
+                "train_seconds": 0.0, "data": "real", "model": "mlp"})
+    row.update(values)
+    return row
+
+
+def test_verdict_table_on_cells():
+    cells = []
+    for seed, (b_ood, b_id, m_ood, m_id) in {1: (36, 99, 80, 82), 2: (30, 99, 81, 83), 3: (44, 99, 82, 81)}.items():
+        cells.append(_cell(benchmark="biased_mnist_0.99", method="baseline", method_paper="-", native=False, seed=seed,
+                           ood=b_ood, id=b_id, id_dev=b_id))
+        cells.append(_cell(benchmark="biased_mnist_0.99", method="ffw", seed=seed, ood=m_ood, id=m_id, id_dev=m_id,
+                           density=0.42))
+    table = verdict_table(pd.DataFrame(cells), delta=1.0)
+    d = table[table.paper == "D"].iloc[0]
+    # gains 44, 51, 38: mean 44.33; ID costs 17, 16, 18: mean 17 > 5 -> trades ID for OOD
+    assert d.gain == pytest.approx(133 / 3) and d.id_cost == pytest.approx(17.0) and d.n == 3
+    assert d.verdict == TRADES and d.engagement.startswith("engaged")
+    assert set(table[table.paper != "D"].verdict) == {"not run here"}
+    assert len(table) == len(CLAIMS)
+    # a gate set that keeps everything on one seed: not engaged, whatever the gain
+    closed = pd.DataFrame(cells)
+    closed.loc[(closed.method == "ffw") & (closed.seed == 2), "density"] = 0.9995
+    assert verdict_table(closed, 1.0).set_index("paper").loc["D", "verdict"] == NOT_ENGAGED
+
+
+def test_paper_figures_from_reference_tables():
+    figures = paper_figures()
+    # paper D Table 2, rho 0.99: vanilla 88.46, FFW 97.79; paper A: HypOnly MD 64.26 vs baseline 61.97 on HANS
+    assert figures["D"].startswith("unbiased test 88.5 → 97.8")
+    assert figures["A"].startswith("HANS +2.3 at MNLI -1.5")
