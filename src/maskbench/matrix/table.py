@@ -24,11 +24,14 @@ from collections.abc import Sequence
 import pandas as pd
 
 from maskbench.matrix.cells import BASELINE
+from maskbench.report.engagement import MASK_KEPT_MAX, NOT_ENGAGED
 from maskbench.report.evidence import (
+    ID_COST_MAX,
     MIN_SEEDS,
     MOVES,
     NO_DATA,
     NOISE_SE,
+    TRADES,
     evidence_word,
     se_of_difference,
     worded,
@@ -110,6 +113,22 @@ def _against(cells: pd.DataFrame, picked: pd.Series, baseline: pd.DataFrame, sco
     return effect, se, min(n, nb)
 
 
+def _one_definition(record: dict, mine: pd.DataFrame, picked: pd.Series, baseline: pd.DataFrame) -> None:
+    """The project's one definition of the OOD word (maskbench.matrix.verdict): a mask that keeps >= 99.9 % of its
+    weights on a seed is "not engaged"; a gain beyond noise at an ID cost over ID_COST_MAX points "trades ID for
+    OOD", not "debiases". Records the ID cost beside it."""
+    id_effect, _, _ = _against(mine, picked, baseline, "id")
+    record["id_cost"] = -id_effect
+    runs = mine[(mine.knob == picked.knob)
+                & ((mine.value == picked.value) | (mine.value.isna() & math.isnan(picked.value)))]
+    if len(runs) and (runs.density >= MASK_KEPT_MAX).any():
+        record["ood_word"] = NOT_ENGAGED
+        record["ood_verdict"] = f"{NOT_ENGAGED} (keeps {100 * runs.density.max():.2f} % on a seed)"
+    elif record["ood_word"] == "debiases" and -id_effect > ID_COST_MAX:
+        record["ood_word"] = TRADES
+        record["ood_verdict"] = record["ood_verdict"].replace("debiases", TRADES, 1) + f" at an ID cost of {-id_effect:.1f}"
+
+
 def matrix_table(cells: pd.DataFrame, delta: float) -> pd.DataFrame:
     """The long matrix table: one row per (benchmark, method), the baseline first, with the picked value's scores
     (mean, sd, n), how it was picked, the knob's values, and its OOD and bias effects against the baseline."""
@@ -136,6 +155,8 @@ def matrix_table(cells: pd.DataFrame, delta: float) -> pd.DataFrame:
                 record[f"{score}_verdict"] = (NO_DATA if method == BASELINE or math.isnan(effect)
                                               else worded(effect, se, n, up, down))
                 record[f"{score}_word"] = (NO_DATA if math.isnan(effect) else evidence_word(effect, se, n, up, down))
+                if method != BASELINE and score == "ood":
+                    _one_definition(record, mine, chosen, base_cells)
             out.append(record)
     table = pd.DataFrame(out)
     order = {m: (m != BASELINE, m) for m in table.method}

@@ -32,13 +32,10 @@ import pandas as pd
 from maskbench.matrix.cells import BASELINE
 from maskbench.matrix.table import matrix_table
 from maskbench.report.engagement import CHANCE_MARGIN, MASK_KEPT_MAX
-from maskbench.report.evidence import MIN_SEEDS, NOISE_SE
-
-ID_COST_MAX = 5.0
+from maskbench.report.evidence import ID_COST_MAX, MIN_SEEDS, NOISE_SE, TRADES
 
 NOT_ENGAGED = "not engaged"
 DEBIASES = "debiases"
-TRADES = "trades ID for OOD"
 GAIN_ID_UNMEASURED = "gain, ID cost not measured"
 HURTS = "hurts"
 NO_EFFECT = "no effect shown"

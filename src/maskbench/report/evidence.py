@@ -17,6 +17,10 @@ import math
 
 MIN_SEEDS = 3
 NOISE_SE = 2.0
+# "debiases" also needs the ID cost (the baseline's ID score minus the method's) within this many points; beyond it
+# the same gain "trades ID for OOD" (maskbench.matrix.verdict, the matrix, the trade-off summary)
+ID_COST_MAX = 5.0
+TRADES = "trades ID for OOD"
 WITHIN = "within noise"
 MOVES = "moves"
 NO_DATA = "no data"
