@@ -427,7 +427,8 @@ def test_the_gender_kind_writes_the_reports_tables_one_level_down(tmp_path):
         "`data/gender/crows_pairs_anonymized.csv`); task nli train 64 / dev 32 (synthetic, `synthetic:nli`). Model: "
         f"bert-scratch-tiny (scratch). Seeds: 1, 2. Config: `{config}` (outputs under `{tmp_path / 'results'}/`).") == 2
     assert "#### table1" in text and "| head | 0.40 ± 0.10 |" in text and "old" not in text
-    assert "`snakemake --configfile configs/gender.yaml --cores 2`, 20 min wall clock" in text and "after" in text
+    assert "`snakemake --configfile configs/gender.yaml --cores 2`, 20 min wall clock" in flat(
+        (tmp_path / "repo" / "docs/provenance.md").read_text()) and "after" in text
     assert f"Frozen masks shrunk into smaller dense encoders (`{tmp_path / 'results/benchmarks/structured.json'}`)" in text
     assert ("| `frozen/head/layers~all/mode~token/seed~1.mask` | 28 / 72 | 5,088 / 9,216 | 22,713,216 → 17,420,000 "
             "(0.767) | 271 → 146 ms (0.539) | 1.9e-05 / 3.6e-15 |") in text
@@ -453,7 +454,7 @@ def test_the_matrix_kind_writes_the_grid_and_links_its_figure(tmp_path):
     text = page.read_text()
     assert f"plan unchanged through `{commit}`" in text
     assert f"Config `{config}` (outputs below `{results}/`), seeds [1, 2];" in flat(text)
-    assert f"`{results / 'tables/matrix.md'}` (long form: `{results / 'tables/matrix.csv'}`; figure: " in text
+    assert f"`{results / 'tables/matrix.md'}` (long form: `{results / 'tables/matrix.csv'}`; figure: " in flat(text)
     assert "| method | b |" in text and "old" not in text and text.endswith("after\n")
     assert "](figures/m_matrix.png)" in text and (repo / "docs/figures/m_matrix.png").read_bytes() == b"\x89PNG"
 
