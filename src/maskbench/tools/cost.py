@@ -1,7 +1,7 @@
 """Entry point: the cost sheet of the jobs snakemake would run, before submitting them.
 
     python -m maskbench.tools.cost --configfile configs/paper.yaml [TARGET ...] [--profile profiles/slurm]
-                                   [--fresh] [--json OUT.json] [--write-docs docs/cluster.md]
+                                   [--fresh] [--json OUT.json] [--write-docs docs/cost.md]
 
 Plans the config and targets with `snakemake -n --printshellcmds` (maskbench.cost.plan says why the dry run's text),
 prices every job from its own command line (maskbench.cost.sheet; every figure and its source in
