@@ -6,6 +6,7 @@ checked (and that commit's code is HEAD's) in one short stamp that links its rec
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shlex
@@ -188,6 +189,17 @@ def test_a_config_tables_job_count_is_todays_plan(page, config, count, dry_run, 
         plan = dry_run(None if config == "config.yaml" else config)
     planned = planned_jobs(plan)["total"]
     assert int(count) == planned, f"{page.relative_to(REPO)} gives {config} {count} jobs; snakemake -n plans {planned}"
+
+
+FACT_JOBS = sorted(json.loads((REPO / "docs" / "facts.json").read_text())["jobs"].items())
+
+
+@pytest.mark.parametrize("config,count", FACT_JOBS, ids=[c for c, _ in FACT_JOBS])
+def test_the_facts_files_job_counts_are_todays_plans(config, count, dry_run, paper_dry_run):
+    """docs/facts.json (python -m maskbench.tools.facts), which tests/test_facts.py checks the pages' prose against."""
+    plan = paper_dry_run.stdout if config == "configs/paper.yaml" else dry_run(None if config == "config.yaml" else config)
+    planned = planned_jobs(plan)["total"]
+    assert count == planned, f"docs/facts.json gives {config} {count} jobs; snakemake -n plans {planned}: rerun the tool"
 
 
 def git(*args: str) -> subprocess.CompletedProcess:

@@ -79,13 +79,14 @@ def test_sentences_leave_out_code_and_generated_sections():
 
 
 def prose_lines(text: str) -> list[str]:
-    """Lines of prose: not a table row, not in a code block, not an HTML comment."""
+    """Lines of prose: not a table row, not in a code block, not an HTML comment, not a heading (a generated table's
+    title may be long; a heading cannot be wrapped)."""
     out, fenced = [], False
     for line in text.split("\n"):
         if line.startswith("```"):
             fenced = not fenced
             continue
-        if not fenced and not line.lstrip().startswith(("|", "<!--")):
+        if not fenced and not line.lstrip().startswith(("|", "<!--", "#")):
             out.append(line)
     return out
 

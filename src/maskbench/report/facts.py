@@ -28,9 +28,9 @@ WALL = re.compile(r"\b(?:\d+ h )?\d+ min(?: \d+ s)?\b|\b\d+ h \d+ min\b")
 COMMIT = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
 HISTORY = re.compile(r"\b(then|was|were|before|earlier|used to|at the time|retired)\b", re.I)
 CONFIG_REF = re.compile(r"`?(configs/[\w-]+\.yaml|(?<![/\w])config\.yaml)`?|\b(the paper config|the offline suite|"
-                        r"the default config|the smoke DAG)\b")
+                        r"the default config|the smoke DAG)\b", re.I)
 NAMED = {"the paper config": "configs/paper.yaml", "the offline suite": "config.yaml",
-         "the default config": "config.yaml", "the smoke DAG": "configs/smoke.yaml"}
+         "the default config": "config.yaml", "the smoke DAG": "configs/smoke.yaml"}  # lower case but "DAG"
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 
 
@@ -93,9 +93,11 @@ def gpu_checks(repo: Path) -> list[dict]:
         for name, section in record.get("sections", {}).items():
             if not name.startswith("smoke_dag"):
                 continue
-            commit = name.removeprefix("smoke_dag_at_") if name.startswith("smoke_dag_at_") else record["commit"]
+            commit = section.get("commit") or (name.removeprefix("smoke_dag_at_") if name.startswith("smoke_dag_at_")
+                                               else record["commit"])
             out.append({"file": path.name, "section": name, "commit": commit, "status": section.get("status"),
-                        "jobs_done": section.get("jobs_done"), "jobs_planned": section.get("jobs_planned")})
+                        "jobs_done": section.get("jobs_done", section.get("steps_done")),
+                        "jobs_planned": section.get("jobs_planned", section.get("steps_total"))})
     return out
 
 
@@ -153,7 +155,8 @@ def sentences(text: str) -> list[str]:
 
 def configs_named(sentence: str) -> list[tuple[int, str]]:
     """(position, config file) of every config the sentence names."""
-    return [(m.start(), m.group(1) or NAMED[m.group(2)]) for m in CONFIG_REF.finditer(sentence)]
+    return [(m.start(), m.group(1) or NAMED[m.group(2).lower().replace("dag", "DAG")])
+            for m in CONFIG_REF.finditer(sentence)]
 
 
 def claims_of(sentence: str, page: str, recorded: Mapping) -> list[str]:
@@ -162,11 +165,19 @@ def claims_of(sentence: str, page: str, recorded: Mapping) -> list[str]:
         return []
     wrong = []
     named = configs_named(sentence)
+    if sentence.startswith("|") and named:
+        named = named[:1]  # a table row is about the config of its first cell
     lower = sentence.lower()
     # job counts: "N jobs" belongs to the config named last before it (not "X of N jobs", "for N jobs")
     for m in re.finditer(r"(?<!of )(?<!for )(?<![\d,])(\d[\d,]*) jobs\b", sentence):
-        before = [config for at, config in named if at < m.start()]
-        if before and before[-1] in recorded["jobs"] and number(m.group(1)) != recorded["jobs"][before[-1]]:
+        before = [(at, config) for at, config in named if at < m.start()]
+        if not before or before[-1][1] not in recorded["jobs"]:
+            continue
+        between = sentence[before[-1][0]:m.start()]
+        if re.search(r"\bpaper [A-D]'s\b|\balone\b|\bcolumn\b|\bof them\b|`[a-z_]+`", between):
+            continue  # a part of the config's plan (a paper's, a rule's), not its total
+        before = [config for _, config in before]
+        if number(m.group(1)) != recorded["jobs"][before[-1]]:
             wrong.append(f"{before[-1]} plans {recorded['jobs'][before[-1]]:,} jobs, not {m.group(1)}")
     # seeds: the counts a sentence gives a config must be the seeds of that config's papers (on a paper's page,
     # that paper's); one count for "all four papers" must hold for every paper
