@@ -42,7 +42,7 @@ def test_the_checker_finds_each_kind_of_mismatch(recorded):
     ok_check = next(c for c in recorded["gpu_checks"] if c["status"] == "ok")
     gpu_h = recorded["cost"]["gpu_hours"]
     right = [f"The paper config plans {jobs:,} jobs.",
-             f"`configs/paper.yaml` runs 5 seeds for papers A, B and D and 4 for paper C.",
+             "`configs/paper.yaml` runs 5 seeds for papers A, B and D and 4 for paper C.",
              f"The paper config asks for at most {longest_not_c:g} h a job (paper C's sweeps 24 h).",
              f"`config.yaml` took {wall} on 2 CPU cores.",
              f"The smoke DAG passed on an H100 at {ok_check['commit'][:7]}.",
