@@ -66,11 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     out = {"written_by": "python -m maskbench.tools.facts" + (" --cost" if args.cost else ""),
            "jobs": {config: planned_total(config) for config in planned_configs(REPO)},
-           "gpu_hours_by_card": old.get("gpu_hours_by_card", {})}
+           "gpu_hours_by_card": old.get("gpu_hours_by_card", {}),
+           "gpu_hours_priced_at": old.get("gpu_hours_priced_at", "")}  # the commit whose plan --cost priced
     if args.cost:
         out["gpu_hours_by_card"] = {p.name: gpu_hours(p)
                                     for p in sorted((REPO / "results/benchmarks").glob("gpu_check*.json"))
                                     if "finetune_steps" in json.loads(p.read_text(encoding="utf-8"))["sections"]}
+        out["gpu_hours_priced_at"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                                    text=True, cwd=REPO).stdout.strip()
     path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(f"facts: {path.relative_to(REPO)}: " + ", ".join(f"{c} {n}" for c, n in out["jobs"].items()))
     return 0
