@@ -109,3 +109,20 @@ def test_a_configs_label_heads_its_tables_and_captions():
         "Config: `configs/quick.yaml` (outputs under `results/quick/`).")
     del config["label"]
     assert caption(["real"], ["mnli 10"], "m", config, "c.yaml").startswith("**On real data.** Data: mnli 10.")
+
+
+def test_the_miniature_section_opens_with_the_one_line_stamp():
+    """maskbench.tools.miniature writes docs/testing.md's section under the same stamp as readme_tables."""
+    from maskbench.tools import miniature
+
+    run = {"commit": "abc1234", "code_is_commit": True, "date": "2026-11-27", "command": "python -m x", "cores": 2,
+           "finished": 3, "jobs": 3, "rules": {"a": {}, "all": {}}, "wall_s": 539.9, "failed_rules": []}
+    original = miniature.markdown
+    miniature.markdown = lambda _: "| table |"
+    try:
+        text = miniature.docs_section(run, None)
+    finally:
+        miniature.markdown = original
+    assert text.split("\n")[0] == ("*Run at `abc1234` · `python -m x` · 2026-11-27 · plan unchanged through `abc1234` · "
+                                   "[provenance](provenance.md#paper_miniature)*")
+    assert "3 of 3 jobs finished (1 rule kinds) in 9 min 0 s" in text
