@@ -46,13 +46,15 @@ def test_the_checker_finds_each_kind_of_mismatch(recorded):
              f"The paper config asks for at most {longest_not_c:g} h a job (paper C's sweeps 24 h).",
              f"`config.yaml` took {wall} on 2 CPU cores.",
              f"The smoke DAG passed on an H100 at {ok_check['commit'][:7]}.",
-             f"The cost sheet prices the paper config at {gpu_h:,} GPU-h in total."]
+             f"The cost sheet prices the paper config at {gpu_h:,} GPU-h in total.",
+             f"Fine-tuning ran at {recorded['gpu_rates'][0]:.1f} steps/s on the H100."]
     wrong = [f"The paper config plans {jobs + 1:,} jobs.",
              "`configs/paper.yaml` runs 5 seeds, all four papers.",
              "The paper config asks for at most 12 h a job (paper C's sweeps 24 h).",
              "`config.yaml` took 3 h 22 min 35 s on 2 CPU cores.",
              "The smoke DAG ran end to end on one H100.",
-             f"The cost sheet prices the paper config at {gpu_h + 1:,} GPU-h in total."]
+             f"The cost sheet prices the paper config at {gpu_h + 1:,} GPU-h in total.",
+             f"Fine-tuning ran at {recorded['gpu_rates'][0] + 1:.1f} steps/s on the H100."]
     assert disagreements([("README.md", " ".join(right))], recorded) == []
     for sentence in wrong:
         found = disagreements([("README.md", sentence)], recorded)

@@ -101,6 +101,16 @@ def gpu_checks(repo: Path) -> list[dict]:
     return out
 
 
+def gpu_rates(repo: Path) -> list[float]:
+    """Every rate a recorded GPU check measured (steps or pairs per second, any section and variant)."""
+    rates = []
+    for path in sorted((repo / "results" / "benchmarks").glob("gpu_check*.json")):
+        for section in json.loads(path.read_text(encoding="utf-8")).get("sections", {}).values():
+            for variant in (section.get("variants") or {}).values():
+                rates += [float(v) for k, v in variant.items() if k in ("steps_per_s", "pairs_per_s")]
+    return rates
+
+
 def cost_totals(repo: Path) -> dict:
     """The cost sheet's total row (jobs priced, GPU-hours) from its generated section, and the GPU-hours at each
     measured card's rates where docs/cost.md records them."""
@@ -134,6 +144,7 @@ def facts(repo: Path) -> dict:
             "walls": {name: sorted(set(found)) for name, found in walls.items()},
             "suite": {"jobs": suite["jobs_planned"], "wall": suite["total_wall"].split(" (")[0]},
             "gpu_checks": gpu_checks(repo),
+            "gpu_rates": gpu_rates(repo),
             "cost": cost}
 
 
@@ -223,6 +234,12 @@ def claims_of(sentence: str, page: str, recorded: Mapping) -> list[str]:
             passed = {c["commit"][:7] for c in checks if c["status"] == "ok"}
             if not passed & set(COMMIT.findall(sentence)):
                 wrong.append(f"the smoke DAG passed on a GPU only at {sorted(passed)}; the sentence names none")
+    # a measured rate is one a recorded GPU check measured, at the digits shown (an assumed rate says so)
+    if not re.search(r"assum|a100", lower):
+        for m in re.finditer(r"(\d[\d,]*(?:\.(\d+))?) (?:steps|pairs)/s\b", sentence):
+            value, digits = number(m.group(1).split(".")[0]) + float("0." + (m.group(2) or "0")), len(m.group(2) or "")
+            if recorded.get("gpu_rates") and not any(abs(round(r, digits) - value) < 1e-9 for r in recorded["gpu_rates"]):
+                wrong.append(f"no recorded GPU check measured {m.group(1)} {m.group(0).split()[-1]}")
     # the cost sheet's total GPU-hours
     if recorded["cost"] and re.search(r"total|in all|paper config|cost sheet", lower):
         for m in re.finditer(r"(\d[\d,]*) GPU-h(?:ours)?\b", sentence):
