@@ -10,6 +10,7 @@ from maskbench.report.captions import (
     data_kind,
     data_label,
     labelled,
+    provenance_record,
     resolve_kinds,
     set_kinds_of,
     stamp,
@@ -52,13 +53,21 @@ def test_kinds_from_a_runs_datasets_table():
     assert task_kinds(datasets) == {"mnli": {"real"}, "qqp": {"synthetic"}}
 
 
-def test_the_stamp_names_the_runs_and_the_reports_commits():
-    assert stamp("abc1234", ["abc1234"], "snakemake --cores 2", "27 min 30 s", "2026-11-26") == (
-        "*Run at commit `abc1234`: `snakemake --cores 2`, 27 min 30 s wall clock. Report written by "
-        "`python -m maskbench.tools.readme_tables` at commit `abc1234`, 2026-11-26.*")
-    assert stamp("def5678", ["1111111", "2222222"], "c", "1 h", "2026-11-26", "later commits change no job") == (
-        "*Run at commits `1111111`, `2222222`: `c`, 1 h wall clock. Report written by "
-        "`python -m maskbench.tools.readme_tables` at commit `def5678`, 2026-11-26; later commits change no job.*")
+def test_the_stamp_is_one_short_paragraph_and_the_record_holds_the_rest():
+    assert stamp("abc1234", ["abc1234"], "snakemake --cores 2", "2026-11-26", "suite") == (
+        "*Run at `abc1234` · `snakemake --cores 2` · 2026-11-26 · plan unchanged through `abc1234` · "
+        "[provenance](provenance.md#suite)*")
+    long = stamp("def5678", ["1111111", "2222222"], "python -m maskbench.tools.cost " + "--x y " * 12, "2026-11-26",
+                 "cost_paper", "docs/provenance.md")
+    assert long.split("\n")[1] == "plan unchanged through `def5678` · [provenance](docs/provenance.md#cost_paper)*"
+    assert all(len(line) <= 160 for line in long.split("\n")) and long.count("\n") == 1
+    assert provenance_record("abc1234", ["abc1234"], "snakemake --cores 2", "27 min 30 s", "2026-11-26") == (
+        "Run at commit `abc1234`: `snakemake --cores 2`, 27 min 30 s wall clock. Report written by "
+        "`python -m maskbench.tools.readme_tables` at commit `abc1234`, 2026-11-26.")
+    assert provenance_record("def5678", ["1111111", "2222222"], "c", "1 h", "2026-11-26",
+                             "later commits change no job") == (
+        "Run at commits `1111111`, `2222222`: `c`, 1 h wall clock. Report written by "
+        "`python -m maskbench.tools.readme_tables` at commit `def5678`, 2026-11-26; later commits change no job.")
 
 
 def ev(task, eval_set, seed, accuracy, source):
@@ -100,3 +109,20 @@ def test_a_configs_label_heads_its_tables_and_captions():
         "Config: `configs/quick.yaml` (outputs under `results/quick/`).")
     del config["label"]
     assert caption(["real"], ["mnli 10"], "m", config, "c.yaml").startswith("**On real data.** Data: mnli 10.")
+
+
+def test_the_miniature_section_opens_with_the_one_line_stamp():
+    """maskbench.tools.miniature writes docs/testing.md's section under the same stamp as readme_tables."""
+    from maskbench.tools import miniature
+
+    run = {"commit": "abc1234", "code_is_commit": True, "date": "2026-11-27", "command": "python -m x", "cores": 2,
+           "finished": 3, "jobs": 3, "rules": {"a": {}, "all": {}}, "wall_s": 539.9, "failed_rules": []}
+    original = miniature.markdown
+    miniature.markdown = lambda _: "| table |"
+    try:
+        text = miniature.docs_section(run, None)
+    finally:
+        miniature.markdown = original
+    assert text.split("\n")[0] == ("*Run at `abc1234` · `python -m x` · 2026-11-27 · plan unchanged through `abc1234` · "
+                                   "[provenance](provenance.md#paper_miniature)*")
+    assert "3 of 3 jobs finished (1 rule kinds) in 9 min 0 s" in text

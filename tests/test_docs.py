@@ -2,10 +2,11 @@
 names an issue, every `snakemake` command a page shows plans against the config it names (its rules and target
 files are in that plan), the job counts of the pages' config tables are those the configs plan today, and every
 generated section's stamp is a commit whose code is HEAD's — or the section says through which later commit it was
-checked (and that commit's code is HEAD's), or says in the open that it was not re-run since its stamp."""
+checked (and that commit's code is HEAD's) in one short stamp that links its record in docs/provenance.md."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shlex
@@ -19,12 +20,10 @@ PAGES = sorted([REPO / "README.md", REPO / "CHANGELOG.md", REPO / "results" / "R
 # what decides a run's outputs (as maskbench.tools.readme_tables stamps them)
 CODE_PATHS = ("src", "rules", "schemas", "configs", "config.yaml", "Snakefile")
 SECTION = re.compile(r"<!-- generated:(\w+) -->\n(.*?)<!-- /generated:\1 -->", re.S)
-# the commit that wrote a section: `readme_tables` checks that the run's code is the report's or says what changed
-# and how the numbers were checked; an older stamp names only the outputs' commit
-STAMP = re.compile(r"readme_tables` at commit `([0-9a-f]{7,40})`|from the outputs of commit `([0-9a-f]{7,40})`")
-CHECKED = re.compile(r"\*Checked through commit `([0-9a-f]{7,40})`: [^*]+\*")
-# a section whose outputs were not made again says so, in the open (its numbers may have moved since)
-NOT_RERUN = re.compile(r"\*Not re-run since the stamp: [^*]+\*")
+# the one-paragraph stamp over a generated section (maskbench.report.captions.stamp): the run's commit(s), its command,
+# the date, the commit through which its plan (or the code it times) is known unchanged, and its record's link
+STAMP = re.compile(r"^\*Run at ((?:`[0-9a-f]{7,40}`(?:, )?)+) ·\s`([^`]+)` ·\s(\d{4}-\d\d-\d\d) ·\s(?:plan|timed code) "
+                   r"unchanged through `([0-9a-f]{7,40})` ·\s\[provenance\]\(((?:docs/)?provenance\.md)#([\w-]+)\)\*$", re.M)
 # options of a shown command that take a value, and which of them name rules
 VALUED = {"--mode", "--target-jobs", "--configfile", "--profile", "--cores", "-c", "--jobs", "-j", "--forcerun", "-R", "--until", "-U",
           "--omit-from", "-O", "--allowed-rules", "--report", "--directory", "-d", "--groups", "--group-components",
@@ -107,7 +106,8 @@ def test_the_readme_is_one_or_two_screens():
 
 @pytest.mark.parametrize("page", PAGES, ids=page_ids(PAGES))
 def test_no_page_links_outside_the_project_or_names_an_issue(page):
-    text = page.read_text()
+    # the verdict row's placeholder names the work that will generate it; the generated row replaces it
+    text = re.sub(r"<!-- generated:verdict -->.*?<!-- /generated:verdict -->", "", page.read_text(), flags=re.S)
     assert "../shared" not in text, f"{page.relative_to(REPO)} points to ../shared, which users do not have"
     issue = re.search(r"(?<![\w/&])#\d+\b|\b[Ii]ssues? \d+", text)
     assert issue is None, f"{page.relative_to(REPO)} names an issue: {issue.group(0)!r}"
@@ -191,6 +191,17 @@ def test_a_config_tables_job_count_is_todays_plan(page, config, count, dry_run, 
     assert int(count) == planned, f"{page.relative_to(REPO)} gives {config} {count} jobs; snakemake -n plans {planned}"
 
 
+FACT_JOBS = sorted(json.loads((REPO / "docs" / "facts.json").read_text())["jobs"].items())
+
+
+@pytest.mark.parametrize("config,count", FACT_JOBS, ids=[c for c, _ in FACT_JOBS])
+def test_the_facts_files_job_counts_are_todays_plans(config, count, dry_run, paper_dry_run):
+    """docs/facts.json (python -m maskbench.tools.facts), which tests/test_facts.py checks the pages' prose against."""
+    plan = paper_dry_run.stdout if config == "configs/paper.yaml" else dry_run(None if config == "config.yaml" else config)
+    planned = planned_jobs(plan)["total"]
+    assert count == planned, f"docs/facts.json gives {config} {count} jobs; snakemake -n plans {planned}: rerun the tool"
+
+
 def git(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
 
@@ -199,32 +210,46 @@ def code_equals_head(commit: str) -> bool:
     return git("diff", "--quiet", commit, "HEAD", "--", *CODE_PATHS).returncode == 0
 
 
-# the sections made from a run's outputs (the departures table is made from a file the tests check on every run)
-SECTIONS = [(page, name, body) for page in PAGES if page.exists() for name, body in SECTION.findall(page.read_text())
-            if "departures_readme" not in body]
+# the sections made from a run's outputs (the departures table is made from a file the tests check on every run; the
+# verdict row is written by its own tool; the provenance page holds the records the stamps link)
+SECTIONS = [(page, name, body) for page in PAGES if page.exists() and page.name != "provenance.md"
+            for name, body in SECTION.findall(page.read_text())
+            if "departures_readme" not in body and name != "verdict"]
+PROVENANCE = REPO / "docs" / "provenance.md"
 
 
 def test_the_generated_sections_are_found():
     names = {name for _, name, _ in SECTIONS}
-    assert {"real_table1", "matrix_matrix"} <= names, sorted(names)
+    assert {"real_table1", "matrix_matrix", "suite_table1", "cost_paper", "gpu_check"} <= names, sorted(names)
+
+
+def test_the_stamp_pattern_reads_a_wrapped_stamp():
+    body = ("*Run at `abc1234`, `def5678` · `snakemake --cores 2` · 2026-11-27 · plan unchanged through `0123abc` ·\n"
+            "[provenance](provenance.md#suite)*\ncaption\n")
+    assert STAMP.findall(body) == [("`abc1234`, `def5678`", "snakemake --cores 2", "2026-11-27", "0123abc",
+                                    "provenance.md", "suite")]
+    assert STAMP.findall("*Run at commit `abc1234`: `c`, 1 min wall clock.*") == []  # the old long form
 
 
 @pytest.mark.parametrize("page,name,body", SECTIONS, ids=[f"{p.name}:{n}" for p, n, _ in SECTIONS])
-def test_every_generated_section_is_stamped_with_head_code_or_says_how_it_was_checked(page, name, body):
+def test_every_generated_section_has_one_short_stamp_whose_plan_is_heads(page, name, body):
+    where = f"{page.relative_to(REPO)}: generated:{name}"
+    stamps = list(STAMP.finditer(body))
+    assert len(stamps) == 1, f"{where} has {len(stamps)} stamps, not one"
+    stamp = stamps[0]
+    assert body.startswith(stamp.group(0)), f"{where}: the stamp is not the section's first line"
+    assert all(len(line) <= 160 for line in stamp.group(0).split("\n")), f"{where}: a stamp line over 160 characters"
+    assert "Checked through" not in body and "Report written by" not in body, f"{where}: a long record (provenance.md)"
+    link, record = stamp.group(5), stamp.group(6)
+    assert (page.parent / link).resolve() == PROVENANCE, f"{where} links {link}, not docs/provenance.md"
+    assert f"### {record}\n" in PROVENANCE.read_text(), f"{where}: no record {record!r} in docs/provenance.md"
     if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
         pytest.skip("a shallow clone has not the stamped commits")
-    stamp = STAMP.search(body)
-    assert stamp, f"{page.relative_to(REPO)}: generated:{name} has no stamp"
-    commit = stamp.group(1) or stamp.group(2)
-    assert git("cat-file", "-e", commit + "^{commit}").returncode == 0, f"no commit {commit}"
-    if code_equals_head(commit) or NOT_RERUN.search(body):
-        return
-    checked = CHECKED.findall(body)
-    assert checked, (f"{page.relative_to(REPO)}: generated:{name} comes from {commit}, whose code differs "
-                     f"from HEAD's, and says through which later commit it was checked nowhere "
-                     f"(a line '*Checked through commit `X`: how*')")
-    assert code_equals_head(checked[-1]), (f"{page.relative_to(REPO)}: generated:{name} was checked through "
-                                           f"{checked[-1]}, but the code changed since: rerun or check again")
+    commits = re.findall(r"[0-9a-f]{7,40}", stamp.group(1)) + [stamp.group(4)]
+    for commit in commits:
+        assert git("cat-file", "-e", commit + "^{commit}").returncode == 0, f"{where}: no commit {commit}"
+    assert code_equals_head(stamp.group(4)), (f"{where}: its plan is said unchanged through {stamp.group(4)}, but the "
+                                              "code changed since: rerun, or check the plan again and restamp")
 
 
 CELL = re.compile(r"^(-?\d+(?:\.\d+)?)(?: ± (\d+(?:\.\d+)?))?")

@@ -3,13 +3,11 @@ maskbench, taken in as it is and searched for a debiasing mask against a bias th
 no published figure; and each bad input refused while the workflow plans, in one line naming file, field and value."""
 
 import copy
-import hashlib
 import json
 import math
 import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -24,12 +22,6 @@ from maskbench.workflow_config import check_references
 CONFIG = REPO / "configs/your-model.yaml"
 DATA = REPO / "data/your-model"
 LABELS = ["supported", "refuted", "not_enough_info"]
-BIAS_COLUMNS = [f"bias_{label}" for label in LABELS]
-MAX_LENGTH = 32
-# the template at test size: one seed, one mask row, one short epoch, short pairs
-OVERLAY = {"seeds": [1], "finetune": {"max_length": MAX_LENGTH, "eval_batch_size": 64},
-           "mask_search": {"hparams": {"epochs": 1, "batch_size": 16, "max_length": MAX_LENGTH}},
-           "report": {"table1": {"rows": ["baseline", "md_poe"]}}, "compute": {"train_threads": 1}}
 
 
 def read_jsonl(path):
@@ -37,117 +29,8 @@ def read_jsonl(path):
     return pd.DataFrame([json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()])
 
 
-def tokenizer_and_model(folder, vocab):
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
-
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast.from_pretrained(str(folder), do_lower_case=True)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64, num_labels=len(LABELS),
-                        id2label=dict(enumerate(LABELS)), label2id={name: i for i, name in enumerate(LABELS)})
-    return tokenizer, BertForSequenceClassification(config)
-
-
-def encode(tokenizer, frame):
-    """The pairs as the template maps them: text_a the evidence, text_b the claim."""
-    return tokenizer(list(frame.evidence), list(frame.claim), truncation=True, max_length=MAX_LENGTH, padding=True,
-                     return_tensors="pt")
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    """A folder holding a classifier fine-tuned the way a user would, outside maskbench: a plain transformers loop
-    on the example training file, written with save_pretrained to models/your-model (where the template expects it)."""
-    import torch
-
-    work = tmp_path_factory.mktemp("your-model")
-    train = read_jsonl(DATA / "train.jsonl")
-    words = sorted({w for text in [*train.claim, *train.evidence] for w in re.findall(r"\w+|[^\w\s]", text.lower())})
-    torch.manual_seed(0)
-    tokenizer, model = tokenizer_and_model(work / "models/your-model", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])
-    batch = encode(tokenizer, train)
-    labels = torch.tensor([LABELS.index(y) for y in train.label])
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    for _ in range(30):
-        optimizer.zero_grad()
-        model(**batch, labels=labels).loss.backward()
-        optimizer.step()
-    model.eval()
-    model.save_pretrained(work / "models/your-model")
-    tokenizer.save_pretrained(work / "models/your-model")
-    (work / "overlay.yaml").write_text(yaml.safe_dump(OVERLAY))
-    return work
-
-
-def plan_args(work, *targets):
-    return [*targets, "--cores", "2", "--configfile", str(CONFIG), str(work / "overlay.yaml")]
-
-
-def test_a_model_fine_tuned_elsewhere_is_searched_as_it_is_against_the_users_bias_column(workdir):
-    import torch
-    from safetensors.torch import load_file
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    from maskbench.masking.codec import read_mask_header
-    from maskbench.tracks.nlu.bias.probs import read_probs
-
-    result = snakemake(*plan_args(workdir, "results/your-model/tables/table1.md"), workdir=workdir, timeout=600)
-    assert result.returncode == 0, result.stderr[-4000:]
-    out = workdir / "results/your-model"
-    jobs = sorted(p.name for p in (out / "logs").iterdir())
-    assert "import_given_model" in jobs and "precomputed_bias" in jobs and "finetune_baseline" not in jobs
-
-    # taken in bit for bit: the baseline every search starts from is the user's model, never trained again
-    given = out / "nlu/claims/your-model/models/method~given"
-    mine = AutoModelForSequenceClassification.from_pretrained(str(workdir / "models/your-model")).state_dict()
-    taken = load_file(str(given / "model.safetensors"))
-    assert set(taken) <= set(mine) and all(torch.equal(taken[k], mine[k]) for k in taken)
-    # its row is its own accuracy, computed here with plain transformers on the dev file
-    dev = read_jsonl(DATA / "dev.jsonl")
-    model = AutoModelForSequenceClassification.from_pretrained(str(workdir / "models/your-model")).eval()
-    tokenizer = AutoTokenizer.from_pretrained(str(workdir / "models/your-model"))
-    with torch.no_grad():
-        predicted = model(**encode(tokenizer, dev)).logits.argmax(1).numpy()
-    accuracy = 100 * float(np.mean(predicted == np.array([LABELS.index(y) for y in dev.label])))
-    long = pd.read_csv(out / "tables/table1.csv")
-    base = long[(long.row == "baseline") & (long.column == "dev")].iloc[0]
-    assert base["mean"] == pytest.approx(accuracy, abs=1e-9) and base["n_seeds"] == 1
-
-    # the bias the search read is the user's columns, row for row
-    train = read_jsonl(DATA / "train.jsonl")
-    probs = read_probs(out / "nlu/claims/your-model/bias/yours/seed~0/train_probs.parquet", train.id, LABELS, "claims")
-    assert np.array_equal(probs, train[BIAS_COLUMNS].to_numpy(dtype=np.float64))
-    mask = out / "nlu/claims/your-model/masks/method~movement_sigmoid/loss~poe/bias~yours/seed~1.mask"
-    meta = read_mask_header(mask)["meta"]
-    assert meta["loss"] == "poe" and meta["bias_probs"].endswith("bias/yours/seed~0/train_probs.parquet")
-
-    # the table is the config's own: its names, and no published figure anywhere
-    assert long["paper"].isna().all() and set(long["column"]) == {"dev", "challenge"}
-    md = (out / "tables/table1.md").read_text()
-    assert "Dev acc." in md and "Challenge acc." in md and "| Your model |" in md and "| Mask search, PoE |" in md
-    cells = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| Method")]
-    assert len(cells) == 2 and not any("(" in line for line in cells)
-
-    # step 4 of docs/your-model.md: the export, a Hugging Face folder that plain transformers loads and that predicts
-    # what maskbench's masked evaluation of that mask predicted
-    from maskbench.console import main as console
-
-    exported = workdir / "exported/your-model-debiased"
-    evals = sorted(str(p) for p in (out / "nlu/claims/your-model/eval/md_poe").glob("seed~*/claims_*.json"))
-    baseline = sorted(str(p) for p in (out / "nlu/claims/your-model/eval/baseline").glob("seed~*/claims_*.json"))
-    assert len(evals) == len(baseline) == 2
-    assert console(["export", "--model", str(workdir / "models/your-model"), "--mask", str(mask), "--output-dir",
-                    str(exported), "--evaluation", *evals, "--baseline-evaluation", *baseline]) == 0
-    plain = AutoModelForSequenceClassification.from_pretrained(str(exported)).eval()
-    with torch.no_grad():
-        probs = torch.softmax(plain(**encode(tokenizer, dev)).logits, dim=-1).numpy()
-    masked = pd.read_parquet(out / "nlu/claims/your-model/eval/md_poe/seed~1/claims_dev.predictions.parquet")
-    masked = masked.set_index("id").loc[dev.id, [f"prob_{name}" for name in LABELS]].to_numpy()
-    assert np.abs(probs - masked).max() < 1e-5
-    card = (exported / "README.md").read_text()
-    assert hashlib.sha256(mask.read_bytes()).hexdigest() in card and "poe" in card
+# the template's run on a model fine-tuned elsewhere, and its export: tests/test_your_model_page.py (the page's
+# commands as written, on a fresh clone)
 
 
 def test_a_checkpoint_for_other_labels_stops_the_plan_in_one_line(tmp_path):

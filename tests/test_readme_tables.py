@@ -102,6 +102,11 @@ def new_repo(repo):
     git(repo, "init", "-q")
 
 
+def flat(text: str) -> str:
+    """A page's text with its lines joined: a paragraph's words as the reader sees them (prose is wrapped at 160)."""
+    return " ".join(text.split("\n"))
+
+
 def write_config(path, results):
     """configs/smoke.yaml (three tracks, bert-scratch-tiny, seeds 1 and 2) with its outputs under ``results``."""
     config = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
@@ -130,11 +135,16 @@ def test_the_step_stamps_both_commits_captions_the_data_and_refuses_a_changed_tr
     assert readme_tables.main(argv) == 0
     text = readme.read_text()
     today = datetime.date.today().isoformat()
-    assert text.count(f"*Run at commit `{commit}`: `snakemake --cores 2`, 1 min wall clock. Report written by "
-                      f"`python -m maskbench.tools.readme_tables` at commit `{commit}`, {today}.*") == 2
-    assert text.count(f"**On synthetic data.** Data: mnli_dev 2,000 (synthetic, `synthetic:nli`, generated); hans "
-                      f"3,000 (synthetic, `synthetic:nli`, generated). Model: bert-scratch-tiny (scratch). Seeds: 1, 2. "
-                      f"Config: `{config}` (outputs under `{results}/`).") == 2
+    assert text.count(f"*Run at `{commit}` · `snakemake --cores 2` · {today} · plan unchanged through `{commit}` · "
+                      "[provenance](docs/provenance.md#d)*") == 2
+    records = (repo / "docs/provenance.md").read_text()  # the long record the stamp links
+    assert (f"### d\n\n<!-- generated:d -->\nRun at commit `{commit}`: `snakemake --cores 2`, 1 min wall clock. Report "
+            f"written by `python -m maskbench.tools.readme_tables` at commit `{commit}`, {today}.\n") in records
+    assert " ".join(text.split("\n")).count(
+        f"**On synthetic data.** Data: mnli_dev 2,000 (synthetic, `synthetic:nli`, generated); hans "
+        f"3,000 (synthetic, `synthetic:nli`, generated). Model: bert-scratch-tiny (scratch). Seeds: 1, 2. "
+        f"Config: `{config}` (outputs under `{results}/`).") == 2
+    assert max(len(line) for line in text.split("\n") if not line.startswith("|")) <= 160
     assert f"`{tables / 'table1.md'}` (mean ± sample std over 1 or 3 seeds" in text
     assert "| Baseline | 70.00 ± 1.00 (61.97) |" in text and "| row_b | +5.00 ± 1.29 |" in text
     assert "| Row vs baseline | synthetic MNLI HANS |" in text
@@ -148,16 +158,18 @@ def test_the_step_stamps_both_commits_captions_the_data_and_refuses_a_changed_tr
     with pytest.raises(SystemExit, match=f"the run's commit {commit} and HEAD differ in 1 file"):
         readme_tables.main(argv + ["--ran-at", commit])
     assert readme_tables.main(argv + ["--ran-at", commit, "--code-changed", "x only: snakemake -n plans nothing"]) == 0
-    assert (f"*Run at commit `{commit}`: `snakemake --cores 2`, 1 min wall clock. Report written by `python -m "
-            f"maskbench.tools.readme_tables` at commit `{later}`, {today}; x only: snakemake -n plans nothing.*"
-            ) in readme.read_text()
+    assert (f"*Run at `{commit}` · `snakemake --cores 2` · {today} · plan unchanged through `{later}` · "
+            "[provenance](docs/provenance.md#d)*") in readme.read_text()
+    assert (f"Run at commit `{commit}`: `snakemake --cores 2`, 1 min wall clock. Report written by `python -m "
+            f"maskbench.tools.readme_tables` at commit `{later}`, {today}; x only: snakemake -n plans nothing.\n"
+            ).replace("\n", " ") in " ".join((repo / "docs/provenance.md").read_text().split("\n"))
     # a later commit that changed no code needs no word: the stamp says the code is the same
     (repo / "notes.txt").write_text("prose\n")
     last = commit_all(repo, "prose")
     assert readme_tables.main(argv + ["--ran-at", later]) == 0
-    assert (f"*Run at commit `{later}`: `snakemake --cores 2`, 1 min wall clock. Report written by `python -m "
+    assert (f"Run at commit `{later}`: `snakemake --cores 2`, 1 min wall clock. Report written by `python -m "
             f"maskbench.tools.readme_tables` at commit `{last}`, {today}; src, rules, schemas and configs unchanged "
-            "in between.*") in readme.read_text()
+            "in between.") in " ".join((repo / "docs/provenance.md").read_text().split("\n"))
 
 
 def test_the_step_copies_the_tradeoff_figures_and_fills_the_baseline_curve(tmp_path):
@@ -190,7 +202,7 @@ def test_the_step_copies_the_tradeoff_figures_and_fills_the_baseline_curve(tmp_p
     assert "| 1 | 48.00 |" in text and f"`{tables / 'baseline_curve.md'}`" in text
     assert "| md_x | learning_rate | 0.1 | 71.0 ± 1.4 | 71.0 ± 1.4 |" in text  # mean and sample std by hand
     assert "**synthetic MNLI** (accuracy %, mean ± std over 2 seeds" in text  # the task as its data is
-    assert f"figures in `{figures}/`" in text
+    assert f"figures in `{figures}/`" in flat(text)  # long lines of prose are wrapped at 160
 
 
 def test_only_the_named_sections_are_written_and_missing_ones_are_added_before_the_line(tmp_path):
@@ -210,7 +222,7 @@ def test_only_the_named_sections_are_written_and_missing_ones_are_added_before_t
     assert "\nkept\n" in text  # --only leaves the effects section as it was
     start, end = text.index("<!-- generated:s_table1 -->"), text.index("<!-- /generated:s_table1 -->")
     assert start < end < text.index("<!-- suite sections end -->") < text.index("after")
-    assert "| Baseline |" in text[start:end] and "Run at commit" in text[start:end]
+    assert "| Baseline |" in text[start:end] and "*Run at `" in text[start:end]
     assert readme_tables.main(argv) == 0 and readme.read_text().count("<!-- generated:s_table1 -->") == 1
 
 
@@ -264,7 +276,7 @@ def test_a_page_in_docs_is_stamped_refused_on_a_changed_tree_and_links_figures_f
     assert readme_tables.main(argv) == 0
     text = page.read_text()
     assert "![mnli_hans: ID accuracy against hans accuracy](figures/p_tradeoff_mnli_hans.png)" in text
-    assert f"Report written by `python -m maskbench.tools.readme_tables` at commit `{commit}`" in text
+    assert f"plan unchanged through `{commit}` · [provenance](provenance.md#p)*" in text  # linked from docs/
     (repo / "src/code.py").write_text("x = 2\n")
     with pytest.raises(SystemExit, match="the tree differs from HEAD"):
         readme_tables.main(argv)
@@ -273,8 +285,9 @@ def test_a_page_in_docs_is_stamped_refused_on_a_changed_tree_and_links_figures_f
     with pytest.raises(SystemExit, match="--code-changed"):
         readme_tables.main([*argv, "--ran-at", commit])
     assert readme_tables.main([*argv, "--ran-at", commit, "--code-changed", "checked by hand"]) == 0
-    assert f"*Run at commit `{commit}`: `c`, 1 min wall clock. Report written by " in page.read_text()
-    assert f"at commit `{later}`" in page.read_text() and "; checked by hand.*" in page.read_text()
+    assert f"*Run at `{commit}` · `c` · " in page.read_text()
+    assert f"plan unchanged through `{later}`" in page.read_text()
+    assert "; checked by hand." in " ".join((repo / "docs/provenance.md").read_text().split("\n"))
 
 
 def test_without_readme_each_kind_writes_its_paper_page():
@@ -408,13 +421,14 @@ def test_the_gender_kind_writes_the_reports_tables_one_level_down(tmp_path):
     text = readme.read_text()
     # the smoke config's gender track, its defaults filled in by the schemas: generated corpus and task, real word
     # lists and CrowS-Pairs
-    assert text.count(
+    assert flat(text).count(
         "**On real and synthetic data.** Data: corpus size as prepared (synthetic, `generate:60`; 10 held out); SEAT "
         "sent-weat6, sent-weat8b (real, the shipped word lists); CrowS-Pairs 8 pairs (real, "
         "`data/gender/crows_pairs_anonymized.csv`); task nli train 64 / dev 32 (synthetic, `synthetic:nli`). Model: "
         f"bert-scratch-tiny (scratch). Seeds: 1, 2. Config: `{config}` (outputs under `{tmp_path / 'results'}/`).") == 2
     assert "#### table1" in text and "| head | 0.40 ± 0.10 |" in text and "old" not in text
-    assert "`snakemake --configfile configs/gender.yaml --cores 2`, 20 min wall clock" in text and "after" in text
+    assert "`snakemake --configfile configs/gender.yaml --cores 2`, 20 min wall clock" in flat(
+        (tmp_path / "repo" / "docs/provenance.md").read_text()) and "after" in text
     assert f"Frozen masks shrunk into smaller dense encoders (`{tmp_path / 'results/benchmarks/structured.json'}`)" in text
     assert ("| `frozen/head/layers~all/mode~token/seed~1.mask` | 28 / 72 | 5,088 / 9,216 | 22,713,216 → 17,420,000 "
             "(0.767) | 271 → 146 ms (0.539) | 1.9e-05 / 3.6e-15 |") in text
@@ -438,9 +452,9 @@ def test_the_matrix_kind_writes_the_grid_and_links_its_figure(tmp_path):
                                "--command", "snakemake --configfile configs/matrix.yaml --cores 2", "--wall", "1 h",
                                "--figures", str(repo / "docs/figures")]) == 0
     text = page.read_text()
-    assert f"Report written by `python -m maskbench.tools.readme_tables` at commit `{commit}`" in text
-    assert f"Config `{config}` (outputs below `{results}/`), seeds [1, 2];" in text
-    assert f"`{results / 'tables/matrix.md'}` (long form: `{results / 'tables/matrix.csv'}`; figure: " in text
+    assert f"plan unchanged through `{commit}`" in text
+    assert f"Config `{config}` (outputs below `{results}/`), seeds [1, 2];" in flat(text)
+    assert f"`{results / 'tables/matrix.md'}` (long form: `{results / 'tables/matrix.csv'}`; figure: " in flat(text)
     assert "| method | b |" in text and "old" not in text and text.endswith("after\n")
     assert "](figures/m_matrix.png)" in text and (repo / "docs/figures/m_matrix.png").read_bytes() == b"\x89PNG"
 

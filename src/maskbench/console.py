@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="evaluation JSONs of the unmasked model, for the change the mask makes")
     export.add_argument("--id-sets", nargs="+", help="the in-distribution evaluation sets (default: a set named "
                                                      "dev or *_dev; the others count as OOD)")
-    export.add_argument("--base-model", help="the base model, as the card names it (default: the mask's model_dir)")
+    export.add_argument("--base-model", help="the base model, as the card names it (default: the checkpoint a workflow took in, else --model)")
     export.add_argument("--data-description", help="the training data, as the card names it")
     export.add_argument("--bias-description", help="the bias, as the card names it")
     return parser

@@ -116,14 +116,41 @@ def task_kinds(datasets: pd.DataFrame) -> dict[str, set[str]]:
     return out
 
 
-def stamp(report_commit: str, ran_at: Sequence[str], command: str, wall: str, date: str,
-          code_changed: str = "") -> str:
-    """The stamp over a generated section: the commit(s) the DAG ran at, the command and its wall time, and the
-    commit that wrote the report; ``code_changed`` says what changed in between and how the numbers were checked
-    (empty when the run's code is the report's)."""
+PROVENANCE_PAGE = "docs/provenance.md"  # the long records each stamp links
+PROVENANCE_END = "<!-- provenance records end -->"  # a new record is added before this line
+MAX_LINE = 160  # no line of prose longer (tests/test_facts.py)
+
+
+def stamp(report_commit: str, ran_at: Sequence[str], command: str, date: str, record: str,
+          link: str = "provenance.md", what: str = "plan") -> str:
+    """The one-paragraph stamp over a generated section: the commit(s) the run ran at, its command, the date the
+    section was written, the commit through which its ``what`` (the plan) is known unchanged, and a link to its
+    record in the provenance page (``link#record``), where the wall time and every check are. Wrapped at " · " to
+    lines of at most ``MAX_LINE`` characters."""
     runs = ", ".join(f"`{c}`" for c in ran_at)
-    text = (f"*Run at commit{'s' if len(ran_at) > 1 else ''} {runs}: `{command}`, {wall} wall clock. Report "
-            f"written by `python -m maskbench.tools.readme_tables` at commit `{report_commit}`, {date}")
+    return wrap_parts([f"*Run at {runs}", f"`{command}`", date, f"{what} unchanged through `{report_commit}`",
+                       f"[provenance]({link}#{record})*"])
+
+
+def wrap_parts(parts: Sequence[str], sep: str = " · ", width: int = MAX_LINE) -> str:
+    """``parts`` joined by ``sep``, a new line started before a part that would pass ``width``."""
+    lines = [parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + len(sep) + len(part) <= width:
+            lines[-1] += sep + part
+        else:
+            lines[-1] += sep.rstrip()
+            lines.append(part)
+    return "\n".join(lines)
+
+
+def provenance_record(report_commit: str, ran_at: Sequence[str], command: str, wall: str, date: str,
+                      code_changed: str = "", tool: str = "python -m maskbench.tools.readme_tables") -> str:
+    """The long record a stamp links: the run's commit(s), command and wall time, the commit and date of the report,
+    and — when the run's code is not the report's — what changed in between and how the numbers were checked."""
+    runs = ", ".join(f"`{c}`" for c in ran_at)
+    text = (f"Run at commit{'s' if len(ran_at) > 1 else ''} {runs}: `{command}`, {wall} wall clock. Report "
+            f"written by `{tool}` at commit `{report_commit}`, {date}")
     if set(ran_at) != {report_commit}:
         text += f"; {code_changed}" if code_changed else "; src, rules, schemas and configs unchanged in between"
-    return text + ".*"
+    return text + "."

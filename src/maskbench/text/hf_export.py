@@ -257,6 +257,44 @@ def model_card(mask_set: MaskSet, result: ExportResult, *, base_model: str, data
     return "\n".join(lines) + "\n"
 
 
+def recorded_meta(path: str | Path | None) -> dict:
+    """The JSON metadata a workflow parquet (a prepared set, bias probabilities) carries in its schema; {} when the
+    file is not there (an export on another machine) or carries none."""
+    if not path or not Path(path).is_file():
+        return {}
+    import pyarrow.parquet as pq
+
+    out: dict = {}
+    for value in (pq.read_schema(str(path)).metadata or {}).values():
+        try:
+            loaded = json.loads(value)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        out.update(loaded if isinstance(loaded, dict) else {})
+    return out
+
+
+def given_inputs(meta: dict, model_dir: str | Path) -> dict[str, str]:
+    """What the card names: the model, data and bias source as the user gave them — the checkpoint a workflow took
+    in (its ``given``, from the mask's model folder's summary) or the exported model, the training set's source and
+    the bias source's file — never only the workflow's results paths (those stay in the record beside the card)."""
+    model = str(model_dir)
+    summary = Path(str(meta.get("model_dir", ""))) / "train_summary.json"
+    if meta.get("model_dir") and summary.is_file():
+        model = json.loads(summary.read_text(encoding="utf-8")).get("given") or model
+    train = recorded_meta(meta.get("train"))
+    source = train.get("source") or meta.get("train", "?")
+    name = f"{train['dataset']}: " if train.get("dataset") else ""
+    data = f"{name}`{source}` (task {meta.get('task', '?')})"
+    loss = f"loss `{meta.get('loss', '?')}`"
+    if not meta.get("bias_probs"):
+        return {"model": model, "data": data, "bias": f"{loss}, no bias model"}
+    probs = recorded_meta(meta["bias_probs"])
+    origin = probs.get("source") or meta["bias_probs"]
+    named = f"bias source `{probs['bias_source']}`, " if probs.get("bias_source") else ""
+    return {"model": model, "data": data, "bias": f"{loss} against {named}`{origin}`"}
+
+
 # ------------------------------------------------------------------------------------------------ the export
 def export_masked_model(model_dir: str | Path, mask: str | Path | MaskSet, output_dir: str | Path, *,
                         overwrite: bool = False, remove: bool = True, evaluations: list[Path] | None = None,
@@ -279,12 +317,10 @@ def export_masked_model(model_dir: str | Path, mask: str | Path | MaskSet, outpu
     result = ExportResult(output_dir, file_sha256(mask_set.path), mask_set.density(), widths, layers,
                           bit_exact=not any(u.ffn_removed for u in layers))
     meta = mask_set.meta
+    given = given_inputs(meta, model_dir)
     card = model_card(
-        mask_set, result, base_model=base_model or str(meta.get("model_dir", model_dir)),
-        data=data or f"{meta.get('train', '?')} (task {meta.get('task', '?')})",
-        bias=bias or (f"loss `{meta.get('loss', '?')}` with bias probabilities {meta['bias_probs']}"
-                      if meta.get("bias_probs") else f"loss `{meta.get('loss', '?')}`, no bias model"),
-        view=input_view(model), masked=masked, unmasked=unmasked, id_sets=id_sets)
+        mask_set, result, base_model=base_model or given["model"], data=data or given["data"],
+        bias=bias or given["bias"], view=input_view(model), masked=masked, unmasked=unmasked, id_sets=id_sets)
     record = {"model_dir": str(model_dir), "mask": str(mask_set.path), "mask_sha256": result.mask_sha256,
               "model_fingerprint": fingerprint, "density": result.density, "bit_exact": result.bit_exact,
               "intermediate_size": list(widths) if widths else None, "layers": [asdict(u) for u in layers],

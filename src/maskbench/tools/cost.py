@@ -1,7 +1,7 @@
 """Entry point: the cost sheet of the jobs snakemake would run, before submitting them.
 
     python -m maskbench.tools.cost --configfile configs/paper.yaml [TARGET ...] [--profile profiles/slurm]
-                                   [--fresh] [--json OUT.json] [--write-docs docs/cluster.md]
+                                   [--fresh] [--json OUT.json] [--write-docs docs/cost.md]
 
 Plans the config and targets with `snakemake -n --printshellcmds` (maskbench.cost.plan says why the dry run's text),
 prices every job from its own command line (maskbench.cost.sheet; every figure and its source in
@@ -17,7 +17,9 @@ finished jobs are left out. `--write-docs PAGE` puts the sheet into PAGE's `cost
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
 import re
 import subprocess
 import sys
@@ -27,6 +29,8 @@ from pathlib import Path
 from maskbench import forced_jobs
 from maskbench.config_files import read_configs
 from maskbench.cost import assumptions, plan, sheet
+from maskbench.report.captions import PROVENANCE_PAGE, stamp
+from maskbench.report.readme import wrap_prose, write_provenance
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -100,9 +104,12 @@ def main(argv: list[str] | None = None) -> int:
         command = " ".join(["python -m maskbench.tools.cost", "--configfile", *map(str, args.configfile),
                             *(["--profile", str(args.profile)] if args.profile else []),
                             *(["--fresh"] if args.fresh else []), *args.targets])
-        body = (f"*Priced from the outputs of commit `{commit}` (its plan): `{command}`.*\n\n{text}\n"
-                f"{sheet.assumptions_markdown()}")
-        write_section(args.write_docs, f"cost_{args.docs_name}", body)
+        name, today = f"cost_{args.docs_name}", datetime.date.today().isoformat()
+        link = os.path.relpath(REPO / PROVENANCE_PAGE, args.write_docs.resolve().parent)
+        write_provenance(REPO, name, f"Priced from the plan of commit `{commit}`, {today}: `{command}`.")
+        body = (f"{stamp(commit, [commit], command, today, name, link)}\n\n{text}\n"
+                f"{wrap_prose(sheet.assumptions_markdown())}")
+        write_section(args.write_docs, name, body)
     return 0
 
 

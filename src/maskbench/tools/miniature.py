@@ -42,7 +42,8 @@ import yaml
 
 from maskbench.forced_jobs import choose_jobs, forced_counts, local_rules, planned_outputs
 from maskbench.overhead import attach_timings, parse_snakemake_log
-from maskbench.report.readme import replace_section
+from maskbench.report.captions import stamp
+from maskbench.report.readme import replace_section, wrap_prose, write_provenance
 from maskbench.runtime import git_commit, git_output
 
 REPO = Path(__file__).resolve().parents[3]
@@ -223,21 +224,21 @@ def docs_section(run: dict, slurm: dict | None) -> str:
     if not run.get("code_is_commit"):
         raise ValueError(f"the run at {run.get('commit')} had uncommitted code changes: commit, run again, then write")
     rules = [r for r in run["rules"] if r != "all"]
-    lines = [f"*Measured from the outputs of commit `{run['commit']}` on {run['date']}: `{run['command']}`, "
-             f"{run['cores']} CPU cores, nothing else running. {run['finished']} of {run['jobs']} jobs finished "
-             f"({len(rules)} rule kinds) in {minutes(run['wall_s'])}; rules with a failed job: "
-             f"{', '.join(run['failed_rules']) or 'none'}.*", "", markdown(run)]
+    lines = [stamp(run["commit"], [run["commit"]], run["command"], run["date"], DOCS_SECTION),
+             wrap_prose(f"{run['cores']} CPU cores, nothing else running. {run['finished']} of {run['jobs']} jobs "
+                        f"finished ({len(rules)} rule kinds) in {minutes(run['wall_s'])}; rules with a failed job: "
+                        f"{', '.join(run['failed_rules']) or 'none'}."), "", markdown(run)]
     if slurm is not None:
         records = slurm["sbatch_records"]
         states = ", ".join(f"{n} {state}" for state, n in sorted(Counter(r["state"] for r in records).items()))
         gpus = sum("--gpus=" in r.get("submit_line", "") for r in records)
-        lines += ["", f"*Through `profiles/slurm` with the paper config's requests (`--slurm-one-per-rule`, commit "
+        lines += ["", wrap_prose(f"*Through `profiles/slurm` with the paper config's requests (`--slurm-one-per-rule`, commit "
                       f"`{slurm['commit']}`, on the one-node cluster shaped as a GPU node): "
                       f"{len(slurm['rules_forced'])} rule kinds forced, {slurm['finished']} of {slurm['jobs']} "
                       f"jobs finished in {minutes(slurm['wall_s'])}; {len(records)} sbatch submissions in the "
                       f"cluster's records ({states}; {gpus} with `--gpus=1`); failed attempts "
                       f"{slurm['failed_attempts']}, each resubmitted (the profile's `retries: 1`); rules with a job "
-                      f"that never finished: {', '.join(slurm['failed_rules']) or 'none'}.*"]
+                      f"that never finished: {', '.join(slurm['failed_rules']) or 'none'}.*")]
     return "\n".join(lines)
 
 
@@ -246,6 +247,8 @@ def write_docs(page: Path, workdir: Path) -> None:
     run = json.loads((folder / "miniature_run.json").read_text(encoding="utf-8"))
     slurm_path = folder / "miniature_slurm.json"
     slurm = json.loads(slurm_path.read_text(encoding="utf-8")) if slurm_path.is_file() else None
+    write_provenance(page.resolve().parents[1], DOCS_SECTION,
+                     f"Measured from the outputs of commit `{run['commit']}` on {run['date']}: `{run['command']}`.")
     page.write_text(replace_section(page.read_text(encoding="utf-8"), DOCS_SECTION, docs_section(run, slurm),
                                     str(page)), encoding="utf-8")
 

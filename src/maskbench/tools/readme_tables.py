@@ -6,8 +6,9 @@
 `--readme` is the Markdown file that holds the sections (any file: README.md or a page of docs/); without it, the
 kind's page: docs/paper-a.md (table1), docs/paper-c.md (srnets), docs/paper-d.md (vision), docs/paper-b.md (gender), docs/matrix.md (matrix).
 
-Every section starts with a stamp (the commit(s) the DAG ran at, the command, its wall time, the commit that writes
-the report) and a caption (``report.captions``: every dataset with its kind — real, synthetic, stand-in — and size,
+Every section starts with a one-paragraph stamp (the commit(s) the DAG ran at, the command, the date, the commit
+through which the plan is unchanged — the report's — and a link to the run's record in docs/provenance.md, which
+holds the wall time and what changed in between) and a caption (``report.captions``: every dataset with its kind — real, synthetic, stand-in — and size,
 the model, the seeds, the config and its results folder). Every path is the config's (``results:``), shown as the
 config names it. Sections, between their markers:
 `--kind table1` (default): `<NAME>_table1` (<results>/tables/table1.md), `<NAME>_effects` (every row minus the
@@ -39,9 +40,16 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from maskbench.report.captions import nli_data_caption, set_kinds_of, stamp, task_kinds
+from maskbench.report.captions import (
+    PROVENANCE_PAGE,
+    nli_data_caption,
+    provenance_record,
+    set_kinds_of,
+    stamp,
+    task_kinds,
+)
 from maskbench.report.evidence import MIN_SEEDS
-from maskbench.report.readme import demote_headings, replace_section
+from maskbench.report.readme import demote_headings, replace_section, wrap_prose, write_provenance
 from maskbench.runtime import atomic_path, git_commit, git_output
 from maskbench.steps import run_step
 from maskbench.tracks.gender.report.readme_sections import data_caption as gender_data_caption
@@ -168,8 +176,12 @@ def main(argv: list[str] | None = None) -> int:
     args.results = Path(str(config.get("results", "results")))
     if args.tables is None:
         args.tables = args.results / "tables" / TRACK_TABLES[args.kind]
-    header = stamp(commit, ran_at, args.command, args.wall, datetime.date.today().isoformat(), args.code_changed)
-    header += "\n" + caption_of(args, config)
+    today = datetime.date.today().isoformat()
+    write_provenance(repo, args.name, provenance_record(commit, ran_at, args.command, args.wall, today,
+                                                        args.code_changed))
+    link = os.path.relpath(repo / PROVENANCE_PAGE, args.readme.resolve().parent)
+    header = stamp(commit, ran_at, args.command, today, args.name, link)
+    header += "\n" + wrap_prose(caption_of(args, config))
     writer = {"table1": table1_sections, "srnets": srnets_sections, "vision": vision_sections,
               "gender": gender_sections, "matrix": matrix_sections}[args.kind]
     text = writer(text, args, header)
@@ -226,7 +238,7 @@ def put(args: Args, text: str, name: str, body: str) -> str:
     ``--only`` leaves it out."""
     if args.only and name.removeprefix(f"{args.name}_") not in args.only:
         return text
-    return replace_section(text, name, body, str(args.readme), args.insert_before)
+    return replace_section(text, name, wrap_prose(body), str(args.readme), args.insert_before)
 
 
 def srnets_sections(text: str, args: Args, stamp: str) -> str:

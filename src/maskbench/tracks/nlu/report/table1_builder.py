@@ -304,7 +304,9 @@ def to_markdown(
         return text.replace("|", "\\|")
 
     kinds = kinds_by_column(long)
-    header = ["Method"] + [f"{task_label(columns[n]['task'], kinds.get(n, ''))} {column_label(n, columns[n])}"
+    # a table of no paper's setting heads a column with its config label as written ("Dev", not "NLI Dev")
+    header = ["Method"] + [column_label(n, columns[n]) if paper is None and "label" in columns[n] else
+                           f"{task_label(columns[n]['task'], kinds.get(n, ''))} {column_label(n, columns[n])}"
                            for n in names]
     lines = [
         "| " + " | ".join(esc(h) for h in header) + " |",

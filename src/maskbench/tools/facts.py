@@ -1,0 +1,83 @@
+"""Write docs/facts.json: what the pages may state about the project's plans, from the plans themselves.
+
+    python -m maskbench.tools.facts [--cost]
+
+Every config's job count (`snakemake -n --cores 2` in an empty folder; the paper config with `--profile
+profiles/slurm`, the files its user supplies stood in by empty ones), and with `--cost` the paper config's GPU-hours
+at each recorded GPU check's rates (`python -m maskbench.tools.cost --fresh --gpu-check <record> --json -`, about a
+minute each). Everything else the docs' consistency check compares prose with (seeds, time limits, wall times, GPU
+checks, the cost sheet) is read from the configs and records when the check runs (``maskbench.report.facts``); the
+docs tests check these job counts against today's plans, so a change to a plan that leaves this file behind fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from maskbench.report.facts import FACTS_FILE, planned_configs
+
+REPO = Path(__file__).resolve().parents[3]
+PAPER_USER_FILES = ("data/fever/fever.train.jsonl", "data/fever/fever.dev.jsonl", "data/paws_qqp/train.tsv",
+                    "data/paws_qqp/dev_and_test.tsv")
+SLURM_ENV = {"MASKBENCH_SLURM_ACCOUNT": "acct", "MASKBENCH_SLURM_PARTITION": "cpu",
+             "MASKBENCH_SLURM_GPU_PARTITION": "gpu", "HF_HUB_OFFLINE": "1"}
+
+
+def planned_total(config: str) -> int:
+    """The total of `snakemake -n`'s job stats for ``config``, planned in an empty folder."""
+    with tempfile.TemporaryDirectory() as folder:
+        args = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", "--directory", folder]
+        if config == "configs/paper.yaml":
+            for supplied in PAPER_USER_FILES:
+                (Path(folder) / supplied).parent.mkdir(parents=True, exist_ok=True)
+                (Path(folder) / supplied).touch()
+            args += ["--configfile", str(REPO / config), "--profile", str(REPO / "profiles/slurm")]
+        else:
+            args += ["--cores", "2"] + ([] if config == "config.yaml" else ["--configfile", str(REPO / config)])
+        done = subprocess.run(args, capture_output=True, text=True, cwd=folder, env={**os.environ, **SLURM_ENV})
+    total = re.search(r"^total\s+(\d+)$", done.stdout.split("Job stats:")[-1], re.M)
+    if done.returncode != 0 or total is None:
+        raise SystemExit(f"facts: snakemake -n of {config} failed:\n{done.stderr[-2000:]}")
+    return int(total.group(1))
+
+
+def gpu_hours(record: Path) -> int:
+    """The paper config's total GPU-hours priced at ``record``'s rates."""
+    done = subprocess.run([sys.executable, "-m", "maskbench.tools.cost", "--configfile", "configs/paper.yaml",
+                           "--profile", "profiles/slurm", "--fresh", "--gpu-check", str(record), "--json", "-"],
+                          capture_output=True, text=True, cwd=REPO, env={**os.environ, **SLURM_ENV})
+    if done.returncode != 0:
+        raise SystemExit(f"facts: the cost sheet at {record.name}'s rates failed:\n{done.stderr[-2000:]}")
+    return round(json.loads(done.stdout)["total"]["gpu_hours"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m maskbench.tools.facts", description=__doc__.splitlines()[0])
+    parser.add_argument("--cost", action="store_true", help="also price the paper config at each GPU check's rates")
+    args = parser.parse_args(argv)
+    path = REPO / FACTS_FILE
+    old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    out = {"written_by": "python -m maskbench.tools.facts" + (" --cost" if args.cost else ""),
+           "jobs": {config: planned_total(config) for config in planned_configs(REPO)},
+           "gpu_hours_by_card": old.get("gpu_hours_by_card", {}),
+           "gpu_hours_priced_at": old.get("gpu_hours_priced_at", "")}  # the commit whose plan --cost priced
+    if args.cost:
+        out["gpu_hours_by_card"] = {p.name: gpu_hours(p)
+                                    for p in sorted((REPO / "results/benchmarks").glob("gpu_check*.json"))
+                                    if "finetune_steps" in json.loads(p.read_text(encoding="utf-8"))["sections"]}
+        out["gpu_hours_priced_at"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                                    text=True, cwd=REPO).stdout.strip()
+    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    print(f"facts: {path.relative_to(REPO)}: " + ", ".join(f"{c} {n}" for c, n in out["jobs"].items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
