@@ -45,7 +45,7 @@ def test_lint_is_clean():
             "train_bias_model": None, "bias_overlap_mnli": 1, "evaluate_mnli": 3, "search_mask": 2 * 3,
             "search_mask_sweep": 2 * 3, "evaluate_sweep_masks_mnli": 3, "srnet_mask_train": 3 * 3,
             "srnet_imp": 2 * 3, "srnet_retrain": 3, "table1": 1, "tradeoff_report": 1, "srnet_report": 1,
-            "gender_report": 1, "vision_report": 1, "matrix_report": 1}),
+            "gender_report": 1, "vision_report": 1, "matrix_report": 1, "verdict_table": 1, "engagement": 1}),
     ("configs/smoke.yaml", {"prepare_dataset": 11, "baseline_curve": 1, "finetune_baseline": 6, "finetune_debiased": 18,
                             "train_bias_model": 9, "bias_overlap_qqp": 1, "evaluate_fever": 2,
                             "evaluate_bias_fever": 1, "search_mask": 2 * 3 * 2, "evaluate_masks_mnli": 2,
@@ -98,6 +98,11 @@ def test_lint_is_clean():
                            "finetune_debiased": 2, "finetune_sweep": None, "search_mask": 2 * 2,
                            "search_mask_sweep": 2 * 2, "train_bias_model": None, "bias_overlap_mnli": 1,
                            "table1": 1, "tradeoff_report": 1}),
+    # the budget study: the baseline on 3,000 and 6,815 pairs per seed, 3 mask rows x 3 points per seed, one
+    # evaluation of the masks per seed, the study's report; config.yaml's own baselines for the masks to start from
+    ("configs/budget.yaml", {"study_finetune": 2 * 3, "study_search_mask": 3 * 3 * 3, "study_evaluate_masks": 3,
+                             "budget_study_report": 1, "finetune_baseline": 3, "bias_overlap_mnli": 1,
+                             "search_mask": None, "engagement": 1, "table1": 1}),
 ])
 def test_dry_run_plans_every_job(configfile, expected, dry_run):
     jobs = planned_jobs(dry_run(configfile))

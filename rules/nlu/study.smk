@@ -105,4 +105,5 @@ rule budget_study_report:
         "python -m maskbench.steps nlu.budget_study {params.args} > {log:q} 2>&1"
 
 
+TARGETS["all"] += rules.budget_study_report.output
 PAPER_TARGETS["budget_study"] = rules.budget_study_report.output

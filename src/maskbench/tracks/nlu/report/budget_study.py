@@ -157,8 +157,8 @@ def markdown(table: pd.DataFrame, id_cost_max: float, plateau: float, ood_set: s
     points = mask_points(table)
     lines = ["## The baseline: dev accuracy against training pairs and epochs", "",
              "| training set | pairs | epoch | pairs seen | dev accuracy (mean ± sd) | seeds |", "|---|---:|---:|---:|---|---:|"]
-    lines += [f"| {r.train_set} | {r.n_train:,} | {r.epoch} | {r.pairs_seen:,} | {r['mean']:.1f} ± {r['std']:.1f} | "
-              f"{r['count']} |" for _, r in curve.iterrows()]
+    lines += [f"| {r.train_set} | {int(r.n_train):,} | {int(r.epoch)} | {int(r.pairs_seen):,} | {r['mean']:.1f} ± "
+              f"{r['std']:.1f} | {int(r['count'])} |" for _, r in curve.iterrows()]
     pick = select_baseline(curve, plateau) if not curve.empty else None
     if pick:
         lines += ["", f"**Rule 1** (the cheapest size within {plateau:g} point of the best mean dev accuracy, "
@@ -187,7 +187,7 @@ def markdown(table: pd.DataFrame, id_cost_max: float, plateau: float, ood_set: s
         if not trend.empty:
             lines += ["", f"## Reported, not selected on: {ood_set} against the baseline of the same seed", "",
                       "| row | learning rate | epochs | gain (mean ± SE) | seeds |", "|---|---:|---:|---|---:|"]
-            lines += [f"| {r.row} | {r.learning_rate:g} | {r.epochs} | {r['mean']:+.1f} ± {r.se:.1f} | {r['count']} |"
+            lines += [f"| {r.row} | {r.learning_rate:g} | {int(r.epochs)} | {r['mean']:+.1f} ± {r.se:.1f} | {int(r['count'])} |"
                       for _, r in trend.iterrows()]
     return "\n".join(lines) + "\n"
 
