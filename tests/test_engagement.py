@@ -135,6 +135,19 @@ def test_verdict_table_on_cells():
     assert verdict_table(closed, 1.0).set_index("paper").loc["D", "verdict"] == NOT_ENGAGED
 
 
+def test_a_sparsity_knob_must_reach_its_target():
+    cells = []
+    for seed in (1, 2, 3):
+        cells.append(_cell(benchmark="mnli_hans", method="baseline", method_paper="-", native=False, seed=seed,
+                           ood=50.0, id=55.0, id_dev=55.0, bias_ideal=math.nan))
+        cells.append(_cell(benchmark="mnli_hans", method="mask_training", method_paper="C", seed=seed, knob="sparsity",
+                           value=0.5, ood=53.0 + seed / 10, id=54.0, id_dev=54.5, density=0.6 if seed == 2 else 0.5,
+                           bias_ideal=math.nan))
+    row = verdict_table(pd.DataFrame(cells), 1.0).set_index("paper").loc["C"]
+    # seed 2 reached 40 % of a 50 % target: not engaged
+    assert row.verdict == NOT_ENGAGED and "sparsity against a 50 % target" in row.engagement
+
+
 def test_paper_figures_from_reference_tables():
     figures = paper_figures()
     # paper D Table 2, rho 0.99: vanilla 88.46, FFW 97.79; paper A: HypOnly MD 64.26 vs baseline 61.97 on HANS

@@ -31,6 +31,7 @@ import pandas as pd
 
 from maskbench.matrix.cells import BASELINE
 from maskbench.matrix.table import matrix_table
+from maskbench.report import engagement
 from maskbench.report.engagement import CHANCE_MARGIN, MASK_KEPT_MAX
 from maskbench.report.evidence import ID_COST_MAX, MIN_SEEDS, NOISE_SE, TRADES
 
@@ -146,8 +147,13 @@ def verdict_row(claim: Claim, cells: pd.DataFrame, picks: pd.DataFrame, figures:
     base_trained = bool((base_dev >= claim.chance + CHANCE_MARGIN).all())
     mask_acts = bool((mine.density < MASK_KEPT_MAX).all())
     id_measured = bool((base.id >= claim.chance + CHANCE_MARGIN).all())
+    on_target = True
+    if chosen.knob == "sparsity" and not math.isnan(chosen.value):
+        on_target = all(engagement.sparsity_target(1 - d, chosen.value).engaged for d in mine.density)
     if not mask_acts:
         why = f"{NOT_ENGAGED}: keeps {100 * mine.density.max():.2f} % on a seed"
+    elif not on_target:
+        why = f"{NOT_ENGAGED}: {100 * (1 - mine.density).mean():.1f} % sparsity against a {100 * chosen.value:g} % target"
     elif claim.score == "ood" and not base_trained:
         why = f"{NOT_ENGAGED}: the baseline's ID dev within {CHANCE_MARGIN:g} points of chance"
     else:
