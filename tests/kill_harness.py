@@ -44,6 +44,7 @@ VISION_MLP = {"arch": "mlp", "kwargs": {"hidden": 8, "layers": 2}, "normalize": 
 VISION_HP = {"optimizer": "sgd", "learning_rate": 0.1, "momentum": 0.9, "weight_decay": 0.0, "batch_size": 4,
              "epochs": 8, "log_every": 4}
 CHECKPOINT_EVERY = "5"
+RUN = "run"  # every run of a kind writes into the same folder (then moved aside): outputs name their own paths
 
 
 @dataclass
@@ -115,6 +116,7 @@ def outputs_of(folder: Path) -> list[Path]:
 
 
 def compare(straight: Path, resumed: Path) -> list[str]:
+    """Every output of the two runs compared (``compare_file``); the differences found."""
     from maskbench.tools.compare_results import compare_file
 
     differences = []
@@ -123,7 +125,7 @@ def compare(straight: Path, resumed: Path) -> list[str]:
     differences += [f"{rel}: only in the uninterrupted run" for rel in sorted(before - after)]
     differences += [f"{rel}: only in the resumed run" for rel in sorted(after - before)]
     for rel in sorted(before & after):
-        _, difference = compare_file(straight / rel, resumed / rel, (str(straight), str(resumed)))
+        _, difference = compare_file(straight / rel, resumed / rel)
         if difference is not None:
             differences.append(f"{rel}: {difference}")
     return differences
@@ -134,8 +136,7 @@ def kill_once(kind: Kind, straight: Path, lines: int, work: Path, name: str, sig
     at = rng.randint(1, max(1, int(0.7 * lines)))
     kill = Kill(kind.name, signame, at)
     started = time.perf_counter()
-    out = work / name
-    shutil.rmtree(out, ignore_errors=True)
+    out = work / RUN  # the uninterrupted run's folder: outputs record their own paths
     kill.exit_code, _ = run_step(kind, out, work / f"{name}.killed.log", at, getattr(signal, signame))
     kill.complete_looking = [f for f in kind.final if (out / f).exists()]
     kill.rerun_exit, _ = run_step(kind, out, work / f"{name}.rerun.log")
@@ -144,6 +145,7 @@ def kill_once(kind: Kind, straight: Path, lines: int, work: Path, name: str, sig
     kill.states_left = sorted(str(p.relative_to(out)) for p in out.rglob(".*resume*"))
     kill.bit_equal = not kill.differences
     kill.seconds = round(time.perf_counter() - started, 1)
+    out.rename(work / name)
     return kill
 
 
@@ -294,10 +296,11 @@ def run_harness(work: Path, plan: dict[str, tuple[str, ...]], seed: int = 0) -> 
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         started = time.perf_counter()
-        code, lines = run_step(kind, folder / "straight", folder / "straight.log")
+        code, lines = run_step(kind, folder / RUN, folder / "straight.log")
         straight_seconds[name] = round(time.perf_counter() - started, 1)
         if code != 0:
             raise RuntimeError(f"{name}: the uninterrupted run failed ({code}); see {folder / 'straight.log'}")
+        (folder / RUN).rename(folder / "straight")
         for i, signame in enumerate(signals):
             kills.append(kill_once(kind, folder / "straight", lines, folder, f"kill{i}", signame, rng))
             print(f"kill harness: {name} {signame} at progress line {kills[-1].at_line}: exit {kills[-1].exit_code}, "

@@ -58,3 +58,36 @@ def test_the_full_kill_harness(tmp_path, request):
     out.write_text(json.dumps(record, indent=1) + "\n")
     assert record["kills"] >= 20
     check(record)
+
+
+def test_the_page_shows_the_record_as_the_tool_renders_it():
+    from maskbench.tools.kill_record import SECTION, section
+
+    record_path = REPO / "results" / "benchmarks" / "kill_harness.json"
+    record = json.loads(record_path.read_text())
+    page = (REPO / "docs" / "cluster.md").read_text()
+    body = page.split(f"<!-- generated:{SECTION} -->\n", 1)[1].split(f"<!-- /generated:{SECTION} -->", 1)[0]
+    assert body == section(record, "results/benchmarks/kill_harness.json", REPO / "configs/paper.yaml",
+                           REPO / "results/benchmarks/gpu_check.json")
+    assert record["kills"] >= 20 and sum(k["kills"] for k in record["kinds"].values()) == record["kills"]
+    assert all(k["bit_equal"] == k["kills"] for k in record["kinds"].values())
+
+
+def test_the_cost_of_a_kill_is_the_interval_times_the_step_time(tmp_path):
+    from maskbench.tools.kill_record import section
+
+    config = tmp_path / "paper.yaml"
+    config.write_text("compute: {checkpoint_every: 1000}\n")
+    check = tmp_path / "gpu_check.json"
+    check.write_text(json.dumps({"sections": {"finetune_steps": {"variants": {"fp32": {"steps_per_s": 12.5}}}}}))
+    record = {"commit": "abc1234", "date": "2026-11-29", "seed": 0, "kills": 1,
+              "bert_base_save": {"parameters": 109_484_547, "bytes": 1_314_000_000, "save_seconds": 4.24,
+                                 "verified_load_seconds": 3.1, "machine": "x86_64", "torch": "2"},
+              "kinds": {"fine-tuning": {"resumes_mid_run": True, "kills": 1, "sigterm": 1, "sigkill": 0,
+                                        "stopped_with_exit_75": 1, "nothing_complete_after_kill": 1, "resumed": 1,
+                                        "restarted": 0, "bit_equal": 1}}}
+    text = section(record, "r.json", config, check)
+    assert "| 12.5 | 1,000 steps = 1.3 min |" in text  # 1000 / 12.5 = 80 s
+    assert "| 9.0 | 1,000 steps = 1.9 min |" in text  # the A100 assumption: 1000 / 9 = 111 s
+    assert "**1.31 GB**, saved (checksum, fsync, rename) in **4.2 s**" in text
+    assert "| fine-tuning | yes | 1 (1 / 0) | 1 of 1 | 1 | 1 | 0 | 1 of 1 |" in text

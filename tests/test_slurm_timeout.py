@@ -1,7 +1,7 @@
 """A time limit on the one-node SLURM cluster (tests/slurm/start-cluster.sh): one fine-tuning of the smoke config,
 made long (thousands of steps of the tiny model), asked for 1 minute on its first submission. It meets the limit
 (state TIMEOUT in sacct), its step stops on the limit's SIGTERM with its state saved, the profile's `retries`
-resubmits it (with 10 minutes: the `attempt` of --set-resources), the second submission's step goes on from the
+resubmits it (with 20 minutes: the `attempt` of --set-resources), the second submission's step goes on from the
 saved step (its log says from which) and the model equals that of an uninterrupted local run of the same job bit
 for bit.
 
@@ -70,7 +70,7 @@ def test_a_job_that_meets_its_time_limit_is_resubmitted_and_resumes_bit_identica
     try:
         result = run(snakemake_cmd(cluster, target, "--configfile", config,
                                    "--slurm-init-seconds-before-status-checks", "5",
-                                   "--set-resources", "finetune_baseline:runtime=1 if attempt == 1 else 10",
+                                   "--set-resources", "finetune_baseline:runtime=1 if attempt == 1 else 20",
                                    "finetune_baseline:slurm_extra='--signal=USR1@20'"), timeout=1200)
         assert reference.wait(timeout=900) == 0
     finally:

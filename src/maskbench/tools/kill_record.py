@@ -87,8 +87,8 @@ def paper_rates(gpu_check: Path) -> list[tuple[str, float, str]]:
         for section, what in (("finetune_steps", "fine-tuning"), ("mask_search_steps", "mask search")):
             rate = sections.get(section, {}).get("variants", {}).get("fp32", {}).get("steps_per_s")
             if rate:
-                rates.append((f"{what}, fp32, one H100 (measured, `{gpu_check.relative_to(REPO)}`)", rate,
-                              "measured"))
+                shown = gpu_check.relative_to(REPO) if gpu_check.is_relative_to(REPO) else gpu_check.name
+                rates.append((f"{what}, fp32, one H100 (measured, `{shown}`)", rate, "measured"))
     rates.append(("BERT-base step, fp32, one A100 (`maskbench.cluster_requests.GPU_STEPS_PER_S`, an assumption)",
                   GPU_STEPS_PER_S, "assumed"))
     return rates
