@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     args = parse_dataclass(KillRecordArgs, argv, "python -m maskbench.tools.kill_record", __doc__.splitlines()[0])
     if not args.record.is_file():
-        raise FileNotFoundError(f"{args.record}: no kill harness record; run pytest tests/test_kills.py --kills")
+        raise SystemExit(f"maskbench.tools.kill_record: error: {args.record}: no such file (the kill harness's "
+                         "record: pytest tests/test_kills.py --kills -s writes it)")
     record = json.loads(args.record.read_text())
     if args.measure_save:
         with tempfile.TemporaryDirectory(dir=args.record.parent) as tmp:
