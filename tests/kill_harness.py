@@ -231,7 +231,9 @@ def kinds(inputs: Path) -> dict[str, Kind]:
         Kind("paper C IMP", "maskbench.steps.nlu.srnet_imp",
              lambda out: [*common, "--start-dir", str(inputs / "ft"), "--hparams", json.dumps(IMP_HP),
                           "--sweep-dir", str(out / "imp")],
-             ("imp/sparsity~0.2/train_summary.json",), resumes=False),
+             # each level is written when it is done (a finished part, declared as an output: snakemake deletes
+             # it when the job fails); the job is finished with its last level and the sweep's summary
+             ("imp/sparsity~0.9/train_summary.json", "imp/imp_summary.json"), resumes=False),
         Kind("paper D training", "maskbench.steps.vision.train",
              lambda out: [*vision, "--model-spec", json.dumps({**VISION_MLP, "train": VISION_HP}),
                           "--hparams", json.dumps(VISION_HP), "--seed", "4", "--threads", "1",
