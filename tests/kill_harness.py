@@ -331,5 +331,6 @@ def record(kills: list[Kill], every: dict[str, Kind], straight_seconds: dict, se
     return {"what": "real step processes on tiny CPU data killed at seeded random training steps and rerun "
                     "(tests/kill_harness.py)",
             "commit": git_commit(REPO), "seed": seed, "date": time.strftime("%Y-%m-%d"),
+            "checkpoint_every": int(CHECKPOINT_EVERY),
             "kills": len(kills), "kinds": per_kind,
             "runs": [{k: v for k, v in vars(kill).items()} for kill in kills]}

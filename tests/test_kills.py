@@ -11,6 +11,7 @@ which ``python -m maskbench.tools.kill_record`` writes the reliability table of 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -70,8 +71,10 @@ def test_the_page_shows_the_record_as_the_tool_renders_it():
     record = json.loads(record_path.read_text())
     page = (REPO / "docs" / "cluster.md").read_text()
     body = page.split(f"<!-- generated:{SECTION} -->\n", 1)[1].split(f"<!-- /generated:{SECTION} -->", 1)[0]
+    checked = re.search(r"\*Checked through commit [^*]+\*", body)
     assert body == section(record, "results/benchmarks/kill_harness.json", REPO / "configs/paper.yaml",
-                           REPO / "results/benchmarks/gpu_check.json")
+                           REPO / "results/benchmarks/gpu_check.json", REPO / "profiles/slurm/config.yaml",
+                           checked.group(0) if checked else "")
     assert record["kills"] >= 20 and sum(k["kills"] for k in record["kinds"].values()) == record["kills"]
     assert all(k["bit_equal"] == k["kills"] for k in record["kinds"].values())
 
@@ -89,7 +92,10 @@ def test_the_cost_of_a_kill_is_the_interval_times_the_step_time(tmp_path):
               "kinds": {"fine-tuning": {"resumes_mid_run": True, "kills": 1, "sigterm": 1, "sigkill": 0,
                                         "stopped_with_exit_75": 1, "nothing_complete_after_kill": 1, "resumed": 1,
                                         "restarted": 0, "bit_equal": 1}}}
-    text = section(record, "r.json", config, check)
+    profile = tmp_path / "profile.yaml"
+    profile.write_text("default-resources: {slurm_extra: '--signal=USR1@240'}\n")
+    text = section(record, "r.json", config, check, profile)
+    assert "SIGUSR1 4.0 min before the limit (`profile.yaml`: `--signal=USR1@240`)" in text
     assert "| 12.5 | 1,000 steps = 1.3 min |" in text  # 1000 / 12.5 = 80 s
     assert "| 9.0 | 1,000 steps = 1.9 min |" in text  # the A100 assumption: 1000 / 9 = 111 s
     assert "**1.31 GB**, saved (checksum, fsync, rename) in **4.2 s**" in text

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -43,6 +44,11 @@ class KillRecordArgs:
     paper_config: Path = field(default=REPO / "configs/paper.yaml", metadata={"help": "for checkpoint_every"})
     gpu_check: Path = field(default=REPO / "results/benchmarks/gpu_check.json", metadata={
         "help": "measured GPU step rates"})
+    profile: Path = field(default=REPO / "profiles/slurm/config.yaml", metadata={
+        "help": "the SLURM profile (its --signal=USR1@SECONDS warning)"})
+    checked_through: str = field(default="", metadata={
+        "help": "a later commit through which the record still holds, with --how (a 'Checked through' line)"})
+    how: str = field(default="", metadata={"help": "what changed after the record's commit, and how it was checked"})
 
 
 def measure_bert_base_save(folder: Path) -> dict:
@@ -98,12 +104,25 @@ def minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def section(record: dict, record_path: str, paper_config: Path, gpu_check: Path) -> str:
+def warning_seconds(profile: Path) -> int:
+    """The seconds before a job's limit at which the profile asks Slurm for SIGUSR1 (``--signal=USR1@N``)."""
+    extra = str(yaml.safe_load(profile.read_text())["default-resources"].get("slurm_extra", ""))
+    found = re.search(r"--signal=(?:B:)?USR1@(\d+)", extra)
+    if not found:
+        raise ValueError(f"{profile}: field 'default-resources.slurm_extra' is {extra!r}, without --signal=USR1@N")
+    return int(found.group(1))
+
+
+def section(record: dict, record_path: str, paper_config: Path, gpu_check: Path, profile: Path,
+            checked: str = "") -> str:
     every = int(yaml.safe_load(paper_config.read_text())["compute"]["checkpoint_every"])
+    warning = warning_seconds(profile)
     lines = [f"*From the outputs of commit `{record['commit']}`: `pytest tests/test_kills.py --kills -s` "
              f"({record['date']}, seed {record['seed']}; the record: `{record_path}`), the save measured by "
              f"`python -m maskbench.tools.kill_record --record {record_path} --measure-save`; rendered by "
              f"`python -m maskbench.tools.kill_record --record {record_path} --page docs/cluster.md`.*", ""]
+    if checked:
+        lines[1:1] = ["", checked]
     save = record.get("bert_base_save")
     lines += ["**What a kill costs at paper scale** (`configs/paper.yaml`: a state every "
               f"`compute.checkpoint_every` = {every:,} optimiser steps):", ""]
@@ -119,12 +138,15 @@ def section(record: dict, record_path: str, paper_config: Path, gpu_check: Path)
                   f"once, not a benchmark). Two are kept while a job runs (the state and the one before), "
                   f"{2 * save['bytes'] / 1e9:.1f} GB beside its output.", ""]
     lines += ["A SIGTERM (a time limit, a pre-emption, `scancel`) costs the step in progress and one save; "
-              "the profile's SIGUSR1 five minutes before the limit saves once more, so a limit whose SIGTERM save is "
-              "cut off by SIGKILL loses at most those five minutes; a SIGKILL with no warning (a node failure, an "
-              "out-of-memory kill) loses the steps since the last periodic state, the table above.", ""]
+              f"the profile's SIGUSR1 {minutes(warning)} before the limit (`{profile.name}`: "
+              f"`--signal=USR1@{warning}`) saves once more, so a limit whose SIGTERM save is cut off by SIGKILL "
+              f"loses at most those {minutes(warning)}; a SIGKILL with no warning (a node failure, an out-of-memory "
+              "kill) loses the steps since the last periodic state, the table above.", ""]
     lines += ["**Reliability**: real step processes on tiny CPU data (tests/kill_harness.py), each killed once at a "
               "seeded random training step, then run again to the end and compared with an uninterrupted run "
-              f"({record['kills']} kills):", ""]
+              f"({record['kills']} kills; a state every {record.get('checkpoint_every', 5)} steps, so a SIGKILL "
+              "before the first one restarts from step 0)" + (f". {record['notes']}" if record.get("notes") else "")
+              + ":", ""]
     lines += ["| step kind | mid-run state | kills (SIGTERM / SIGKILL) | SIGTERM: stopped with its state (exit 75) | "
               "nothing complete-looking left | rerun resumed from a saved step | restarted from 0 | "
               "bit-equal to the uninterrupted run |", "|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -157,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.page is not None:
         shown = str(args.record.resolve().relative_to(REPO)) if args.record.resolve().is_relative_to(REPO) \
             else str(args.record)
-        body = section(record, shown, args.paper_config, args.gpu_check)
+        checked = (f"*Checked through commit `{args.checked_through}`: {args.how}*" if args.checked_through else "")
+        body = section(record, shown, args.paper_config, args.gpu_check, args.profile, checked)
         atomic_write_text(args.page, replace_section(args.page.read_text(encoding="utf-8"), SECTION, body,
                                                      str(args.page)))
     return 0
