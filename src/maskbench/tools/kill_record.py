@@ -138,7 +138,8 @@ def section(record: dict, record_path: str, paper_config: Path, gpu_check: Path,
                   f"once, not a benchmark). Two are kept while a job runs (the state and the one before), "
                   f"{2 * save['bytes'] / 1e9:.1f} GB beside its output.", ""]
     lines += ["A SIGTERM (a time limit, a pre-emption, `scancel`) costs the step in progress and one save; "
-              f"the profile's SIGUSR1 {minutes(warning)} before the limit (`{profile.name}`: "
+              f"the profile's SIGUSR1 {minutes(warning)} before the limit "
+              f"(`{profile.relative_to(REPO) if profile.is_relative_to(REPO) else profile.name}`: "
               f"`--signal=USR1@{warning}`) saves once more, so a limit whose SIGTERM save is cut off by SIGKILL "
               f"loses at most those {minutes(warning)}; a SIGKILL with no warning (a node failure, an out-of-memory "
               "kill) loses the steps since the last periodic state, the table above.", ""]
