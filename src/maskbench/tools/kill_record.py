@@ -117,7 +117,7 @@ def section(record: dict, record_path: str, paper_config: Path, gpu_check: Path,
             checked: str = "") -> str:
     every = int(yaml.safe_load(paper_config.read_text())["compute"]["checkpoint_every"])
     warning = warning_seconds(profile)
-    lines = [f"*From the outputs of commit `{record['commit']}`: `pytest tests/test_kills.py --kills -s` "
+    lines = [f"*Made from the outputs of commit `{record['commit']}`: `pytest tests/test_kills.py --kills -s` "
              f"({record['date']}, seed {record['seed']}; the record: `{record_path}`), the save measured by "
              f"`python -m maskbench.tools.kill_record --record {record_path} --measure-save`; rendered by "
              f"`python -m maskbench.tools.kill_record --record {record_path} --page docs/cluster.md`.*", ""]
