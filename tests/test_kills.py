@@ -1,7 +1,7 @@
 """Real kills (tests/kill_harness.py): a step process sent SIGTERM mid-training stops with its state saved (exit 75),
 leaves nothing that looks finished, and its rerun resumes and ends bit-identical to an uninterrupted run.
 
-The default run kills one fine-tuning (about 15 s: two step processes). The full harness — every step kind, SIGTERM
+The default run kills one fine-tuning (three step processes: the uninterrupted run, the killed one, its rerun). The full harness — every step kind, SIGTERM
 and SIGKILL at seeded random steps, 22 kills — runs with ``--kills`` (docs/testing.md) and writes its record, from
 which ``python -m maskbench.tools.kill_record`` writes the reliability table of docs/cluster.md:
 

@@ -5,7 +5,7 @@ resubmits it (with 20 minutes: the `attempt` of --set-resources), the second sub
 saved step (its log says from which) and the model equals that of an uninterrupted local run of the same job bit
 for bit.
 
-Minutes by construction (a limit of whole minutes: about 5 on an idle 2-core machine, 17 measured on a busy one), so
+Minutes by construction (a limit of whole minutes; 17 min 12 s measured on a busy 2-core machine), so
 it runs with the kill harness, not in every CI run:
 
     tests/slurm/start-cluster.sh /var/lib/maskbench-slurm && . /var/lib/maskbench-slurm/env.sh
