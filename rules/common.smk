@@ -7,6 +7,7 @@ import atexit
 import json
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -67,6 +68,10 @@ except ValueError as err:
 # on a site whose nodes reach the Hub download.
 if workflow.remote_exec:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # SLURM's warning before a job's time limit (the profile's --signal=USR1@...) goes to every process of the job
+    # step: this snakemake and the rule's shell, which inherits it, ignore it (by default it would end them); the
+    # training step takes it to save its state (src/maskbench/stop.py). Before a group job's warm server starts.
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 
 # Every job runs this source tree's code: its src/ leads the jobs' PYTHONPATH, so a rule's `python -m
 # maskbench.steps ...` needs maskbench's dependencies only, not maskbench installed. That is how the per-rule

@@ -95,3 +95,19 @@ def smoke_report(smoke_run, deps_only_python):
                        python=deps_only_python, env={"PYTHONPATH": ""})
     assert result.returncode == 0, result.stderr[-3000:]
     return report
+
+
+def pytest_addoption(parser):
+    parser.addoption("--kills", action="store_true", default=False,
+                     help="run the full kill harness (tests/test_kills.py, marker `kills`: 22 kills, minutes)")
+    parser.addoption("--kills-record", default=None,
+                     help="where the full kill harness writes its record (default results/benchmarks/kill_harness.json)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--kills"):
+        return
+    skip = pytest.mark.skip(reason="the full kill harness runs with --kills (docs/testing.md)")
+    for item in items:
+        if "kills" in item.keywords:
+            item.add_marker(skip)

@@ -18,7 +18,7 @@ PACKAGE = "maskbench"
 
 # From the bottom up; a module may import its own layer and the layers below it. The first matching prefix wins.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("maskbench.cli", "maskbench.runtime", "maskbench.resume", "maskbench.metrics", "maskbench.step_timing",
+    ("base", ("maskbench.cli", "maskbench.runtime", "maskbench.resume", "maskbench.stop", "maskbench.metrics", "maskbench.step_timing",
               "maskbench.objectives", "maskbench.config_checks", "maskbench.errors", "maskbench.forced_jobs",
               "maskbench.staging", "maskbench.results_folder", "maskbench.precision", "maskbench.progress",
               "maskbench._version")),

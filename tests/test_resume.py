@@ -6,13 +6,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 import maskbench.train as train_module
 from maskbench.data.schema import write_prepared
 from maskbench.data.synthetic import generate
 from maskbench.masking.codec import read_mask_file
-from maskbench.resume import Resume, state_path_for
+from maskbench.resume import Resume, read_state, state_path_for
 from maskbench.steps.nlu import finetune as finetune_cli
 from maskbench.steps.nlu import mask_search, srnet_mask_train
 
@@ -88,7 +87,7 @@ def test_a_killed_fine_tuning_resumes_bit_identically(data, uninterrupted, tmp_p
         finetune(data, out, "--checkpoint-every", str(every))
     state = state_path_for(out)
     assert state.is_file() and not (out / "train_summary.json").exists()
-    assert torch.load(state, weights_only=False)["step"] == (die_at // every) * every
+    assert read_state(state)["step"] == (die_at // every) * every
     monkeypatch.undo()
     ran = count_steps(monkeypatch)
     assert finetune(data, out, "--checkpoint-every", str(every)) == 0
@@ -280,3 +279,86 @@ def test_a_killed_sweep_keeps_its_finished_sparsities_and_resumes_the_cut_one(da
         else:
             assert f.read_bytes() == straight[f], f
     assert not [p for p in sweep.rglob(".*")]
+
+
+# ------------------------------------------------------------------ stop requests and verified states (maskbench.stop)
+def signal_at(monkeypatch, step_to_signal, signum):
+    """A real signal sent to this process right before the loop's step ``step_to_signal``."""
+    import os
+
+    real = train_module.train_step
+
+    def signalling(model, batch, objective, optimizer, scheduler, clip, norm, step, times=None, **precision):
+        if step == step_to_signal:
+            os.kill(os.getpid(), signum)
+        return real(model, batch, objective, optimizer, scheduler, clip, norm, step, times, **precision)
+
+    monkeypatch.setattr(train_module, "train_step", signalling)
+
+
+@pytest.fixture
+def clean_stop():
+    from maskbench import stop
+
+    stop.clear()
+    yield stop
+    stop.clear()
+
+
+def test_sigterm_saves_the_state_after_the_current_step_and_the_rerun_ends_bit_identically(
+        data, uninterrupted, tmp_path, monkeypatch, clean_stop):
+    import signal
+
+    out = tmp_path / "seed~3"
+    signal_at(monkeypatch, 8, signal.SIGTERM)
+    with pytest.raises(clean_stop.StopRequested, match=r"stopped on SIGTERM after step 9 of 15"):
+        finetune(data, out, "--checkpoint-every", "5")  # the periodic state is at step 5; the stop saves step 9
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the loop's handler is gone with the loop
+    assert read_state(state_path_for(out))["step"] == 9
+    assert read_state(state_path_for(out).with_name(state_path_for(out).name + ".prev"))["step"] == 5
+    assert not out.exists() or not any(out.iterdir())  # nothing that looks like an output
+    monkeypatch.undo()
+    clean_stop.clear()
+    ran = count_steps(monkeypatch)
+    assert finetune(data, out, "--checkpoint-every", "5") == 0
+    assert ran == list(range(9, 15))
+    assert not list(tmp_path.glob(".*resume*"))  # the state and the previous one removed with the outputs written
+    assert (out / "model.safetensors").read_bytes() == (uninterrupted / "model.safetensors").read_bytes()
+    pd.testing.assert_frame_equal(curve_without_seconds(out), curve_without_seconds(uninterrupted))
+
+
+def test_sigusr1_saves_the_state_and_the_run_goes_on_unchanged(data, uninterrupted, tmp_path, monkeypatch,
+                                                                 clean_stop):
+    import signal
+
+    saved = []
+    real_save = Resume.save
+    monkeypatch.setattr(Resume, "save", lambda self, state: (saved.append(state["step"]), real_save(self, state)))
+    signal_at(monkeypatch, 6, signal.SIGUSR1)
+    out = tmp_path / "seed~3"
+    assert finetune(data, out, "--checkpoint-every", "5") == 0
+    assert saved == [5, 7, 10]  # the periodic states, and one after the step the signal came in
+    assert (out / "model.safetensors").read_bytes() == (uninterrupted / "model.safetensors").read_bytes()
+
+
+def test_a_damaged_state_is_refused_naming_it_and_the_previous_one_is_used(tmp_path, caplog):
+    path = tmp_path / ".x.resume.pt"
+    resume = Resume(path, 5, key="k")
+    resume.save({"step": 5})
+    resume.save({"step": 10})
+    assert resume.load()["step"] == 10
+    raw = bytearray(path.read_bytes())
+    raw[-20] ^= 0x01  # one flipped bit in the tensors' bytes
+    path.write_bytes(bytes(raw))
+    with caplog.at_level("WARNING"):
+        assert resume.load()["step"] == 5
+    refused = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refused) == 1 and refused[0].startswith(f"{path}: damaged: its bytes hash to sha256 ")
+    assert "\n" not in refused[0]
+    path.with_name(path.name + ".prev").write_bytes(b"PK\x03\x04 cut off")
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert resume.load() is None  # both damaged: from the beginning
+    assert any("not a maskbench resume state" in r.getMessage() for r in caplog.records)
+    resume.done()
+    assert not list(tmp_path.iterdir())

@@ -20,6 +20,7 @@ import torch
 from torch.utils.data import DataLoader, RandomSampler
 from tqdm.auto import tqdm
 
+from maskbench import stop as stop_requests
 from maskbench.masking.engine import is_no_decay, plain_parameter_name
 from maskbench.masking.schedules import Plateau
 from maskbench.precision import FP32, Precision, current
@@ -464,7 +465,10 @@ def fit(
     step and may stop the run (``EvalHook``); ``evaluate(model)`` scores the dev set after each epoch (or the
     last, ``hp.eval_every_epoch``). ``freeze_norm_stats`` keeps BatchNorm statistics as they are.
     ``resume`` saves the run's state every ``resume.every`` steps and, when a saved state exists, goes on from it
-    (``maskbench.resume``): the result is bit-identical to an uninterrupted run on CPU. ``lr_plateau`` drives the
+    (``maskbench.resume``): the result is bit-identical to an uninterrupted run on CPU. Asked to stop (SIGTERM
+    while the loop runs, ``maskbench.stop``), the loop saves the state after the step it is in and raises
+    ``StopRequested`` (without ``resume`` it raises at once: a rerun starts afresh); SIGUSR1 saves it and goes
+    on. ``lr_plateau`` drives the
     "plateau" schedule (it runs after ``hooks`` at every epoch end and may stop the run; its state is saved too).
     ``samples_per_epoch``: an epoch is this many items instead of all of ``data`` (torch's ``RandomSampler`` with
     ``num_samples``: a fresh seeded draw without replacement each epoch, whole permutations first when it exceeds
@@ -530,67 +534,84 @@ def fit(
     # the bar on a terminal only: in a log file its carriage returns run into the progress lines, which say more
     bar = tqdm(total=total, initial=step, desc="train", unit="step", mininterval=2.0, disable=None)
     progress = Progress("train", total, "step", done=step, tensorboard=True)
-    while step < total and not stop:
-        epoch += 1
-        if saved is not None:  # the data order of the interrupted epoch, then its batches already taken skipped
-            generator.set_state(saved["epoch_generator"])
-        epoch_generator = generator.get_state()
-        taken = 0
-        for batch in loader:
-            if taken < skip:
+
+    def stopped(signal_name: str, at: int) -> stop_requests.StopRequested:
+        err = stop_requests.StopRequested(signal_name, at, total, str(resume.path) if resume is not None else None)
+        log.warning("%s", err)
+        return err
+
+    if stop_requests.requested() and step < total:  # asked before this run began (a sweep's earlier run)
+        raise stopped(stop_requests.requested(), step)
+    # until the loop ends SIGTERM and SIGUSR1 only set the flag read at every step boundary (maskbench.stop)
+    with stop_requests.stop_signals():
+        while step < total and not stop:
+            epoch += 1
+            if saved is not None:  # the data order of the interrupted epoch, then its batches already taken skipped
+                generator.set_state(saved["epoch_generator"])
+            epoch_generator = generator.get_state()
+            taken = 0
+            for batch in loader:
+                if taken < skip:
+                    taken += 1
+                    continue
+                if saved is not None:  # every generator as it was when the state was saved
+                    set_rng_state(saved["rng"])
+                    saved, skip = None, 0
+                if step_hook is not None:
+                    step_hook(step, total)
+                for hook in hooks:
+                    hook.before_step(step, total)
+                loss, logs = train_step(model, batch, objective, optimizer, scheduler, clip_params, hp.max_grad_norm,
+                                        step, precision=precision, device=device, scaler=scaler)
+                step += 1
                 taken += 1
-                continue
-            if saved is not None:  # every generator as it was when the state was saved
+                running.append(loss.item())
+                for key, value in logs.items():
+                    logged.setdefault(key, []).append(float(value))
+                bar.update(1)
+                progress.update(1, examples_in(batch), loss=running[-1], lr=scheduler.get_last_lr()[0])
+                for hook in hooks:
+                    stop = hook.after_step(step, total, model) or stop
+                if step % hp.log_every == 0 or step == total or stop:
+                    point = {"step": step, "epoch": epoch, "train_loss": float(np.mean(running)),
+                             "lr": scheduler.get_last_lr()[0], "seconds": time.perf_counter() - started,
+                             **{key: float(np.mean(values)) for key, values in logged.items()}}
+                    curve.append(point)
+                    log.info("step %d/%d epoch %d loss %.4f lr %.2e", step, total, epoch, point["train_loss"], point["lr"])
+                    running, logged = [], {}
+                    progress.curve(curve)
+                going_on = step < total and not stop
+                asked = stop_requests.requested() if going_on else None
+                save_asked = stop_requests.take_save_request() if going_on else False
+                if resume is not None and going_on and (step % resume.every == 0 or asked or save_asked):
+                    if save_asked and not asked:
+                        log.info("saving the state at step %d of %d when asked (SIGUSR1); going on", step, total)
+                    resume.save({"step": step, "epoch": epoch, "batches_in_epoch": taken, "curve": curve,
+                                 "running": running, "logged": logged, "model": model.state_dict(),
+                                 "outside": [p.detach().clone() for p in outside],
+                                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                                 "epoch_generator": epoch_generator, "rng": rng_state(),
+                                 **({"plateau": lr_plateau.state()} if lr_plateau is not None else {}),
+                                 **({"early_stop": early_stop.state()} if early_stop is not None else {}),
+                                 **({"grad_scaler": scaler.state_dict()} if scaler is not None else {})})
+                if asked:
+                    raise stopped(asked, step)
+                if step >= total or stop:
+                    break
+            if saved is not None:  # the state was taken after the epoch's last batch
                 set_rng_state(saved["rng"])
                 saved, skip = None, 0
-            if step_hook is not None:
-                step_hook(step, total)
-            for hook in hooks:
-                hook.before_step(step, total)
-            loss, logs = train_step(model, batch, objective, optimizer, scheduler, clip_params, hp.max_grad_norm,
-                                    step, precision=precision, device=device, scaler=scaler)
-            step += 1
-            taken += 1
-            running.append(loss.item())
-            for key, value in logs.items():
-                logged.setdefault(key, []).append(float(value))
-            bar.update(1)
-            progress.update(1, examples_in(batch), loss=running[-1], lr=scheduler.get_last_lr()[0])
-            for hook in hooks:
-                stop = hook.after_step(step, total, model) or stop
-            if step % hp.log_every == 0 or step == total or stop:
-                point = {"step": step, "epoch": epoch, "train_loss": float(np.mean(running)),
-                         "lr": scheduler.get_last_lr()[0], "seconds": time.perf_counter() - started,
-                         **{key: float(np.mean(values)) for key, values in logged.items()}}
-                curve.append(point)
-                log.info("step %d/%d epoch %d loss %.4f lr %.2e", step, total, epoch, point["train_loss"], point["lr"])
-                running, logged = [], {}
+            if evaluate is not None and (hp.eval_every_epoch or early_stop is not None or step >= total or stop):
+                score = evaluate(model)
+                set_training(model, freeze_norm_stats)
+                curve.append({"step": step, "epoch": epoch, "dev_accuracy": score,
+                              "seconds": time.perf_counter() - started})
+                log.info("epoch %d done: dev accuracy %.2f", epoch, score)
                 progress.curve(curve)
-            if resume is not None and step % resume.every == 0 and step < total and not stop:
-                resume.save({"step": step, "epoch": epoch, "batches_in_epoch": taken, "curve": curve,
-                             "running": running, "logged": logged, "model": model.state_dict(),
-                             "outside": [p.detach().clone() for p in outside],
-                             "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                             "epoch_generator": epoch_generator, "rng": rng_state(),
-                             **({"plateau": lr_plateau.state()} if lr_plateau is not None else {}),
-                             **({"early_stop": early_stop.state()} if early_stop is not None else {}),
-                             **({"grad_scaler": scaler.state_dict()} if scaler is not None else {})})
-            if step >= total or stop:
-                break
-        if saved is not None:  # the state was taken after the epoch's last batch
-            set_rng_state(saved["rng"])
-            saved, skip = None, 0
-        if evaluate is not None and (hp.eval_every_epoch or early_stop is not None or step >= total or stop):
-            score = evaluate(model)
-            set_training(model, freeze_norm_stats)
-            curve.append({"step": step, "epoch": epoch, "dev_accuracy": score,
-                          "seconds": time.perf_counter() - started})
-            log.info("epoch %d done: dev accuracy %.2f", epoch, score)
-            progress.curve(curve)
-            if early_stop is not None and early_stop.update(epoch, score, model):
-                log.info("dev accuracy has not risen for %d epochs: stopping after epoch %d (best: epoch %d, %.2f)",
-                         early_stop.patience, epoch, early_stop.best_epoch, early_stop.best)
-                stop = True
+                if early_stop is not None and early_stop.update(epoch, score, model):
+                    log.info("dev accuracy has not risen for %d epochs: stopping after epoch %d (best: epoch %d, %.2f)",
+                             early_stop.patience, epoch, early_stop.best_epoch, early_stop.best)
+                    stop = True
     if stop:
         log.info("stopped by a hook at step %d of %d", step, total)
     bar.close()

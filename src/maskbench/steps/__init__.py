@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import NoReturn
 
-from maskbench import errors, step_timing, warm
+from maskbench import errors, step_timing, stop, warm
 
 _IMPORTED = time.time()
 
@@ -24,13 +24,17 @@ def run_step(main: Callable[[], int | None]) -> NoReturn:
 
     A user-facing error of the library (a bad data, mask or checkpoint file, a mask of another model, ...;
     maskbench/errors.py) ends the step with one line, ``<step module>: error: <message>``, and exit code 1; any
-    other exception is a bug and keeps its traceback."""
+    other exception is a bug and keeps its traceback. A step that stopped when asked to (SIGTERM or SIGUSR1 during
+    training, maskbench/stop.py) ends with one line and exit code 75 (``stop.STOPPED_EXIT``), its state saved."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     module = main.__module__ if main.__module__ != "__main__" else (spec.name if spec is not None else "?")
     work_started = time.time()
     code: int | None = 1
     try:
         code = main()
+    except stop.StopRequested as err:
+        print(f"{module}: stopped: {err}", file=sys.stderr, flush=True)
+        code = stop.STOPPED_EXIT
     except Exception as err:
         if not errors.is_user_error(err):
             raise

@@ -1,0 +1,102 @@
+"""Real kills (tests/kill_harness.py): a step process sent SIGTERM mid-training stops with its state saved (exit 75),
+leaves nothing that looks finished, and its rerun resumes and ends bit-identical to an uninterrupted run.
+
+The default run kills one fine-tuning (three step processes: the uninterrupted run, the killed one, its rerun). The full harness — every step kind, SIGTERM
+and SIGKILL at seeded random steps, 22 kills — runs with ``--kills`` (docs/testing.md) and writes its record, from
+which ``python -m maskbench.tools.kill_record`` writes the reliability table of docs/cluster.md:
+
+    pytest tests/test_kills.py --kills -s [--kills-record results/benchmarks/kill_harness.json]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from kill_harness import CHECKPOINT_EVERY, REPO, run_harness
+
+# the full harness: kind -> the signals of its kills. Kinds that resume mid-run get three kills (SIGTERM, SIGKILL,
+# SIGTERM), those that restart (IMP, FFW) two
+FULL_PLAN = {
+    "fine-tuning": ("SIGTERM", "SIGKILL", "SIGTERM"),
+    "mask search": ("SIGTERM", "SIGKILL", "SIGTERM"),
+    "paper C mask training": ("SIGTERM", "SIGKILL", "SIGTERM"),
+    "paper C retraining": ("SIGTERM", "SIGKILL", "SIGTERM"),
+    "paper D training": ("SIGTERM", "SIGKILL", "SIGTERM"),
+    "paper B pruning": ("SIGTERM", "SIGKILL", "SIGTERM"),
+    "paper C IMP": ("SIGTERM", "SIGKILL"),
+    "paper D FFW": ("SIGTERM", "SIGKILL"),
+}
+
+
+def check(record: dict) -> None:
+    for run in record["runs"]:
+        where = f"{run['kind']}, {run['signal']} at progress line {run['at_line']}"
+        assert run["exit_code"] == (75 if run["signal"] == "SIGTERM" else -9), where
+        assert run["complete_looking"] == [], where
+        assert run["rerun_exit"] == 0, where
+        assert run["differences"] == [] and run["bit_equal"], (where, run["differences"][:5])
+        assert run["states_left"] == [], where
+        if not record["kinds"][run["kind"]]["resumes_mid_run"]:
+            assert run["resumed_from"] is None, where
+        elif run["signal"] == "SIGTERM":
+            assert run["resumed_from"] is not None and run["resumed_from"] >= 1, where  # the step the stop saved
+        else:  # SIGKILL: from the last periodic state, or from step 0 when killed before the first
+            assert run["resumed_from"] is None or run["resumed_from"] % int(CHECKPOINT_EVERY) == 0, where
+
+
+def test_a_fine_tuning_sent_sigterm_stops_with_its_state_and_resumes_bit_identically(tmp_path):
+    record = run_harness(tmp_path, {"fine-tuning": ("SIGTERM",)}, seed=1)
+    check(record)
+    run = record["runs"][0]
+    assert run["resumed_from"] >= 1
+
+
+@pytest.mark.kills
+def test_the_full_kill_harness(tmp_path, request):
+    record = run_harness(tmp_path, FULL_PLAN, seed=0)
+    out = Path(request.config.getoption("--kills-record") or REPO / "results" / "benchmarks" / "kill_harness.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1) + "\n")
+    assert record["kills"] >= 20
+    check(record)
+
+
+def test_the_page_shows_the_record_as_the_tool_renders_it():
+    from maskbench.tools.kill_record import SECTION, section
+
+    record_path = REPO / "results" / "benchmarks" / "kill_harness.json"
+    record = json.loads(record_path.read_text())
+    page = (REPO / "docs" / "cluster.md").read_text()
+    body = page.split(f"<!-- generated:{SECTION} -->\n", 1)[1].split(f"<!-- /generated:{SECTION} -->", 1)[0]
+    checked = re.search(r"\*Checked through commit [^*]+\*", body)
+    assert body == section(record, "results/benchmarks/kill_harness.json", REPO / "configs/paper.yaml",
+                           REPO / "results/benchmarks/gpu_check.json", REPO / "profiles/slurm/config.yaml",
+                           checked.group(0) if checked else "")
+    assert record["kills"] >= 20 and sum(k["kills"] for k in record["kinds"].values()) == record["kills"]
+    assert all(k["bit_equal"] == k["kills"] for k in record["kinds"].values())
+
+
+def test_the_cost_of_a_kill_is_the_interval_times_the_step_time(tmp_path):
+    from maskbench.tools.kill_record import section
+
+    config = tmp_path / "paper.yaml"
+    config.write_text("compute: {checkpoint_every: 1000}\n")
+    check = tmp_path / "gpu_check.json"
+    check.write_text(json.dumps({"sections": {"finetune_steps": {"variants": {"fp32": {"steps_per_s": 12.5}}}}}))
+    record = {"commit": "abc1234", "date": "2026-11-29", "seed": 0, "kills": 1,
+              "bert_base_save": {"parameters": 109_484_547, "bytes": 1_314_000_000, "save_seconds": 4.24,
+                                 "verified_load_seconds": 3.1, "machine": "x86_64", "torch": "2"},
+              "kinds": {"fine-tuning": {"resumes_mid_run": True, "kills": 1, "sigterm": 1, "sigkill": 0,
+                                        "stopped_with_exit_75": 1, "nothing_complete_after_kill": 1, "resumed": 1,
+                                        "restarted": 0, "bit_equal": 1}}}
+    profile = tmp_path / "profile.yaml"
+    profile.write_text("default-resources: {slurm_extra: '--signal=USR1@240'}\n")
+    text = section(record, "r.json", config, check, profile)
+    assert "SIGUSR1 4.0 min before the limit (`profile.yaml`: `--signal=USR1@240`)" in text
+    assert "| 12.5 | 1,000 steps = 1.3 min |" in text  # 1000 / 12.5 = 80 s
+    assert "| 9.0 | 1,000 steps = 1.9 min |" in text  # the A100 assumption: 1000 / 9 = 111 s
+    assert "**1.31 GB**, saved (checksum, fsync, rename) in **4.2 s**" in text
+    assert "| fine-tuning | yes | 1 (1 / 0) | 1 of 1 | 1 | 1 | 0 | 1 of 1 |" in text
