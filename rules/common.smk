@@ -26,7 +26,8 @@ from maskbench.cli import Json, shell_args  # noqa: E402,F401 - the rules render
 from maskbench.warm import Server as WarmServer, jobs_run_here  # noqa: E402
 from maskbench.workflow_config import check_references, check_renamed_keys, precision_options, tracks_of  # noqa: E402
 from maskbench.cluster_requests import check_requests  # noqa: E402
-from maskbench.results_folder import check_results_folder, claim_results_folder, config_name  # noqa: E402
+from maskbench.results_folder import check_results_folder, claim_results_folder, config_name, lock_results_folder  # noqa: E402
+from maskbench import user_data  # noqa: E402
 from maskbench.progress import job_settings  # noqa: E402
 
 # schemas/config.schema.yaml holds the shared keys and applies schemas/<track>.schema.yaml for every track the
@@ -39,12 +40,6 @@ validate(config, os.path.join(SCHEMAS, "config.schema.yaml"))
 for _track in tracks_of(config):
     validate(config, os.path.join(SCHEMAS, f"{_track}.schema.yaml"))
 check_references(config)
-# a runtime request below a long job's derived need, where the job does not resume, is refused here, before any
-# job is queued (src/maskbench/cluster_requests.py; docs/cluster.md, "Requests")
-try:
-    check_requests(config)
-except ValueError as err:
-    raise WorkflowError(str(err)) from None
 # each config in its own results folder: a folder another config's run has claimed is refused here
 # (src/maskbench/results_folder.py); the claim is written when a run starts (onstart, below)
 CONFIG_NAME = config_name(workflow.overwrite_configfiles or [])
@@ -113,8 +108,64 @@ def slurm_logs_under_results():
         executor.slurm_logdir = Path(workflow.workdir_init, R, "logs", "slurm")
 
 
+# the files and folders the config reads from you (src/maskbench/user_data.py): planning does not need them and
+# lists those missing or incomplete (the main snakemake process only, not the cluster jobs); a run refuses to
+# start when a job it will execute reads one (onstart, below)
+USER_INPUTS = user_data.user_inputs(config)
+if workflow.is_main_process:
+    _missing = user_data.problems(USER_INPUTS, os.getcwd(), PROJECT_DIR)
+    if _missing:
+        print(f"maskbench: {len(_missing)} of the files and folders this config reads from you are missing or "
+              "incomplete; a run whose jobs read one is refused before it starts (docs/data.md):", file=sys.stderr)
+        for _line in _missing:
+            print(f"  {_line}", file=sys.stderr)
+
+
+def jobs_to_run():
+    """(rule name, wildcards) of every job this run will execute."""
+    return [(job.rule.name, dict(job.wildcards_dict)) for job in workflow.dag.needrun_jobs()]
+
+
+def refuse_missing_user_inputs(jobs):
+    """Before the first job: a run that would read a missing or incomplete user input stops here, in one line."""
+    found = user_data.problems_for_jobs(USER_INPUTS, jobs, os.getcwd(), PROJECT_DIR)
+    if found:
+        raise WorkflowError(user_data.refusal(found))
+
+
+def check_cluster_requests(jobs):
+    """A run that goes to a cluster: a runtime request below the derived need of a job it will execute, where that
+    job does not resume, stops it before the first submission (src/maskbench/cluster_requests.py; docs/cluster.md,
+    "Requests"). A local run has no time limit: nothing is checked."""
+    try:
+        check_requests(config, jobs)
+    except ValueError as err:
+        raise WorkflowError(str(err)) from None
+
+
+# the results folder's lock, held by the main snakemake process for as long as it runs
+RESULTS_LOCK = {}
+
+
+def hold_results_folder():
+    """One run at a time on the config's results folder (src/maskbench/results_folder.py): a second run, from this
+    working directory or another, is refused before its first job; then the folder is claimed for this config."""
+    if not workflow.execution_settings.lock:
+        return  # --nolock: the user keeps runs apart
+    try:
+        RESULTS_LOCK["fd"] = lock_results_folder(config["results"], CONFIG_NAME, os.getcwd())
+        check_results_folder(config["results"], CONFIG_NAME)  # again, now that no other run can claim it
+    except ValueError as err:
+        raise WorkflowError(str(err)) from None
+
+
 onstart:
     if workflow.is_main_process:
+        _jobs = jobs_to_run()
+        refuse_missing_user_inputs(_jobs)
+        if not workflow.local_exec:
+            check_cluster_requests(_jobs)
+        hold_results_folder()
         claim_results_folder(config["results"], CONFIG_NAME)
     slurm_logs_under_results()
     WARM["server"] = WarmServer.start(
@@ -175,17 +226,36 @@ def quoted(paths):
 def local_file(source, owner, key):
     """The file a `local:<path>` source names ([] for any other source), as an input, so that a changed file reruns
     what reads it. A relative path is looked up in the working directory, then in the project folder (where data/
-    ships); a missing file stops the workflow here, before any job runs, naming the owner and its config key."""
-    target = source.removeprefix("local:")
-    if target == source:
+    ships); a missing file stops the workflow here, before any job runs, naming the owner and its config key (for
+    files read while planning: your own model's checks; a job's input is `local_input`)."""
+    place = local_path(source)
+    if place is None:
         return []
+    if os.path.exists(place):
+        return place
+    target = source.removeprefix("local:")
     places = [target] if os.path.isabs(target) else [target, os.path.join(PROJECT_DIR, target)]
-    for place in places:
-        if os.path.exists(place):
-            return place
     looked = " nor ".join(os.path.abspath(p) for p in dict.fromkeys(places))
     raise WorkflowError(f"{owner}: field 'source' names the local file {target!r}, which does not exist (neither "
                         f"{looked}); put the file there or fix {key}")
+
+
+def local_input(source):
+    """The file of a `local:` source as a job's input, so that a changed file reruns what reads it ([] for any other
+    source, and for a file not there yet: planning goes on without it, and the run is refused before it starts
+    when a job it executes reads it, `refuse_missing_user_inputs`)."""
+    path = local_path(source)
+    return path if path is not None and os.path.exists(path) else []
+
+
+def local_path(source):
+    """Where the file of a `local:` source is: a relative path in the working directory, then in the project folder
+    (where data/ ships); the path as named when it is in neither. None for any other source."""
+    target = source.removeprefix("local:")
+    if target == source:
+        return None
+    places = [target] if os.path.isabs(target) else [target, os.path.join(PROJECT_DIR, target)]
+    return next((place for place in places if os.path.exists(place)), target)
 
 
 def svg_beside(*pngs):

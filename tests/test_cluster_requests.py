@@ -1,6 +1,7 @@
 """The cluster requests derived from a config's step counts (src/maskbench/cluster_requests.py), on hand-made
 numbers, and the planning-time refusal of a runtime below a job's estimate."""
 
+import os
 import subprocess
 import sys
 
@@ -67,14 +68,67 @@ def test_paper_config_estimates():
     check_requests(config)
 
 
-def test_the_workflow_refuses_a_short_request_at_planning(tmp_path):
-    config = yaml.safe_load((REPO / "configs/paper.yaml").read_text())
-    config["compute"]["srnet_runtime_min"] = 600  # MNLI's mask-training sweep (1,364 min) would need 3 submissions
-    path = tmp_path / "c.yaml"
+def test_only_the_jobs_a_run_executes_are_held_to_their_requests(made_up):
+    # search_mask (t) needs 75 min against 60 requested and does not resume; the fine-tuning fits
+    finetune, search = ("finetune_baseline", {"task": "t", "seed": "1"}), ("search_mask", {"task": "t", "seed": "1"})
+    check_requests(small_config(), jobs=[finetune, ("prepare_dataset", {"dataset": "tr"})])
+    check_requests(small_config(), jobs=[("search_mask", {"task": "other", "seed": "1"})])
+    with pytest.raises(ValueError, match=r"^compute.train_runtime_min: 60 min is below the derived 75 min of "
+                                         r"search_mask \(t\)"):
+        check_requests(small_config(), jobs=[finetune, search])
+
+
+def hub_config(tmp_path):
+    """configs/real.yaml reading MNLI's training set from the Hub (paper A's 392,702 pairs), checkpointing every 100
+    steps: 2 fine-tuning epochs (68 min) fit its 60-min request in the profile's two submissions, 6 mask-search
+    epochs (205 min) do not."""
+    config = yaml.safe_load((REPO / "configs/real.yaml").read_text())
+    config["results"] = "results/hub"
+    config["datasets"]["mnli_train"] = {
+        "task": "mnli", "source": "hf:nyu-mll/glue", "config": "mnli", "split": "train", "revision": "main",
+        "columns": {"id": "idx", "text_a": "premise", "text_b": "hypothesis", "label": "label"},
+        "label_map": {"0": "entailment", "1": "neutral", "2": "contradiction"},
+        "labels": ["entailment", "neutral", "contradiction"]}
+    config["finetune"]["epochs"] = 2
+    config["mask_search"]["hparams"]["epochs"] = 6
+    path = tmp_path / "hub.yaml"
     path.write_text(yaml.safe_dump(config))
-    result = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
-                             "--directory", str(tmp_path), "--configfile", str(path)],
-                            capture_output=True, text=True, timeout=300)
+    return path
+
+
+MASK = "results/hub/nlu/mnli/minilm-l6/masks/method~movement_sigmoid/loss~ce/bias~none/seed~1.mask"
+REFUSAL = ("compute.train_runtime_min: 60 min needs 4 submissions of search_mask (mnli) (derived 205 min, 73,632 "
+           "steps); the SLURM profile retries a job 1 time(s): ask for at least 103")
+
+
+def run(tmp_path, *args, path=None):
+    env = {**os.environ, "MASKBENCH_WARM": "0", "MASKBENCH_SLURM_ACCOUNT": "acct", "MASKBENCH_SLURM_PARTITION": "cpu",
+           "MASKBENCH_SLURM_GPU_PARTITION": "gpu", "HF_HUB_OFFLINE": "1",
+           "PATH": os.pathsep.join([*(path or []), os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
+    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
+                           str(tmp_path), *args, "--configfile", str(hub_config(tmp_path))], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path, env=env)
+
+
+def test_a_local_run_of_a_hub_config_is_not_held_to_cluster_runtimes(tmp_path):
+    """A local run (here --touch: a real run's planning and start, no step executed) has no time limit: the mask
+    search's 205 min against the 60 requested stops nothing (it stopped every local plan and run before)."""
+    result = run(tmp_path, "--touch", "--cores", "1", MASK)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "search_mask" in result.stdout + result.stderr and REFUSAL not in result.stdout + result.stderr
+    assert (tmp_path / "results/hub/.maskbench-config").read_text() == "hub.yaml\n"  # the run started
+
+
+def test_a_cluster_run_is_refused_before_its_first_submission_for_a_job_it_will_execute(tmp_path):
+    """Through profiles/slurm, on a machine whose Slurm commands only record that they were called: the run that
+    would execute the mask search stops in one line before anything is submitted."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for name in ("sbatch", "squeue", "sacct", "scontrol", "sinfo", "scancel", "srun", "sacctmgr", "sshare"):
+        (fake / name).write_text(f'#!/bin/sh\necho "{name} $*" >> "{fake}/calls"\nexit 1\n')
+        (fake / name).chmod(0o755)
+    result = run(tmp_path, "--profile", str(REPO / "profiles/slurm"), MASK, path=[str(fake)])
     assert result.returncode != 0
-    assert ("compute.srnet_runtime_min: 600 min needs 3 submissions of srnet_mask_train (mnli, 8 sparsities in turn)"
-            in result.stderr + result.stdout)
+    assert REFUSAL in result.stderr.splitlines(), result.stderr[-3000:]
+    calls = (fake / "calls").read_text() if (fake / "calls").exists() else ""
+    assert "sbatch" not in calls and not (tmp_path / "results").exists()

@@ -191,6 +191,8 @@ def test_every_error_class_of_the_library_is_listed():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ClassDef) and node.name.endswith("Error"):
                 defined[node.name] = [ast.unparse(base) for base in node.bases]
-    assert set(defined) == errors.USER_ERRORS | errors.INTERNAL_ERRORS
+    assert set(defined) == errors.USER_ERRORS | errors.ENVIRONMENT_ERRORS | errors.INTERNAL_ERRORS
     for name in errors.USER_ERRORS:
         assert set(defined[name]) & {"ValueError", *errors.USER_ERRORS}, (name, defined[name])
+    for name in errors.ENVIRONMENT_ERRORS:
+        assert "OSError" in defined[name], (name, defined[name])

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 import yaml
-from test_workflow import PAPER_USER_FILES, REPO, planned_jobs, snakemake
+from test_workflow import REPO, planned_jobs, snakemake
 
 PAPER = yaml.safe_load((REPO / "configs/paper.yaml").read_text(encoding="utf-8"))
 MINIATURE = yaml.safe_load((REPO / "configs/paper-miniature.yaml").read_text(encoding="utf-8"))
@@ -103,10 +103,7 @@ def branch(key: str, value: str) -> str:
 
 @pytest.fixture(scope="module")
 def miniature_plan(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("mini-dry")
-    for supplied in PAPER_USER_FILES:
-        (workdir / supplied).parent.mkdir(parents=True, exist_ok=True)
-        (workdir / supplied).touch()
+    workdir = tmp_path_factory.mktemp("mini-dry")  # without the user's files: planning does not need them
     result = snakemake("-n", "--cores", "2", "--configfile", str(REPO / "configs/paper.yaml"),
                        str(REPO / "configs/paper-miniature.yaml"), workdir=workdir)
     assert result.returncode == 0, result.stderr[-3000:]

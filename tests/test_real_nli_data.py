@@ -245,8 +245,8 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snake
 PREPARED = "results/synthetic/nlu/data/prepared/hans.parquet"
 
 
-def snakemake(workdir, *args):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1",
+def snakemake(workdir, *args, env=None):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {}),
            "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
     return subprocess.run([*SNAKEMAKE, "--directory", str(workdir), "--cores", "1", *args], capture_output=True,
                           text=True, timeout=600, cwd=workdir, env=env)
@@ -279,12 +279,18 @@ def test_a_changed_local_file_reruns_its_preparation(tmp_path):
     assert "pairs.tsv" in again.stdout.split("rule prepare_dataset:")[1]  # listed as its input
 
 
-def test_a_missing_local_file_fails_the_dry_run_naming_the_dataset_and_path(tmp_path):
-    result = snakemake(tmp_path, "-n", "--configfile", str(local_hans_config(tmp_path, "local:data/absent.tsv")))
-    assert result.returncode != 0
-    output = result.stdout + result.stderr
-    assert "dataset 'hans': field 'source' names the local file 'data/absent.tsv', which does not exist" in output
-    assert f"{tmp_path / 'data/absent.tsv'}" in output and "rule prepare_dataset:" not in output
+def test_a_missing_local_file_refuses_the_run_that_reads_it_naming_the_key_and_path(tmp_path):
+    """A run that would read the file stops before its first job, in one line naming the key, the path and the
+    columns expected, and lists it while planning (a dry run plans without it: tests/test_user_data.py)."""
+    config = str(local_hans_config(tmp_path, "local:data/absent.tsv"))
+    line = (f"datasets.hans.source: data/absent.tsv does not exist (neither {tmp_path / 'data/absent.tsv'} nor "
+            f"{REPO / 'data/absent.tsv'}); expected a tsv file with the 4 column(s) its `columns:` maps: id, gold_label, "
+            "premise, hypothesis; make it with: your own file")  # the config's order (yaml.safe_dump sorts keys)
+    run = snakemake(tmp_path, PREPARED, "--configfile", config, env={"MASKBENCH_WARM": "0"})
+    assert run.returncode != 0
+    assert any(row.startswith(f"  {line}") for row in run.stderr.splitlines()), run.stderr[-3000:]  # listed
+    assert any(row.startswith(line) for row in run.stderr.splitlines()), run.stderr[-3000:]  # the refusal
+    assert not (tmp_path / "results").exists()  # refused before any job: nothing written
 
 
 def test_the_dry_run_passes_the_file_and_single_text_to_the_step(tmp_path):

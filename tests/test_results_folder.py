@@ -3,6 +3,11 @@ folder; a config naming a folder another config claimed is refused at planning (
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import subprocess
+import sys
 from pathlib import PurePosixPath
 
 import pytest
@@ -11,10 +16,13 @@ from test_workflow import REPO, snakemake
 
 from maskbench.results_folder import (
     CLAIM_FILE,
+    LOCK_FILE,
+    ResultsFolderBusy,
     ResultsFolderTaken,
     check_results_folder,
     claim_results_folder,
     config_name,
+    lock_results_folder,
 )
 
 SHIPPED = sorted(["config.yaml", *(f"configs/{p.name}" for p in (REPO / "configs").glob("*.yaml"))])
@@ -71,3 +79,34 @@ def test_planning_refuses_a_folder_another_config_claimed(tmp_path):
 
 def test_a_run_claims_its_folder(smoke_run):
     assert (smoke_run / "results/smoke" / CLAIM_FILE).read_text() == "smoke.yaml\n"
+
+
+def test_a_second_run_on_a_folder_in_use_is_refused_in_one_line_and_a_dead_holders_lock_is_gone(tmp_path):
+    """Snakemake locks its working directory; two runs from two working directories (or with --config
+    results=...) naming one results folder are kept apart by the folder's own lock: the second is refused before its
+    first job, naming the holder. The system releases the lock when its holder ends, however it ends."""
+    from test_cluster_requests import MASK, run
+
+    results = tmp_path / "results/hub"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from maskbench.results_folder import lock_results_folder; "
+         "lock_results_folder(sys.argv[1], 'other.yaml', sys.argv[2]); print('held', flush=True); time.sleep(300)",
+         str(results), "/elsewhere"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        refused = run(tmp_path, "--touch", "--cores", "1", MASK)
+        assert refused.returncode != 0
+        [line] = [row for row in refused.stderr.splitlines() if LOCK_FILE in row]
+        assert line.startswith(f"results/hub/{LOCK_FILE}: the results folder 'results/hub' is in use by another run "
+                               f"(pid {holder.pid} on host {socket.gethostname()}, config 'other.yaml', working "
+                               "directory /elsewhere, since ")
+        assert line.endswith(f"delete results/hub/{LOCK_FILE} and start again")
+        assert not (results / CLAIM_FILE).exists()  # refused before the run claimed the folder or ran a job
+        with pytest.raises(ResultsFolderBusy, match=f"pid {holder.pid} "):
+            lock_results_folder(results, "hub.yaml", tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+    held = lock_results_folder(results, "hub.yaml", tmp_path)  # the killed holder's lock went with it
+    assert json.loads((results / LOCK_FILE).read_text())["pid"] == os.getpid()
+    os.close(held)

@@ -153,18 +153,32 @@ def test_paper_config_plans_the_full_reproduction_on_slurm(paper_dry_run):
 
 
 def test_paper_config_reads_the_shipped_fever_symmetric_and_the_user_files(paper_dry_run):
-    """FEVER-Symmetric comes from the project's data/nli/ (one copy); the user supplies FEVER train/dev and
-    PAWS-QQP: those are the only local files of the paper config, each the input of its preparation."""
-    inputs = {}
+    """FEVER-Symmetric comes from the project's data/nli/ (one copy, the input of its preparation); the user supplies
+    FEVER train/dev and PAWS-QQP, the other local files, and paper D's two image folders. The dry run plans from a
+    fresh clone without them: their preparations are planned with the command a run with the files gets, and the
+    dry run lists each one missing, one line each naming its key (src/maskbench/user_data.py)."""
+    inputs, local = {}, {}
     for block in paper_dry_run.stdout.split("\n\n"):
-        if "rule prepare_dataset:" in block and "input: " in block:
+        if "rule prepare_dataset:" in block:
             name = re.search(r"prepared/(\w+)\.parquet", block).group(1)
-            inputs[name] = re.search(r"input: (\S+)", block).group(1)
-    shipped = {name: inputs.pop(name) for name in ("fever_symmetric_v1", "fever_symmetric_v2", "fever_symmetric_v2_dev")}
-    assert shipped == {"fever_symmetric_v1": str(REPO / "data/nli/fever_symmetric_full.jsonl"),
-                       "fever_symmetric_v2": str(REPO / "data/nli/fever_symmetric_test.jsonl"),
-                       "fever_symmetric_v2_dev": str(REPO / "data/nli/fever_symmetric_dev.jsonl")}
-    assert sorted(inputs.values()) == sorted(PAPER_USER_FILES)
+            if "input: " in block:
+                inputs[name] = re.search(r"input: (\S+)", block).group(1)
+            if "--local-file" in block:
+                local[name] = re.search(r"--local-file (\S+)", block).group(1)
+    assert inputs == {"fever_symmetric_v1": str(REPO / "data/nli/fever_symmetric_full.jsonl"),
+                      "fever_symmetric_v2": str(REPO / "data/nli/fever_symmetric_test.jsonl"),
+                      "fever_symmetric_v2_dev": str(REPO / "data/nli/fever_symmetric_dev.jsonl")}
+    assert sorted(set(local.values()) - set(inputs.values())) == sorted(PAPER_USER_FILES)
+    listed = [line.strip() for line in paper_dry_run.stderr.splitlines() if line.startswith("  ")]
+    missing = [("datasets.paws.source", "data/paws_qqp/dev_and_test.tsv"),
+               ("datasets.fever_train.source", "data/fever/fever.train.jsonl"),
+               ("datasets.fever_dev.source", "data/fever/fever.dev.jsonl"),
+               ("datasets.paws_qqp_train.source", "data/paws_qqp/train.tsv"),
+               ("vision.datasets.corrupted_cifar10.source", "data/cifar10c"),
+               ("vision.datasets.celeba.source", "data/celeba")]
+    assert len(listed) == len(missing), paper_dry_run.stderr[-3000:]
+    for line, (key, path) in zip(listed, missing, strict=True):
+        assert line.startswith(f"{key}: {path} does not exist (neither ") and "; make it with: " in line, line
 
 
 def test_paper_config_plans_the_whole_of_paper_d(paper_dry_run):

@@ -32,12 +32,17 @@ if GPLAN.matrix_cells:
 def gender_corpus_file(wildcards):
     """The corpus's local file: gender.corpus.source local:<file>, a URL's download (rule gender_corpus_download,
     on the login node), or the file of gender.corpus.dataset."""
-    return GPLAN.corpus_download or local_file(*GPLAN.corpus_source())
+    return GPLAN.corpus_download or local_input(GPLAN.corpus_source()[0])
+
+
+def gender_corpus_path():
+    """Where the corpus's local file is (the command names it even before it is there), or None."""
+    return GPLAN.corpus_download or local_path(GPLAN.corpus_source()[0])
 
 
 def gender_task_local_file(wildcards):
     """A task split's local file (a registry entry with a local: source), an input of its preparation."""
-    return local_file(*GPLAN.task_split_source(wildcards.gtask, wildcards.gsplit))
+    return local_input(GPLAN.task_split_source(wildcards.gtask, wildcards.gsplit)[0])
 
 
 def task_data_input(wildcards):

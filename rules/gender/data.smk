@@ -10,8 +10,8 @@ rule gender_corpus:
         GPLAN.corpus,
     params:
         args=lambda wildcards, input, output: shell_args(
-            source=GPLAN.corpus_source_arg(input.local or None), male=input.male, female=input.female,
-            stereotype=input.stereotype, **GPLAN.corpus_settings(input.local or None), out=output[0]),
+            source=GPLAN.corpus_source_arg(gender_corpus_path()), male=input.male, female=input.female,
+            stereotype=input.stereotype, **GPLAN.corpus_settings(gender_corpus_path()), out=output[0]),
     log:
         f"{R}/logs/gender_corpus/corpus.log",
     benchmark:
@@ -72,7 +72,8 @@ rule gender_task_data:
     params:
         args=lambda wildcards, input, output: shell_args(
             name=f"{wildcards.gtask}_{wildcards.gsplit}", spec=GPLAN.task_split(wildcards.gtask, wildcards.gsplit),
-            local_file=input.local or None, out=output.data, summary=output.summary),
+            local_file=local_path(GPLAN.task_split_source(wildcards.gtask, wildcards.gsplit)[0]), out=output.data,
+            summary=output.summary),
     log:
         f"{R}/logs/gender_task_data/{{gtask}}/{{gsplit}}.log",
     benchmark:

@@ -3,15 +3,15 @@
 
 rule prepare_dataset:
     input:
-        # the file of a `local:` source, so that a changed file reruns what reads it (rules/common.smk's local_file)
-        local=lambda w: local_file(config["datasets"][w.dataset]["source"], f"dataset {w.dataset!r}",
-                                   f"datasets.{w.dataset}.source"),
+        # the file of a `local:` source, so that a changed file reruns what reads it (rules/common.smk's local_input:
+        # a file not there yet is listed while planning, and a run that executes this job is refused before it starts)
+        local=lambda w: local_input(config["datasets"][w.dataset]["source"]),
     output:
         data=f"{R}/{NLU}/data/prepared/{{dataset}}.parquet",
         summary=f"{R}/{NLU}/data/prepared/{{dataset}}.summary.json",
     params:
         args=lambda w, input, output: shell_args(
-            name=w.dataset, spec=config["datasets"][w.dataset], local_file=input.local or None,
+            name=w.dataset, spec=config["datasets"][w.dataset], local_file=local_path(config["datasets"][w.dataset]["source"]),
             single_text=bool(config["tasks"].get(config["datasets"][w.dataset]["task"], {}).get("single_text")),
             out=output.data, summary=output.summary),
     log:

@@ -48,6 +48,7 @@ def write_checkpoint(out_dir: Path, model: nn.Module, tokenizer, summary: dict, 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     sweep_staging(out_dir)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    weights = sum(p.numel() * p.element_size() for p in model.state_dict().values())
     try:
         if files_from is not None:
             for item in Path(files_from).iterdir():
@@ -65,5 +66,12 @@ def write_checkpoint(out_dir: Path, model: nn.Module, tokenizer, summary: dict, 
         for item in staging.iterdir():
             item.replace(out_dir / item.name)
         runtime.atomic_write_json(out_dir / "train_summary.json", summary)
+    except runtime.DiskFullError:
+        raise
+    except Exception as err:
+        if runtime.is_disk_full(err, staging):
+            # the staging folder goes below; the folder has no train_summary.json, so it is not a finished run
+            raise runtime.disk_full(out_dir / "model.safetensors", needed=weights, about=True) from err
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -1,5 +1,7 @@
 """What a config's long cluster jobs need: runtime derived from a per-step cost x the config's step counts, and a
-planning-time check that refuses a runtime request below a job's estimate unless the job resumes.
+check that refuses a runtime request below a job's estimate unless the job resumes — for a run that goes to a
+cluster, before its first submission, and only for the jobs it will execute (rules/common.smk's onstart); a local
+run has no time limit and is never held to it.
 
 The cost model (stated, not measured on a GPU here):
 
@@ -24,7 +26,7 @@ Step counts: ``examples / batch`` (rounded up) x epochs, with the real sizes of 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 GPU_STEPS_PER_S = 9.0
@@ -66,6 +68,11 @@ class Estimate:
     steps: int       # optimiser steps of the job (all runs of a sweep)
     units_per_step: float  # cost of one step in BERT-base 32 x 128 training steps
     resumes: bool
+    rules: tuple[str, ...] = ()  # the rules whose jobs it estimates (a job of another rule is not held to it)
+    task: str | None = None      # and their `task` wildcard, where the rule name does not carry the task
+
+    def estimates_job(self, rule: str, wildcards: Mapping[str, str]) -> bool:
+        return rule in self.rules and (self.task is None or wildcards.get("task") == self.task)
 
     @property
     def minutes(self) -> int:
@@ -143,12 +150,13 @@ def estimates(config: Mapping) -> list[Estimate]:
         if finetune:
             out.append(Estimate(f"finetune_baseline/finetune_debiased ({task})", "train_runtime_min", train_min,
                                 steps_of(n, finetune.get("batch_size", 32), finetune.get("epochs", 3)),
-                                finetune.get("batch_size", 32) / UNIT_ROWS, resumes))
+                                finetune.get("batch_size", 32) / UNIT_ROWS, resumes,
+                                ("finetune_baseline", "finetune_debiased"), task))
         search = (config.get("mask_search") or {}).get("hparams")
         if search:
             out.append(Estimate(f"search_mask ({task})", "train_runtime_min", train_min,
                                 steps_of(n, search["batch_size"], search["epochs"]),
-                                search["batch_size"] / UNIT_ROWS, resumes))
+                                search["batch_size"] / UNIT_ROWS, resumes, ("search_mask",), task))
     srn = config.get("srnets") or {}
     srn_min = int(compute.get("srnet_runtime_min", train_min))
     # mask training resumes within a run and keeps its finished sparsities; a retraining sweep resumes within a
@@ -163,7 +171,7 @@ def estimates(config: Mapping) -> list[Estimate]:
             what = f"{runs} sparsities in turn" if runs > 1 else "one run"
             out.append(Estimate(f"{rule} ({task}, {what})", "srnet_runtime_min", srn_min,
                                 runs * steps_of(n, hp.get("batch_size") or 32, hp.get("epochs") or 3),
-                                (hp.get("batch_size") or 32) / UNIT_ROWS, sweep_resumes))
+                                (hp.get("batch_size") or 32) / UNIT_ROWS, sweep_resumes, (rule,), task))
     eval_min = int(compute.get("srnet_eval_runtime_min", compute.get("eval_runtime_min", 15)))
     eval_batch = int(finetune.get("eval_batch_size", 256))
     for task, spec in tasks.items() if srn else []:
@@ -173,7 +181,7 @@ def estimates(config: Mapping) -> list[Estimate]:
             batches = items * math.ceil(rows / eval_batch)  # forward passes only; an item staged once scored
             out.append(Estimate(f"evaluate_srnets_{task} ({items} subnetworks x {rows:,} rows)",
                                 "srnet_eval_runtime_min", eval_min, batches,
-                                eval_batch / UNIT_ROWS * FORWARD_SHARE, True))
+                                eval_batch / UNIT_ROWS * FORWARD_SHARE, True, (f"evaluate_srnets_{task}",)))
     gender = config.get("gender") or {}
     batches = GENDER_BATCHES_PER_EPOCH.get((gender.get("corpus") or {}).get("source"))
     hp = (gender.get("pruning") or {}).get("hparams")
@@ -181,14 +189,19 @@ def estimates(config: Mapping) -> list[Estimate]:
         rows = 2 * hp["batch_size"]  # a target and an attribute sentence per example
         out.append(Estimate("gender_prune_frozen/gender_train_weights (paper B)",
                             "gender_runtime_min", int(compute.get("gender_runtime_min", train_min)),
-                            batches * hp["epochs"], rows / UNIT_ROWS * (1 + FORWARD_SHARE), resumes))
+                            batches * hp["epochs"], rows / UNIT_ROWS * (1 + FORWARD_SHARE), resumes,
+                            ("gender_prune_frozen", "gender_train_weights")))
     return out
 
 
-def check_requests(config: Mapping) -> None:
+def check_requests(config: Mapping, jobs: Iterable[tuple[str, Mapping[str, str]]] | None = None) -> None:
     """Refuse a runtime request below a job's derived estimate, unless the job resumes within the profile's
-    submissions: one line naming the key and value."""
+    submissions: one line naming the key and value. With ``jobs`` (rule name, wildcards of each job a run will
+    execute), only the estimates of those jobs: a job the run does not execute is not held to its request."""
+    jobs = None if jobs is None else list(jobs)
     for estimate in estimates(config):
+        if jobs is not None and not any(estimate.estimates_job(rule, w) for rule, w in jobs):
+            continue
         problem = estimate.problem()
         if problem:
             raise ValueError(problem)

@@ -1,7 +1,8 @@
 """The library's user-facing errors: what a step reports as one line on stderr and exit code 1, not a traceback.
 
 Each of these is raised on a bad input — a data file, a mask file, a mask of another model, a checkpoint, a word
-list, a config value — and its message already names the file (or config key), the field and the value. Every
+list, a config value — or on a machine that cannot take the output (``ENVIRONMENT_ERRORS``: a full disk), and its
+message already names the file (or config key), the field and the value. Every
 step's ``run_step`` (maskbench/steps/__init__.py) turns them into ``<step module>: error: <message>``; any other
 exception is a bug and keeps its traceback.
 
@@ -38,13 +39,17 @@ USER_ERRORS = frozenset({
     "VisionDataError",    # tracks/vision/mnist_wheel.py: the MNIST wheel, a prepared image file
     "WordListError",      # tracks/gender/wordlists.py: a gender word list
 })
+# errors of the machine rather than of an input, reported the same way (one line naming the file): an OSError each
+ENVIRONMENT_ERRORS = frozenset({
+    "DiskFullError",      # runtime.py: a write that found no space left, naming the file and the bytes it needed
+})
 # *Error classes of src/ that are not about an input (none today); listed so that the test above sees every class
 INTERNAL_ERRORS: frozenset[str] = frozenset()
 
 
 def is_user_error(err: BaseException) -> bool:
     """Whether ``err`` is one of the library's user-facing errors (a subclass of one counts too)."""
-    return any(cls.__name__ in USER_ERRORS and cls.__module__.startswith("maskbench.")
+    return any(cls.__name__ in USER_ERRORS | ENVIRONMENT_ERRORS and cls.__module__.startswith("maskbench.")
                for cls in type(err).__mro__)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
@@ -138,8 +139,80 @@ def sweep_temporaries(path: str | os.PathLike) -> list[Path]:
     return stale
 
 
+class DiskFullError(OSError):
+    """A write that failed for lack of space (or quota): the message names the file and the bytes it needed; the
+    partial file is gone, so nothing that looks complete is left (``atomic_path``)."""
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()
+
+
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+# how libraries that do not raise a plain OSError say it: pyarrow (an OSError whose errno is unset), safetensors
+# (Rust's io::ErrorKind), torch's stream writer ("file write failed": the free space decides, below)
+DISK_FULL_WORDS = ("No space left on device", "Disk quota exceeded", "StorageFull", "QuotaExceeded")
+NEARLY_FULL = 1 << 20  # bytes: a write that failed with less than this left on the device failed for space
+
+
+def free_bytes(path: str | os.PathLike) -> int | None:
+    """The bytes an unprivileged writer may still use on the file system holding ``path`` (its nearest existing
+    folder); None where the system does not say."""
+    path = Path(path).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return None
+    return stat.f_bavail * stat.f_frsize
+
+
+def is_disk_full(err: BaseException, where: str | os.PathLike) -> bool:
+    """Whether ``err`` (or an error it was raised from) says the device or the quota is full, or is a write error
+    on a device that has (nearly) no space left."""
+    seen: set[int] = set()
+    chain: BaseException | None = err
+    while chain is not None and id(chain) not in seen:
+        seen.add(id(chain))
+        if isinstance(chain, OSError) and chain.errno in DISK_FULL_ERRNOS:
+            return True
+        if any(word in str(chain) for word in DISK_FULL_WORDS):
+            return True
+        chain = chain.__cause__ or chain.__context__
+    if isinstance(err, (OSError, RuntimeError)):
+        free = free_bytes(where)
+        return free is not None and free < NEARLY_FULL
+    return False
+
+
+def disk_full(path: str | os.PathLike, needed: int | None = None, written: int | None = None,
+              about: bool = False) -> DiskFullError:
+    """The one-line error of a write to ``path`` that found no space: how many bytes it needed (exactly when the
+    writer knows its size, ``about`` that many for an estimate, else more than what was written before the device
+    filled) and how many are free."""
+    path = Path(path)
+    free = free_bytes(path.parent)
+    if needed is not None:
+        need = f"needed {'about ' if about else ''}{needed:,} bytes"
+    elif written:
+        need = f"needed more than the {written:,} bytes written before the device filled"
+    else:
+        need = "needed more space than the device had"
+    have = f", {free:,} bytes free there" if free is not None else ""
+    return DiskFullError(errno.ENOSPC, f"{path}: no space left on the device writing it: {need}{have}; nothing of "
+                                       "it was kept: free space (or point results: at a larger disk) and run the "
+                                       "job again")
+
+
+def require_space(path: str | os.PathLike, needed: int) -> None:
+    """Refuse, before writing anything, a write of ``needed`` bytes to ``path`` that cannot fit."""
+    free = free_bytes(Path(path).parent)
+    if free is not None and needed > free:
+        raise disk_full(path, needed=needed)
+
+
 @contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike, size: int | None = None) -> Iterator[Path]:
     """Yield a temporary path in the folder of ``path``; rename it onto ``path`` if the block succeeds, remove it
     if it fails, so that a killed job never leaves half a file where a rule expects a finished one.
 
@@ -147,10 +220,16 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     it (matplotlib), and the file is created with the mode a plain ``open`` gives (0644 under the usual umask),
     not ``mkstemp``'s 0600. Missing parent folders are created, and the temporaries of ``path`` that a killed
     earlier writer left are removed (``sweep_temporaries``).
+
+    A write that fails for lack of space raises ``DiskFullError`` naming ``path`` and the bytes needed: ``size``,
+    when the writer knows it (then a write that cannot fit is refused before it starts), else more than the bytes
+    written before the device filled.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_temporaries(path)
+    if size is not None:
+        require_space(path, size)
     while True:
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp{path.suffix}")
         try:
@@ -161,15 +240,19 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     try:
         yield tmp
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
+        written = tmp.stat().st_size if tmp.exists() else None
         tmp.unlink(missing_ok=True)
+        if isinstance(err, Exception) and not isinstance(err, DiskFullError) and is_disk_full(err, path.parent):
+            raise disk_full(path, needed=size, written=written) from err
         raise
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write via a temporary file in the same folder and rename (``atomic_path``)."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    data = text.encode("utf-8")
+    with atomic_path(path, size=len(data)) as tmp:
+        tmp.write_bytes(data)
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -458,7 +458,8 @@ def write_mask_file(path: str | os.PathLike, masks: dict[str, np.ndarray], meta:
     prefix = MAGIC + len(header_json).to_bytes(8, "little") + header_json
     crc_table = b"".join(zlib.crc32(payload).to_bytes(_CRC_BYTES, "little") for payload in payloads)
     digest = hashlib.sha256(prefix + crc_table).digest()
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+    size = len(prefix) + len(crc_table) + len(digest) + sum(len(payload) for payload in payloads)
+    with atomic_path(path, size=size) as tmp, open(tmp, "wb") as handle:
         handle.write(prefix)
         handle.write(crc_table)
         handle.write(digest)

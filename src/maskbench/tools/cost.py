@@ -7,7 +7,8 @@ Plans the config and targets with `snakemake -n --printshellcmds` (maskbench.cos
 prices every job from its own command line (maskbench.cost.sheet; every figure and its source in
 maskbench.cost.assumptions, per-step rates from results/benchmarks/gpu_check.json when it holds CUDA numbers) and
 prints, per rule family and in total: GPU-hours, peak GPU and host memory, disk written, the tables and figures the
-family serves, and the requests (runtime, memory) that do not cover their estimate. `--profile` plans through a
+family serves, the requests (runtime, memory) that do not cover their estimate, and the files and folders the
+planned jobs read from you that are not there yet (maskbench.user_data; planning does not need them). `--profile` plans through a
 profile (profiles/slurm: its set-resources give the evaluations their GPU); `--fresh` plans in an empty folder (the
 whole run, as from nothing; a user-supplied data file is an empty placeholder there), else the current folder's
 finished jobs are left out. `--write-docs PAGE` puts the sheet into PAGE's `cost_<name>` generated section
@@ -26,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from maskbench import forced_jobs
+from maskbench import forced_jobs, user_data
 from maskbench.config_files import read_configs
 from maskbench.cost import assumptions, plan, sheet
 from maskbench.report.captions import PROVENANCE_PAGE, stamp
@@ -59,6 +60,20 @@ def price_plan(stdout: str, config: dict, gpu_check: Path | None = None):
     return families, total, pricer
 
 
+def missing_inputs(stdout: str, config: dict, workdir: Path) -> list[str]:
+    """The files and folders the planned jobs read from the user that are not in `workdir` (or the project) in
+    their layouts: one line each, naming the config key, the path, what is expected and the command that makes it."""
+    jobs = [(job.rule, job.wildcards) for job in plan.parse_dry_run(stdout)]
+    return user_data.problems_for_jobs(user_data.user_inputs(config), jobs, workdir, REPO)
+
+
+def missing_markdown(lines: list[str]) -> str:
+    if not lines:
+        return ""
+    return ("\nNot there yet — the plan is priced without them; a run whose jobs read them is refused before it "
+            f"starts ({len(lines)}; docs/data.md):\n" + "".join(f"- {line}\n" for line in lines))
+
+
 def write_section(page: Path, name: str, body: str) -> None:
     text = page.read_text()
     section = f"<!-- generated:{name} -->\n{body}<!-- /generated:{name} -->"
@@ -86,18 +101,19 @@ def main(argv: list[str] | None = None) -> int:
         else:
             stdout = plan.dry_run(args.snakefile.resolve(), Path.cwd(), configfiles, args.targets, extra)
         families, total, pricer = price_plan(stdout, config, args.gpu_check)
+        missing = missing_inputs(stdout, config, Path.cwd())
     except (RuntimeError, ValueError) as err:
         raise SystemExit(f"cost: {err}") from None
     precision = pricer.default_precision
     text = sheet.markdown(families, total, pricer.rates, precision, pricer.search_rates)
     if args.json:
         doc = {"configfiles": [str(p) for p in args.configfile], "targets": args.targets, "fresh": args.fresh,
-               **sheet.as_json(families, total, pricer.rates, precision)}
+               **sheet.as_json(families, total, pricer.rates, precision), "missing_user_inputs": missing}
         if str(args.json) == "-":
             print(json.dumps(doc, indent=1))
             return 0
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
-    print(text)
+    print(text + missing_markdown(missing))
     if args.write_docs:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                 cwd=REPO).stdout.strip()

@@ -335,7 +335,9 @@ def write_images(path: str | Path, imageset: ImageSet) -> str:
     header, _ = _header(metadata, tensors)
     digest = hashlib.sha256()
     digest.update(_canonical({k: v for k, v in metadata.items() if k != "sha256"}).encode())
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+    pixels = int(np.prod(images.shape, dtype=np.int64)) * images.dtype.itemsize
+    size = len(header) + sum(v.nbytes for v in small.values()) + pixels
+    with atomic_path(path, size=size) as tmp, open(tmp, "wb") as handle:
         handle.write(header)
         for name in ("bias", "id", "label"):
             handle.write(_byte_view(small[name]))
