@@ -92,7 +92,8 @@ rule mask_benchmark:
         json=f"{R}/benchmarks/masks.json",
     params:
         args=lambda wildcards, input, output: shell_args(
-            out=output.json, mask_files=list(input.masks), **config["mask_benchmark"]),
+            out=output.json, mask_files=list(input.masks),
+            **{k: v for k, v in config["mask_benchmark"].items() if k != "plan"}),
     log:
         f"{R}/logs/mask_benchmark/masks.log",
     benchmark:

@@ -53,7 +53,8 @@ class NluPlan:
         self.mask_rows = [r for r in self.rows if r in self.md]
         # the mask-file benchmark belongs to paper A's setting (its Table 1 reports it); a table of no paper's setting
         # does not plan it — it runs when asked for by its file (<results>/benchmarks/masks.json)
-        self.mask_benchmark = bool(self.mask_rows) and (table1 or {}).get("paper") == "A"
+        self.mask_benchmark = (bool(self.mask_rows) and (table1 or {}).get("paper") == "A"
+                               and (config.get("mask_benchmark") or {}).get("plan", True))
         self.neural_sources = [s for s, spec in self.sources.items() if spec["kind"] in NEURAL_KINDS]
         # probabilities the user computed: columns of the task's training file (rules/nlu/bias.smk)
         self.precomputed_sources = [s for s, spec in self.sources.items() if spec["kind"] == PRECOMPUTED]
