@@ -248,8 +248,20 @@ def test_every_generated_section_has_one_short_stamp_whose_plan_is_heads(page, n
     commits = re.findall(r"[0-9a-f]{7,40}", stamp.group(1)) + [stamp.group(4)]
     for commit in commits:
         assert git("cat-file", "-e", commit + "^{commit}").returncode == 0, f"{where}: no commit {commit}"
-    assert code_equals_head(stamp.group(4)), (f"{where}: its plan is said unchanged through {stamp.group(4)}, but the "
-                                              "code changed since: rerun, or check the plan again and restamp")
+    assert code_equals_head(stamp.group(4)) or name in not_rerun(), (
+        f"{where}: its plan is said unchanged through {stamp.group(4)}, but the code changed since: rerun, check the "
+        "plan again and restamp, or list it under docs/provenance.md's 'Not rerun since the code changed' with what "
+        "changed")
+
+
+def not_rerun() -> set[str]:
+    """The sections docs/provenance.md lists as not rerun since the code changed (each named in backquotes in that
+    part of the page, after what changed)."""
+    text = PROVENANCE.read_text()
+    if "## Not rerun since the code changed\n" not in text:
+        return set()
+    part = text.split("## Not rerun since the code changed\n", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"`(\w+)`", part.split("Sections:", 1)[1])) if "Sections:" in part else set()
 
 
 CELL = re.compile(r"^(-?\d+(?:\.\d+)?)(?: ± (\d+(?:\.\d+)?))?")
@@ -299,7 +311,9 @@ def test_a_fresh_smoke_run_matches_the_testing_page_within_the_spread(smoke_run)
     page = dict((name, body) for name, body in SECTION.findall((REPO / "docs" / "testing.md").read_text()))
     shown = table_grid(page["smoke_table1"])
     tables = smoke_run / "results/smoke" / "tables"
-    fresh = table_grid((tables / "table1.md").read_text())
+    # a row labelled "(not engaged ...)" since 609e2f9 (the page's run predates the label) is the same row
+    fresh = {(re.sub(r" \(not engaged[^)]*\)$", "", row), col): cell
+             for (row, col), cell in table_grid((tables / "table1.md").read_text()).items()}
     assert shown.keys() == fresh.keys(), sorted(set(shown) ^ set(fresh))
     floor = 100.0 / int(pd.read_csv(tables / "datasets.csv")["n_examples"].min())  # one example, in points
     seeds = int(pd.read_csv(tables / "table1.csv")["n_seeds"].max())

@@ -14,10 +14,10 @@ from test_workflow import REPO
 from maskbench.report.captions import MAX_LINE
 from maskbench.report.facts import FACTS_FILE, disagreements, facts, planned_configs, sentences
 
-# CHANGELOG.md is dated history (what a commit changed, with its numbers then); the provenance page is the records
+# CHANGELOG.md and docs/history.md (its older part) are dated history (what a commit changed, with its numbers then); the provenance page is the records
 PAGES = sorted([REPO / "README.md", REPO / "results" / "README.md",
-                *(p for p in (REPO / "docs").glob("*.md") if p.name != "provenance.md")])
-ALL_PAGES = sorted([*PAGES, REPO / "CHANGELOG.md", REPO / "docs" / "provenance.md"])
+                *(p for p in (REPO / "docs").glob("*.md") if p.name not in ("provenance.md", "history.md"))])
+ALL_PAGES = sorted([*PAGES, REPO / "CHANGELOG.md", REPO / "docs" / "history.md", REPO / "docs" / "provenance.md"])
 LIMITS = {"docs/paper-a.md": 400}
 MAX_PAGE = 450
 
@@ -30,7 +30,9 @@ def recorded():
 def test_the_facts_file_names_every_config(recorded):
     assert set(json.loads((REPO / FACTS_FILE).read_text())["jobs"]) == set(planned_configs(REPO))
     assert recorded["seeds"]["configs/paper.yaml"] == {"A": 5, "B": 5, "C": 4, "D": 5}
-    assert recorded["suite"]["jobs"] == recorded["jobs"]["config.yaml"]
+    # the suite's measured run (b6038c2) planned 319 jobs; the plan has two report jobs more since 609e2f9 (rules
+    # engagement and verdict_table): a change to the plan changes this line until the suite runs again
+    assert recorded["jobs"]["config.yaml"] - recorded["suite"]["jobs"] == 2
 
 
 def test_the_checker_finds_each_kind_of_mismatch(recorded):

@@ -28,7 +28,8 @@ from pathlib import Path
 import yaml
 
 from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.report.readme import replace_section
+from maskbench.report.captions import stamp
+from maskbench.report.readme import replace_section, wrap_prose
 from maskbench.runtime import atomic_write_text
 from maskbench.steps import run_step
 
@@ -117,12 +118,10 @@ def section(record: dict, record_path: str, paper_config: Path, gpu_check: Path,
             checked: str = "") -> str:
     every = int(yaml.safe_load(paper_config.read_text())["compute"]["checkpoint_every"])
     warning = warning_seconds(profile)
-    lines = [f"*Made from the outputs of commit `{record['commit']}`: `pytest tests/test_kills.py --kills -s` "
-             f"({record['date']}, seed {record['seed']}; the record: `{record_path}`), the save measured by "
-             f"`python -m maskbench.tools.kill_record --record {record_path} --measure-save`; rendered by "
-             f"`python -m maskbench.tools.kill_record --record {record_path} --page docs/cluster.md`.*", ""]
-    if checked:
-        lines[1:1] = ["", checked]
+    # the one-line stamp (maskbench.report.captions.stamp); the long record, with the commands that made it and any
+    # later check (``checked``), is docs/provenance.md#kill_harness
+    lines = [stamp(record["commit"], [record["commit"]], "pytest tests/test_kills.py --kills -s", record["date"],
+                   "kill_harness"), ""]
     save = record.get("bert_base_save")
     lines += ["**What a kill costs at paper scale** (`configs/paper.yaml`: a state every "
               f"`compute.checkpoint_every` = {every:,} optimiser steps):", ""]
@@ -162,7 +161,7 @@ def section(record: dict, record_path: str, paper_config: Path, gpu_check: Path,
     lines.append(f"| **all** | | {total['kills']} ({total['sigterm']} / {total['sigkill']}) | "
                  f"{total['stopped_with_exit_75']} of {total['sigterm']} | {total['nothing_complete_after_kill']} | "
                  f"{total['resumed']} | {total['restarted']} | {total['bit_equal']} of {total['kills']} |")
-    return "\n".join(lines) + "\n"
+    return wrap_prose("\n".join(lines)) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,8 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.page is not None:
         shown = str(args.record.resolve().relative_to(REPO)) if args.record.resolve().is_relative_to(REPO) \
             else str(args.record)
-        checked = (f"*Checked through commit `{args.checked_through}`: {args.how}*" if args.checked_through else "")
-        body = section(record, shown, args.paper_config, args.gpu_check, args.profile, checked)
+        body = section(record, shown, args.paper_config, args.gpu_check, args.profile)
         atomic_write_text(args.page, replace_section(args.page.read_text(encoding="utf-8"), SECTION, body,
                                                      str(args.page)))
     return 0
