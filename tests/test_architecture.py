@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tracks", ("maskbench.tracks",)),
     ("api", ("maskbench.api",)),  # the public Python API: a facade over the layers below
     ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config", "maskbench.cluster_requests",
+                      "maskbench.user_data",
                       "maskbench.cost", "maskbench.console")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}

@@ -23,7 +23,7 @@ from maskbench.report.departures import (
     departures_markdown,
     load_departures,
 )
-from maskbench.report.readme import replace_section
+from maskbench.report.readme import replace_section, wrap_prose
 from maskbench.runtime import atomic_path
 from maskbench.steps import run_step
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
               + "\n  ".join(problems), file=sys.stderr)
         return 1
     text = args.readme.read_text(encoding="utf-8")
-    updated = replace_section(text, SECTION, PREAMBLE + departures_markdown(records), str(args.readme))
+    updated = replace_section(text, SECTION, wrap_prose(PREAMBLE + departures_markdown(records)), str(args.readme))
     if args.check:
         if updated != text:
             print(f"departures_readme: {args.readme}'s departures table is stale; rerun without --check",

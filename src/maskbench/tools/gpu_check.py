@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from maskbench.precision import Precision
+from maskbench.resume import read_state
 from maskbench.runtime import atomic_write_json, git_commit, seed_everything
 
 REPO = Path(__file__).resolve().parents[3]
@@ -349,7 +350,7 @@ def section_resume_on_cuda(sizes: Sizes, allow_cpu: bool) -> dict:
                 resumable_run(device, precision, sizes, state, sizes.resume_stop_after)
             except Interrupted:
                 stopped_at = sizes.resume_stop_after
-            saved = torch.load(state, map_location="cpu", weights_only=False)
+            saved = read_state(state)  # the verified state the loop wrote (checksum header first)
             resumed = resumable_run(device, precision, sizes, state, None)
         entry = {"stopped_after_step": stopped_at, "resumed_from_step": int(saved["step"]),
                  "grad_scaler_saved": "grad_scaler" in saved,
