@@ -94,7 +94,11 @@ def test_the_cost_of_a_kill_is_the_interval_times_the_step_time(tmp_path):
                                         "restarted": 0, "bit_equal": 1}}}
     profile = tmp_path / "profile.yaml"
     profile.write_text("default-resources: {slurm_extra: '--signal=USR1@240'}\n")
-    text = section(record, "r.json", config, check, profile)
+    wrapped = section(record, "r.json", config, check, profile)
+    assert all(len(line) <= 160 for line in wrapped.splitlines() if not line.startswith("|"))
+    # prose is wrapped at 160 characters (a paragraph renders the same): read it with its lines joined
+    text = "\n".join(line if line.startswith("|") else line + " " for line in wrapped.splitlines())
+    text = text.replace(" \n", " ")
     assert "SIGUSR1 4.0 min before the limit (`profile.yaml`: `--signal=USR1@240`)" in text
     assert "| 12.5 | 1,000 steps = 1.3 min |" in text  # 1000 / 12.5 = 80 s
     assert "| 9.0 | 1,000 steps = 1.9 min |" in text  # the A100 assumption: 1000 / 9 = 111 s
