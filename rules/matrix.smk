@@ -37,7 +37,7 @@ rule verdict_table:
     input:
         cells=MATRIX_CELLS,
     output:
-        table=f"{R}/tables/verdict.csv",
+        table=report(f"{R}/tables/verdict.csv", caption="captions/verdict.rst", category="Matrix"),
         markdown=f"{R}/tables/verdict.md",
     params:
         delta=lambda wildcards: config["matrix"]["delta"],

@@ -58,7 +58,7 @@ rule engagement:
     input:
         runs=[run["path"] for run in P.engagement_runs()],
     output:
-        csv=P.table("engagement.csv"),
+        csv=report(P.table("engagement.csv"), caption="captions/engagement.rst", category="Table 1"),
         md=P.table("engagement.md"),
     params:
         args=lambda wildcards, output: shell_args(runs=Json(P.engagement_runs()), out_csv=output.csv,

@@ -87,9 +87,9 @@ rule budget_study_report:
     input:
         study_inputs(),
     output:
-        csv=P.table("budget_study.csv"),
+        csv=report(P.table("budget_study.csv"), caption="captions/budget_study.rst", category="Budget study"),
         md=P.table("budget_study.md"),
-        figure=P.figure("budget_study.png"),
+        figure=report(P.figure("budget_study.png"), caption="captions/budget_study.rst", category="Budget study"),
         svg=svg_beside(P.figure("budget_study.png")),
     params:
         args=lambda wildcards, output: shell_args(
