@@ -27,5 +27,5 @@ def test_the_quick_plan_runs_every_papers_report_and_labels_each(tmp_path):
         " nlu.table1 " in line or " nlu.srnet_report " in line or " gender.report " in line
         or " vision.report " in line or " matrix.report " in line)]
     assert len(commands) == len(REPORTS)
-    assert all("--label 'Quick look (configs/quick.yaml): slices of the real data, 2 seeds, no verdicts'" in c
+    assert all("--label 'Quick look (configs/quick.yaml): slices of the real data, 1 seed, no verdicts'" in c
                for c in commands), commands
