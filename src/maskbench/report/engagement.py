@@ -20,7 +20,7 @@ effect". These thresholds are the project's one definition (docs/glossary.md); c
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 MASK_KEPT_MAX = 0.999
@@ -117,14 +117,6 @@ def fine_tuning(dev_by_epoch: Sequence[float], n_labels: int) -> Engagement:
               f"dev {last:.1f}: within {CHANCE_MARGIN:g} points of chance {chance:.1f}")
     return Engagement("fine_tuning", engaged, reason, {"dev_accuracy": last, "chance": chance, "trend": trend,
                                                        "epochs": len(points)})
-
-
-def row_word(runs: Iterable[Engagement]) -> str:
-    """A row's word over its seeds' runs: "engaged" when every run is, else "not engaged" (no run: "")."""
-    runs = list(runs)
-    if not runs:
-        return ""
-    return ENGAGED if all(r.engaged for r in runs) else NOT_ENGAGED
 
 
 def _isnan(value) -> bool:
