@@ -449,8 +449,6 @@ FAKE_SLURM = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="known regression (2026-11-29): the user-data check now refuses the run's empty "
-                   "placeholder FEVER / PAWS-QQP files before any sbatch; the fixture must write files in their layouts")
 def test_the_sbatch_lines_of_the_paper_config_request_a_gpu_only_for_training_and_evaluation(tmp_path):
     """The sbatch command lines the plugin generates for paper config jobs (fake Slurm tools on PATH record them):
     a baseline fine-tuning asks for one GPU (`--gpus=1`, the plugin 2.8's rendering of `gpu=1`), 8 CPUs per GPU
@@ -462,10 +460,13 @@ def test_the_sbatch_lines_of_the_paper_config_request_a_gpu_only_for_training_an
         (bin_dir / tool).write_text(f"#!/bin/sh\n{body}\n")
         (bin_dir / tool).chmod(0o755)
     work = tmp_path / "work"
-    for supplied in ("data/fever/fever.train.jsonl", "data/fever/fever.dev.jsonl", "data/paws_qqp/train.tsv",
-                     "data/paws_qqp/dev_and_test.tsv"):
+    # the files the user supplies, one row each in the layouts the planning check reads (maskbench.user_data)
+    fever = json.dumps({"id": 1, "evidence": "e", "claim": "c", "gold_label": "SUPPORTS"}) + "\n"
+    paws = "id\tsentence1\tsentence2\tlabel\n1\ta\tb\t0\n"
+    for supplied, text in (("data/fever/fever.train.jsonl", fever), ("data/fever/fever.dev.jsonl", fever),
+                           ("data/paws_qqp/train.tsv", paws), ("data/paws_qqp/dev_and_test.tsv", paws)):
         (work / supplied).parent.mkdir(parents=True, exist_ok=True)
-        (work / supplied).touch()
+        (work / supplied).write_text(text)
     sbatch_log = tmp_path / "sbatch.log"
     sbatch_log.touch()
     env = env_with({"MASKBENCH_SLURM_ACCOUNT": "acct", "MASKBENCH_SLURM_PARTITION": "cpu",
