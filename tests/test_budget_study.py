@@ -110,3 +110,17 @@ def test_an_empty_run_list_is_refused(tmp_path):
     with pytest.raises(DataError, match="--runs: expected a non-empty JSON list"):
         step.main(["--runs", "[]", "--out-csv", str(tmp_path / "a"), "--out-md", str(tmp_path / "b"),
                    "--figure", str(tmp_path / "c.png")])
+
+
+def test_the_suites_own_baseline_is_a_point_of_the_curve_named_apart(tmp_path):
+    # the masks' start, given its training set, adds its epochs to the curve under its own name; the study's
+    # baselines keep theirs
+    runs = [{"kind": "start", "train_set": "mnli_train", "seed": seed,
+             "summary": _finetune(tmp_path / f"start{seed}", 3000, [40.0 + seed, 45.0 + seed])} for seed in (1, 2, 3)]
+    runs.append({"kind": "baseline", "train_set": "mnli_train_all", "seed": 1,
+                 "summary": _finetune(tmp_path / "all1", 6815, [50.0])})
+    curve = baseline_curve(study_table(runs))
+    suite = curve[curve.train_set == "mnli_train (suite's baseline)"]
+    assert list(suite.epoch) == [1, 2] and list(suite.pairs_seen) == [3000, 6000]
+    assert list(suite["mean"]) == pytest.approx([42.0, 47.0]) and list(suite["count"]) == [3, 3]
+    assert curve[curve.train_set == "mnli_train_all"]["mean"].tolist() == pytest.approx([50.0])

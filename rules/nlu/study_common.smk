@@ -36,7 +36,8 @@ def study_runs():
     """Every run the study's table reads: the baselines by training set and the mask points by row."""
     runs = [{"kind": "baseline", "train_set": t, "seed": int(s), "summary": f"{study_baseline_dir(t, s)}/train_summary.json"}
             for t in STUDY["baseline"]["train_sets"] for s in SEEDS]
-    runs += [{"kind": "start", "seed": int(s), "summary": f"{checkpoint_dir(STUDY_TASK, s)}/train_summary.json",
+    runs += [{"kind": "start", "train_set": config["tasks"][STUDY_TASK]["train"], "seed": int(s),
+              "summary": f"{checkpoint_dir(STUDY_TASK, s)}/train_summary.json",
               "evals": {e: evaluation_json(STUDY_TASK, "baseline", s, e) for e in eval_set_names(STUDY_TASK)}}
              for s in SEEDS]
     runs += [{"kind": "mask", "row": r, "learning_rate": float(lr), "epochs": ep, "seed": int(s),

@@ -68,11 +68,14 @@ def study_table(runs: Sequence[Mapping]) -> pd.DataFrame:
             start_scores[int(run["seed"])] = _eval_scores(run.get("evals") or {})
     for run in runs:
         seed = int(run["seed"])
-        if run["kind"] == "baseline":
+        # the suite's own baseline (the masks' start, with its epochs and early stop) is a point of the curve too,
+        # named apart: its learning rate decays over its own epochs, so its epoch 1 is not a longer run's epoch 1
+        if run["kind"] == "baseline" or (run["kind"] == "start" and run.get("train_set")):
             summary = _json(run["summary"])
             n_train = int(summary["n_train"])
+            name = run["train_set"] if run["kind"] == "baseline" else f"{run['train_set']} (suite's baseline)"
             for epoch, _step, dev in _curve_dev(run["summary"]):
-                lines.append({"part": "baseline", "train_set": run["train_set"], "n_train": n_train, "seed": seed,
+                lines.append({"part": "baseline", "train_set": name, "n_train": n_train, "seed": seed,
                               "epoch": epoch, "pairs_seen": epoch * n_train, "dev_accuracy": dev})
         elif run["kind"] == "mask":
             summary = _json(run["summary"])
