@@ -413,3 +413,25 @@ def test_run_ffw_with_paper_d_codes_online_heads_runs_and_leaves_the_model_uncha
     keep, summary = run_ffw(model, train, val, [2], settings, seed=1, device="cpu")
     assert model_fingerprint(model) == fingerprint and len(summary["history"]) == 3
     assert summary["settings"]["head_update"] == "online" and summary["settings"]["validation_mi"] == "refined"
+
+
+def test_vision_tables_say_whether_each_row_engaged_over_its_seeds():
+    # FFW prunes 40 % on seed 1 and nothing on seed 2: not engaged on one of two seeds; the vanilla model scores 99
+    # on the biased test (10 labels: chance 10) on both; an evaluation without num_labels leaves the vanilla row "—"
+    datasets = {"biased_mnist": {"generator": "biased_mnist", "table": 2, "levels": {"0.99": {"rho": 0.99}}}}
+    records = [eval_record(1, 30.0, 50.0), eval_record(2, 34.0, 56.0)]
+    records[1]["runs"][1]["sparsity"] = 0.0
+    table = dataset_table(summary_frame(runs_frame(records, datasets)), 2, gamma=10.0).set_index("method")
+    assert table.loc["ffw", "engagement"] == "not engaged (1 of 2 seeds)"
+    assert table.loc["vanilla", "engagement"] == "—"
+    for record in records:
+        for run in record["runs"]:
+            run["num_labels"] = 10
+        record["runs"][1]["sparsity"] = 0.05  # keeps 99.95 %: not engaged on either seed
+    records[0]["runs"][0]["biased_test_accuracy"] = 14.0  # within 5 points of chance on seed 1
+    table = dataset_table(summary_frame(runs_frame(records, datasets)), 2, gamma=10.0).set_index("method")
+    assert table.loc["ffw", "engagement"] == "not engaged"
+    assert table.loc["vanilla", "engagement"] == "not engaged (1 of 2 seeds)"
+    records[0]["runs"][0]["biased_test_accuracy"] = 15.0  # chance + 5: engaged
+    table = dataset_table(summary_frame(runs_frame(records, datasets)), 2, gamma=10.0).set_index("method")
+    assert table.loc["vanilla", "engagement"] == "engaged"

@@ -41,6 +41,8 @@ def test_task_and_crows_cells_are_mean_and_std_over_seeds():
     assert table.loc["head", "heads pruned, V all zero (ours)"] == "1.00 ± 0.00"
     assert table.loc["head", "heads pruned, Q, K or V all zero (#P, ours)"] == "2.00 ± 0.00"
     assert table.loc["original", "heads pruned, Q, K or V all zero (#P, ours)"] == "0"
+    # both seeds' masks keep 50 %: engaged; the original model has no mask
+    assert table.loc["head", "engagement"] == "engaged" and table.loc["original", "engagement"] == "—"
     points = performance_bias_frame(frame, {"performance": [70.0, 72.0], "seat_mean_abs": 1.0, "crows_pairs": 55.0})
     assert points.iloc[0].to_dict()["performance"] == 71.0 and points.iloc[0]["performance_std"] == pytest.approx(
         math.sqrt(2))
@@ -113,3 +115,10 @@ def test_the_figures_titles_fit_their_canvas_and_every_marker_is_named():
     performance = build_performance_bias_figure(points)
     assert outside_canvas(performance) == [] and unnamed_marker_styles(performance) == set()
     assert sorted(t.get_text() for t in performance.axes[0].get_legend().get_texts()) == ["frozen", "original"]
+
+
+def test_a_pruning_row_that_keeps_everything_on_a_seed_reads_not_engaged():
+    kept = {**summary(), "density": 0.9995}  # keeps 99.95 % (engaged below 99.9 %)
+    frame, long = runs_frame([run(1), run(2)], [summary(), kept], [seat(0.2), seat(0.4)])
+    table = kind_table("frozen", frame, long, original_frame(seat(1.0)), ["t6", "t8"]).set_index("granularity")
+    assert table.loc["head", "engagement"] == "not engaged (1 of 2 seeds)"

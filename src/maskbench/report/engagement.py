@@ -119,6 +119,18 @@ def fine_tuning(dev_by_epoch: Sequence[float], n_labels: int) -> Engagement:
                                                        "epochs": len(points)})
 
 
+def seeds_word(found: Sequence[Engagement | None]) -> str:
+    """A row's word from its seeds' runs: "engaged" when every seed's is, "not engaged" (with how many seeds did not
+    act) when one is not, "—" when no run of the row has a mechanism to judge (None)."""
+    judged = [f for f in found if f is not None]
+    if not judged:
+        return "—"
+    idle = sum(not f.engaged for f in judged)
+    if not idle:
+        return ENGAGED
+    return NOT_ENGAGED if idle == len(judged) else f"{NOT_ENGAGED} ({idle} of {len(judged)} seeds)"
+
+
 def _isnan(value) -> bool:
     try:
         return math.isnan(float(value))

@@ -100,7 +100,7 @@ def main(argv=None) -> int:
         runtime.seed_everything(args.seed)
         accuracy, groups = task_accuracy(model, loaders["test"], test.bias_names)
         result = {"run": run["name"], "params": run.get("params", {}), "model_dir": folder,
-                  "mask": run.get("mask"), "seed": args.seed, "dataset": test.dataset,
+                  "mask": run.get("mask"), "seed": args.seed, "dataset": test.dataset, "num_labels": test.num_classes,
                   "task_accuracy": accuracy, "task_groups": groups,
                   "unbiased_accuracy": group_mean_accuracy(groups),
                   "biased_test_accuracy": task_accuracy(model, loaders["biased_test"])[0]

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from maskbench.report import engagement
 from maskbench.tracks.gender.workflow_plan import KIND_TABLE
 
 PAPER_SEAT = {"sent-weat6": "seat6", "sent-weat7": "seat7", "sent-weat8": "seat8"}
@@ -155,7 +156,7 @@ def kind_table(kind: str, runs: pd.DataFrame, seat: pd.DataFrame, original: pd.D
     base = {"granularity": "original", "layers": "", "mode": "", "seeds": ""}
     base.update({f"{t} (ours)": f"{original.set_index('test').loc[t, 'effect_size']:.2f}" for t in tests})
     if kind != "debias_only":
-        base.update({"density % (ours)": "100.00", HEADS_V: "0", HEADS_NNP: "0"})
+        base.update({"density % (ours)": "100.00", HEADS_V: "0", HEADS_NNP: "0", "engagement": "—"})
     extras = [c for c in EXTRA_COLUMNS if c in runs.columns]
     headings = dict(EXTRA_COLUMNS)
     if "performance_metrics" in runs.columns:
@@ -179,6 +180,7 @@ def kind_table(kind: str, runs: pd.DataFrame, seat: pd.DataFrame, original: pd.D
             row["density % (ours)"] = mean_std(100 * group["density"])
             row[HEADS_V] = mean_std(group["heads_pruned"].astype(float))
             row[HEADS_NNP] = mean_std(group["heads_pruned_nn_pruning"].astype(float))
+            row["engagement"] = engagement.seeds_word([engagement.mask(d) for d in group["density"].astype(float)])
         for column in extras:
             row[f"{headings[column]} (ours)"] = mean_std(group[column].astype(float))
         out.append(row)

@@ -17,6 +17,8 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
+from maskbench.report import engagement
+
 METRICS = ("task_accuracy", "bias_accuracy", "sparsity", "biased_test_accuracy", "unbiased_accuracy")
 PAPER_FILES = {2: "paper_d_table2_biased_mnist.csv", 3: "paper_d_table3_celeba.csv",
                4: "paper_d_table4_corrupted_cifar10.csv"}
@@ -48,7 +50,7 @@ def runs_frame(evals: list[dict], datasets: dict) -> pd.DataFrame:
                    "paper_row": str(level.get("paper_row", level.get("rho", ev["level"]))),
                    "seed": ev["seed"], "run": run["run"], "method": params.get("method", run["run"]),
                    "gamma": params.get("gamma", math.nan), "start": params.get("start", "final"),
-                   "sparsity_target": params.get("sparsity", math.nan)}
+                   "sparsity_target": params.get("sparsity", math.nan), "num_labels": run.get("num_labels")}
             row.update({m: run.get(m) if run.get(m) is not None else math.nan for m in METRICS})
             groups = run.get("task_groups", {})
             for group, value in groups.items():
@@ -61,8 +63,23 @@ def runs_frame(evals: list[dict], datasets: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def run_engagement(row: pd.Series) -> engagement.Engagement | None:
+    """Whether one run's mechanism acted (maskbench.report.engagement): a gate set or mask by the share it prunes;
+    the vanilla model as a fine-tuning, by its in-distribution (biased test) accuracy against chance. None when the
+    evaluation did not record what it takes (an evaluation from before ``num_labels`` was recorded)."""
+    if row["method"] == "vanilla":
+        labels, accuracy = row.get("num_labels"), row.get("biased_test_accuracy")
+        if labels is None or pd.isna(labels) or pd.isna(accuracy):
+            return None
+        return engagement.fine_tuning([float(accuracy)], int(labels))
+    if pd.isna(row["sparsity"]):
+        return None
+    return engagement.mask(1.0 - float(row["sparsity"]) / 100.0)
+
+
 def summary_frame(runs: pd.DataFrame) -> pd.DataFrame:
-    """Mean, std and the number of seeds of every metric per (dataset, level, run)."""
+    """Mean, std and the number of seeds of every metric per (dataset, level, run), and the row's engagement over its
+    seeds (``engagement.seeds_word``)."""
     keys = ["table", "dataset", "level", "paper_row", "stand_in", "run", "method", "gamma", "start",
             "sparsity_target"]
     values = [c for c in runs.columns if c in METRICS or c.startswith(("group:", "bias:"))]
@@ -70,6 +87,9 @@ def summary_frame(runs: pd.DataFrame) -> pd.DataFrame:
     mean, std = grouped.mean(), grouped.std(ddof=1)
     out = mean.add_suffix("_mean").join(std.add_suffix("_std"))
     out["n_seeds"] = grouped.size()
+    found = runs.apply(run_engagement, axis=1) if len(runs) else pd.Series(dtype=object)
+    out["engagement"] = found.groupby([runs[k] for k in keys], dropna=False, sort=False).agg(
+        lambda seeds: engagement.seeds_word(list(seeds)))
     return out.reset_index()
 
 
@@ -98,7 +118,7 @@ def dataset_table(summary: pd.DataFrame, table: int, gamma: float) -> pd.DataFra
         out = {"dataset": row.dataset + (" (stand-in)" if row.stand_in else ""), "level": row.level,
                "method": row.method, **_cells(row), "biased test": fmt(row["biased_test_accuracy_mean"],
                                                                        row["biased_test_accuracy_std"]),
-               "seeds": int(row.n_seeds)}
+               "seeds": int(row.n_seeds), "engagement": row.engagement}
         if paper is not None:
             match = paper[(paper.method == row.method) & (paper[PAPER_KEY[table]] == row.paper_row)]
             for metric in ("task", "bias", "sparsity"):
@@ -139,6 +159,7 @@ def group_table(summary: pd.DataFrame, gamma: float, table: int = 5) -> pd.DataF
         out["unbiased"] = fmt(row.unbiased_accuracy_mean, row.unbiased_accuracy_std)
         out["pooled"] = fmt(row.task_accuracy_mean, row.task_accuracy_std)
         out["seeds"] = int(row.n_seeds)
+        out["engagement"] = row.engagement
         rows.append(out)
     return pd.DataFrame(rows)
 
