@@ -36,6 +36,7 @@ rule matrix_report:
 rule verdict_table:
     input:
         cells=MATRIX_CELLS,
+        prices=os.path.join(PROJECT_DIR, "docs", "facts.json"),
     output:
         table=report(f"{R}/tables/verdict.csv", caption="captions/verdict.rst", category="Matrix"),
         markdown=f"{R}/tables/verdict.md",
@@ -52,4 +53,5 @@ rule verdict_table:
         "../envs/maskbench.yaml"
     shell:
         "python -m maskbench.steps matrix.verdict --cells {input.cells:q} --delta {params.delta}"
-        " --table {output.table:q} --markdown {output.markdown:q}{params.label} > {log:q} 2>&1"
+        " --table {output.table:q} --markdown {output.markdown:q} --prices {input.prices:q}{params.label}"
+        " > {log:q} 2>&1"

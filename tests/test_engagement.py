@@ -153,3 +153,25 @@ def test_paper_figures_from_reference_tables():
     # paper D Table 2, rho 0.99: vanilla 88.46, FFW 97.79; paper A: HypOnly MD 64.26 vs baseline 61.97 on HANS
     assert figures["D"].startswith("unbiased test 88.5 → 97.8")
     assert figures["A"].startswith("HANS +2.3 at MNLI -1.5")
+
+
+def test_the_verdict_table_prices_each_claim_at_the_papers_scale(tmp_path):
+    from maskbench.matrix.verdict import markdown
+    from maskbench.steps.matrix.verdict import read_prices
+
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"jobs": {}, "gpu_hours_by_paper": {"priced_with": "gpu_check.json",
+                                                                    "priced_at": "abc1234", "A": 1385, "D": 65}}))
+    prices, priced_with = read_prices(facts)
+    assert prices == {"A": 1385.0, "D": 65.0} and priced_with == "gpu_check.json"
+    cells = [_cell(benchmark="biased_mnist_0.99", method="baseline", method_paper="-", native=False, seed=1, ood=30.0,
+                   id=99.0, id_dev=99.0)]
+    table = verdict_table(pd.DataFrame(cells), 1.0, prices=prices).set_index("paper")
+    assert table.loc["A", "paper_scale_gpu_hours"] == 1385.0 and math.isnan(table.loc["B", "paper_scale_gpu_hours"])
+    text = markdown(table.reset_index())
+    assert text.splitlines()[0].endswith("| verdict | at the paper's scale |")
+    rows = {line.split(" | ")[0]: line for line in text.splitlines()[2:]}
+    assert rows["| A"].endswith("| 1,385 GPU-h |") and rows["| B"].endswith("| – |")
+    # without prices the column is left out
+    assert "paper's scale" not in markdown(verdict_table(pd.DataFrame(cells), 1.0))
+    assert read_prices(None) == ({}, "")

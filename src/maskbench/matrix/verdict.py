@@ -166,10 +166,16 @@ def verdict_row(claim: Claim, cells: pd.DataFrame, picks: pd.DataFrame, figures:
     return out
 
 
-def verdict_table(cells: pd.DataFrame, delta: float, claims: Sequence[Claim] = CLAIMS) -> pd.DataFrame:
+def verdict_table(cells: pd.DataFrame, delta: float, claims: Sequence[Claim] = CLAIMS,
+                  prices: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """One row per claim; ``prices``: paper -> the GPU-hours of that paper's target in the paper config (the cost
+    sheet's, docs/facts.json ``gpu_hours_by_paper``), what testing the claim at the paper's scale would take."""
     picks = matrix_table(cells, delta)
     figures = paper_figures()
-    return pd.DataFrame([verdict_row(c, cells, picks, figures) for c in claims])
+    rows = [verdict_row(c, cells, picks, figures) for c in claims]
+    for row in rows:
+        row["paper_scale_gpu_hours"] = float((prices or {}).get(row["paper"], math.nan))
+    return pd.DataFrame(rows)
 
 
 def _pm(mean: float, se: float) -> str:
@@ -187,10 +193,17 @@ def ours_text(row: Mapping) -> str:
     return f"{what} {_pm(row['gain'], row['gain_se'])}, ID cost {_pm(row['id_cost'], row['id_cost_se'])} ({seeds}{knob})"
 
 
+def price_text(gpu_hours: float) -> str:
+    return "–" if gpu_hours is None or math.isnan(gpu_hours) else f"{gpu_hours:,.0f} GPU-h"
+
+
 def markdown(table: pd.DataFrame) -> str:
-    lines = ["| paper | claim | paper's figure | ours (paired by seed) | engagement | verdict |",
-             "|---|---|---|---|---|---|"]
+    priced = "paper_scale_gpu_hours" in table.columns and table["paper_scale_gpu_hours"].notna().any()
+    lines = ["| paper | claim | paper's figure | ours (paired by seed) | engagement | verdict |"
+             + (" at the paper's scale |" if priced else ""),
+             "|---|---|---|---|---|---|" + ("---:|" if priced else "")]
     for row in table.to_dict("records"):
         lines.append(f"| {row['paper']} | {row['claim']} | {row['paper_figure']} | {ours_text(row)} | "
-                     f"{row['engagement'] or '–'} | **{row['verdict']}** |")
+                     f"{row['engagement'] or '–'} | **{row['verdict']}** |"
+                     + (f" {price_text(row['paper_scale_gpu_hours'])} |" if priced else ""))
     return "\n".join(lines) + "\n"

@@ -5,7 +5,8 @@
 Every config's job count (`snakemake -n --cores 2` in an empty folder; the paper config with `--profile
 profiles/slurm`, the files its user supplies stood in by empty ones), and with `--cost` the paper config's GPU-hours
 at each recorded GPU check's rates (`python -m maskbench.tools.cost --fresh --gpu-check <record> --json -`, about a
-minute each). Everything else the docs' consistency check compares prose with (seeds, time limits, wall times, GPU
+minute each) and, at the first check's rates, each paper's target alone (the verdict table's price of a claim at the
+paper's scale). Everything else the docs' consistency check compares prose with (seeds, time limits, wall times, GPU
 checks, the cost sheet) is read from the configs and records when the check runs (``maskbench.report.facts``); the
 docs tests check these job counts against today's plans, so a change to a plan that leaves this file behind fails.
 """
@@ -48,26 +49,42 @@ def planned_total(config: str) -> int:
     return int(total.group(1))
 
 
-def gpu_hours(record: Path) -> int:
-    """The paper config's total GPU-hours priced at ``record``'s rates."""
+def gpu_hours(record: Path, target: str | None = None) -> int:
+    """The paper config's total GPU-hours priced at ``record``'s rates (with ``target``: that target's jobs)."""
     done = subprocess.run([sys.executable, "-m", "maskbench.tools.cost", "--configfile", "configs/paper.yaml",
-                           "--profile", "profiles/slurm", "--fresh", "--gpu-check", str(record), "--json", "-"],
+                           "--profile", "profiles/slurm", "--fresh", "--gpu-check", str(record), "--json", "-",
+                           *([target] if target else [])],
                           capture_output=True, text=True, cwd=REPO, env={**os.environ, **SLURM_ENV})
     if done.returncode != 0:
         raise SystemExit(f"facts: the cost sheet at {record.name}'s rates failed:\n{done.stderr[-2000:]}")
     return round(json.loads(done.stdout)["total"]["gpu_hours"])
 
 
+PAPER_TARGETS = {"A": "paper_a", "B": "paper_b", "C": "paper_c", "D": "paper_d"}
+"""Each paper's target in the paper config: what its tables cost there (the verdict table's last column)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m maskbench.tools.facts", description=__doc__.splitlines()[0])
-    parser.add_argument("--cost", action="store_true", help="also price the paper config at each GPU check's rates")
+    parser.add_argument("--cost", action="store_true", help="also price the paper config at each GPU check's rates "
+                        "and each paper's target at the first check's")
+    parser.add_argument("--paper-prices", action="store_true", help="only each paper's target at the first GPU "
+                        "check's rates (the verdict table's column), the totals kept")
     args = parser.parse_args(argv)
     path = REPO / FACTS_FILE
     old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    out = {"written_by": "python -m maskbench.tools.facts" + (" --cost" if args.cost else ""),
+    flag = " --cost" if args.cost else " --paper-prices" if args.paper_prices else ""
+    out = {"written_by": "python -m maskbench.tools.facts" + flag,
            "jobs": {config: planned_total(config) for config in planned_configs(REPO)},
            "gpu_hours_by_card": old.get("gpu_hours_by_card", {}),
-           "gpu_hours_priced_at": old.get("gpu_hours_priced_at", "")}  # the commit whose plan --cost priced
+           "gpu_hours_priced_at": old.get("gpu_hours_priced_at", ""),  # the commit whose plan --cost priced
+           "gpu_hours_by_paper": old.get("gpu_hours_by_paper", {})}
+    if args.cost or args.paper_prices:
+        first = REPO / "results/benchmarks/gpu_check.json"
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=REPO).stdout.strip()
+        out["gpu_hours_by_paper"] = {"priced_with": first.name, "priced_at": commit,
+                                     **{paper: gpu_hours(first, target) for paper, target in PAPER_TARGETS.items()}}
     if args.cost:
         out["gpu_hours_by_card"] = {p.name: gpu_hours(p)
                                     for p in sorted((REPO / "results/benchmarks").glob("gpu_check*.json"))

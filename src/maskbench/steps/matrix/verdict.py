@@ -1,15 +1,18 @@
 """Entry point: the four papers' verdict table from every track's matrix cell records (maskbench.matrix.verdict).
 
     python -m maskbench.steps matrix.verdict --cells results/default/matrix/cells/nlu.csv ... --delta 1.0 \
-        --table results/default/tables/verdict.csv --markdown results/default/tables/verdict.md [--label TEXT]
+        --table results/default/tables/verdict.csv --markdown results/default/tables/verdict.md [--label TEXT] \
+        [--prices docs/facts.json]
 
 One row per paper: its central claim in one line, the paper's own figure, ours (the gain and the ID cost, mean ± SE
 of the per-seed differences against the baseline of the same seed, at the knob value the matrix's selection rule
-picks without any OOD label), whether the mechanism engaged, and the verdict word of the one definition.
+picks without any OOD label), whether the mechanism engaged, the verdict word of the one definition and, with
+``--prices``, what the paper's own scale would cost (the paper config's target for that paper, in GPU-hours).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,15 +32,29 @@ class VerdictArgs:
     markdown: Path = field(metadata={"help": "the same in markdown, with what the words mean"})
     delta: float = field(default=1.0, metadata={"help": "the matrix's selection rule's delta (ID dev points)"})
     label: str | None = field(default=None, metadata={"help": "the config's label: the table's first line"})
+    prices: Path | None = field(default=None, metadata={
+        "help": "docs/facts.json: its gpu_hours_by_paper prices each claim at the paper config's scale"})
 
 
-def caption(table) -> str:
+def read_prices(path: Path | None) -> tuple[dict[str, float], str]:
+    """paper -> GPU-hours of its target in the paper config, and the GPU check they were priced with."""
+    if path is None:
+        return {}, ""
+    found = json.loads(path.read_text(encoding="utf-8")).get("gpu_hours_by_paper") or {}
+    return ({k: float(v) for k, v in found.items() if isinstance(v, (int, float))},
+            str(found.get("priced_with", "")))
+
+
+def caption(table, priced_with: str = "") -> str:
+    price = (f" **At the paper's scale**: the GPU-hours of the paper's target in configs/paper.yaml, priced by the "
+             f"cost sheet at the rates of results/benchmarks/{priced_with} (one H100; docs/cost.md): what testing a "
+             "claim this config leaves open would take." if priced_with else "")
     return (f"**The four papers' claims at this config's scale** (data and model: docs/glossary.md and each cell's "
             f"benchmark in matrix.md). Ours: the gain and the ID cost as mean ± SE of per-seed differences against the "
             f"baseline of the same seed. Verdict: **debiases** = gain beyond {NOISE_SE:g} SE over ≥ {MIN_SEEDS} seeds "
             f"at an ID cost ≤ {ID_COST_MAX:g} points; **trades ID for OOD** = that gain at a larger cost; **not "
             f"engaged** = a mask that keeps ≥ 99.9 % on a seed, or a baseline within 5 points of chance; **no effect "
-            f"shown** = engaged, within {NOISE_SE:g} SE.\n\n")
+            f"shown** = engaged, within {NOISE_SE:g} SE.{price}\n\n")
 
 
 def main(argv=None) -> int:
@@ -45,10 +62,11 @@ def main(argv=None) -> int:
     args = parse_dataclass(VerdictArgs, argv, "python -m maskbench.steps matrix.verdict", __doc__.splitlines()[0])
     if args.delta < 0:
         raise ValueError(f"--delta must be >= 0, got {args.delta}")
-    table = verdict_table(read_cells(args.cells), args.delta)
+    prices, priced_with = read_prices(args.prices)
+    table = verdict_table(read_cells(args.cells), args.delta, prices=prices)
     with runtime.atomic_path(args.table) as tmp:
         table.to_csv(tmp, index=False, float_format="%.6g")
-    runtime.atomic_write_text(args.markdown, labelled(caption(table) + markdown(table), args.label))
+    runtime.atomic_write_text(args.markdown, labelled(caption(table, priced_with) + markdown(table), args.label))
     return 0
 
 
