@@ -121,3 +121,20 @@ def test_a_writer_failing_with_enospc_anywhere_is_named_and_cleaned(tmp_path):
         with runtime.atomic_path(tmp_path / "x.bin") as tmp:
             writer(tmp, ValueError("not a disk"))
     assert left_in(tmp_path) == []
+
+
+def test_a_resume_state_that_fills_the_disk_keeps_the_last_good_one_and_says_so_in_one_line(full_disk):
+    import torch
+
+    from maskbench.resume import read_state, write_state
+
+    path = full_disk / "model.safetensors.state"
+    write_state(path, {"step": 100, "weights": torch.zeros(100)})  # about 2 KB: fits
+    with pytest.raises(runtime.DiskFullError) as caught:
+        write_state(path, {"step": 200, "weights": torch.zeros(50_000)})  # 200 KB: does not
+    message = str(caught.value)
+    assert message.startswith(f"{path}: no space left on the device writing it: needed more than the ")
+    assert message.endswith(f"; the last good state ({path.name}) is kept: a rerun goes on from its step")
+    assert "\n" not in message and errors.is_user_error(caught.value)
+    assert read_state(path)["step"] == 100  # verified against its checksum, whole
+    assert left_in(full_disk) == [path.name]  # no temporary, no .prev

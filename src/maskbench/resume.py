@@ -17,6 +17,7 @@ from the beginning when that is no better. Besides every ``every`` steps, the lo
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -30,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from maskbench import runtime
 from maskbench.runtime import recorded_fields
 
 log = logging.getLogger(__name__)
@@ -85,14 +87,24 @@ def write_state(path: str | os.PathLike, state: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     hasher = hashlib.sha256()
-    with open(tmp, "wb") as handle:
-        handle.write(STATE_MAGIC + b"0" * 64 + b"\n")
-        torch.save(state, _Hashing(handle, hasher))
-        handle.flush()
-        handle.seek(len(STATE_MAGIC))
-        handle.write(hasher.hexdigest().encode())
-        handle.flush()
-        os.fsync(handle.fileno())
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(STATE_MAGIC + b"0" * 64 + b"\n")
+            torch.save(state, _Hashing(handle, hasher))
+            handle.flush()
+            handle.seek(len(STATE_MAGIC))
+            handle.write(hasher.hexdigest().encode())
+            handle.flush()
+            os.fsync(handle.fileno())
+    except Exception as err:
+        written = tmp.stat().st_size if tmp.exists() else None
+        tmp.unlink(missing_ok=True)
+        if runtime.is_disk_full(err, path.parent):
+            full = runtime.disk_full(path, written=written)
+            kept = (f"; the last good state ({path.name}) is kept: a rerun goes on from its step" if path.is_file()
+                    else "")
+            raise runtime.DiskFullError(errno.ENOSPC, f"{full.strerror}{kept}") from err
+        raise
     if path.is_file():
         os.replace(path, previous_path(path))
     os.replace(tmp, path)
