@@ -268,6 +268,13 @@ def training_gpus():
     return COMPUTE["gpus_per_training_job"]
 
 
+def ffw_resume_options():
+    """`--checkpoint-every` of an FFW step (resumable since after its results existed): given only when
+    compute.checkpoint_every is on (> 0), so that with 0 the command line stays what it was."""
+    every = COMPUTE["checkpoint_every"]
+    return {"checkpoint_every": every} if every else {}
+
+
 def precision_args(section=None):
     """`--precision` / `--tf32` of a training or scoring job (compute's, or paper C's, B's or D's own: section
     srnets, gender or vision); empty at fp32 without TF32, the steps' defaults."""

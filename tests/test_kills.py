@@ -18,7 +18,7 @@ import pytest
 from kill_harness import CHECKPOINT_EVERY, REPO, run_harness
 
 # the full harness: kind -> the signals of its kills. Kinds that resume mid-run get three kills (SIGTERM, SIGKILL,
-# SIGTERM), those that restart (IMP, FFW) two
+# SIGTERM), the one that restarts (IMP) two
 FULL_PLAN = {
     "fine-tuning": ("SIGTERM", "SIGKILL", "SIGTERM"),
     "mask search": ("SIGTERM", "SIGKILL", "SIGTERM"),
@@ -27,7 +27,9 @@ FULL_PLAN = {
     "paper D training": ("SIGTERM", "SIGKILL", "SIGTERM"),
     "paper B pruning": ("SIGTERM", "SIGKILL", "SIGTERM"),
     "paper C IMP": ("SIGTERM", "SIGKILL"),
-    "paper D FFW": ("SIGTERM", "SIGKILL"),
+    "paper D FFW": ("SIGTERM", "SIGKILL", "SIGTERM"),
+    "paper D FFW, online heads": ("SIGTERM", "SIGKILL"),
+    "FFW on the gender encoder": ("SIGTERM", "SIGKILL"),
 }
 
 

@@ -25,14 +25,14 @@ import logging
 import os
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from maskbench import runtime
-from maskbench.runtime import recorded_fields
+from maskbench.runtime import RECORDED_WHEN_SET, recorded_fields
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +147,22 @@ def read_state(path: str | os.PathLike) -> dict:
 def previous_path(path: Path) -> Path:
     """Where the state before the last save is kept until the next one."""
     return path.with_name(path.name + ".prev")
+
+
+def checkpoint_every_field(what: str = "steps"):
+    """An entry point's ``--checkpoint-every`` added after its results existed: recorded in its outputs only when
+    set (``runtime.RECORDED_WHEN_SET``), so that at 0 they stay the bytes they were."""
+    return field(default=0, metadata={
+        "help": f"save the run's state every N {what} (and when told to stop) beside its output and resume from it "
+                "when rerun (0: never)", RECORDED_WHEN_SET: True})
+
+
+def resume_of(args, output: str | os.PathLike | None = None) -> Resume | None:
+    """The resumable state of an entry point's run writing ``output`` (default: its ``out``), saved every
+    ``args.checkpoint_every`` steps; None when that is 0."""
+    if args.checkpoint_every <= 0:
+        return None
+    return Resume(state_path_for(output if output is not None else args.out), args.checkpoint_every, run_key(args))
 
 
 def state_path_for(output: str | os.PathLike) -> Path:

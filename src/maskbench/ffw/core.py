@@ -46,6 +46,7 @@ from maskbench.ffw.heads import (
 from maskbench.ffw.mutual_information import empirical_mi
 from maskbench.masking.deciders import TemperatureGate
 from maskbench.masking.engine import MaskedModules, attach
+from maskbench.resume import Resume
 from maskbench.train import Hook, TrainHParams, fit, trainable_groups
 
 log = logging.getLogger("maskbench.ffw")
@@ -201,6 +202,25 @@ class FFWSchedule(Hook):
         self.snapshots: list[dict] = []
         self.model = None
 
+    def state(self) -> dict:
+        """What a resumed run needs besides the gates and their optimiser (``fit`` saves those): the schedule's
+        counters, history and snapshots, the temperature, the heads (and the online heads' optimisers)."""
+        return {"best_mi": self.best_mi, "bad": self.bad, "epoch": self.epoch, "stale": self.stale,
+                "history": self.history, "snapshots": self.snapshots,
+                "temperature": self.masked.decider.temperature,
+                "heads": [{k: v.detach().clone() for k, v in head.state_dict().items()} for head in self.heads],
+                "online": [o.state_dict() for o in self.online.optimizers] if self.online is not None else None}
+
+    def load_state(self, state: dict) -> None:
+        self.best_mi, self.bad, self.epoch, self.stale = state["best_mi"], state["bad"], state["epoch"], state["stale"]
+        self.history, self.snapshots = state["history"], state["snapshots"]
+        self.masked.decider.set_temperature(state["temperature"])
+        for head, saved in zip(self.heads, state["heads"], strict=True):
+            head.load_state_dict(saved)
+        if self.online is not None:
+            for optimizer, saved in zip(self.online.optimizers, state["online"], strict=True):
+                optimizer.load_state_dict(saved)
+
     def fit_heads(self, model, seed: int) -> list[nn.Linear]:
         return fit_heads(self.adapter, model, self.train_data, self.bias_classes, self.settings.head, seed)
 
@@ -311,11 +331,15 @@ def gate_objective(adapter: FFWAdapter, heads: list[nn.Linear], bias_classes: li
 
 
 def run_ffw(adapter: FFWAdapter, model: nn.Module, train_data, val_data, bias_classes: list[int],
-            settings: FFWSettings, seed: int, device, length_grouped: int = 0) -> tuple[dict, dict]:
+            settings: FFWSettings, seed: int, device, length_grouped: int = 0,
+            resume: Resume | None = None) -> tuple[dict, dict]:
     """Train FFW gates on ``train_data`` (a dataset with a ``collate``, its batches carrying bias attributes),
     select on ``val_data``; return the final keep masks by module name (numpy bool, weight-shaped) and a summary
     (history, snapshots, the chosen one, settings). The model is left unmasked and unchanged. ``length_grouped``:
-    gate batches of similar length (``train.LengthGroupedBatches``, text; 0: random batches)."""
+    gate batches of similar length (``train.LengthGroupedBatches``, text; 0: random batches). With ``resume`` the
+    run's state (the gates, their optimiser, the schedule and the heads: ``FFWSchedule.state``) is saved every
+    ``resume.every`` gate steps and when the job is told to stop, and a rerun goes on from it, bit-identical on
+    CPU."""
     model.to(device).eval()
     masked = attach_gates(adapter, model, settings)
     try:
@@ -335,8 +359,10 @@ def run_ffw(adapter: FFWAdapter, model: nn.Module, train_data, val_data, bias_cl
         groups = trainable_groups(model, settings.gate_lr, 0.0, scores=masked, score_lr=settings.gate_lr,
                                   score_weight_decay=settings.gate_weight_decay, weights=False)
         objective = gate_objective(adapter, heads, bias_classes, settings, online, masked)
+        if resume is not None:
+            resume.extra, resume.restore = schedule.state, schedule.load_state
         curve = fit(model, train_data, objective, hp, seed, device, groups=groups, hooks=[schedule],
-                    freeze_norm_stats=True)
+                    freeze_norm_stats=True, resume=resume)
         final = schedule.snapshot(model, "end of run")
         best = min(schedule.snapshots, key=lambda s: (s["val_bias_accuracy"], -s["epoch"]))
         with torch.no_grad():

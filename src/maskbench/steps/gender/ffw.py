@@ -26,6 +26,7 @@ from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.ffw.core import mean_bias_accuracy, run_ffw
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
 from maskbench.precision import precision_field, tf32_field
+from maskbench.resume import checkpoint_every_field, resume_of
 from maskbench.steps import run_step
 from maskbench.tracks.gender.attribute import ATTRIBUTES, attribute_sentences
 from maskbench.tracks.gender.corpus import read_corpus
@@ -53,6 +54,7 @@ class GenderFFWArgs:
     seed: int = field(metadata={"help": "fixes the attribute balance, head initialisation and data order"})
     method: str = field(default="ffw", metadata={"help": "ffw (per weight) or ffw_structured (per head / neuron)"})
     settings: str = field(default="{}", metadata={"help": "JSON of GenderFFWSettings fields"})
+    checkpoint_every: int = checkpoint_every_field("gate steps")
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
     precision: str = precision_field()
@@ -88,7 +90,8 @@ def main(argv=None) -> int:
              settings.gamma, settings.task_term, args.model, len(train), train.counts(), len(val), val.counts())
     adapter = GenderFFW(settings.task_term)
     started = time.perf_counter()
-    keep, summary = run_ffw(adapter, model, train, val, [len(ATTRIBUTES)], settings, args.seed, device)
+    resume = resume_of(args)
+    keep, summary = run_ffw(adapter, model, train, val, [len(ATTRIBUTES)], settings, args.seed, device, resume=resume)
     seconds = time.perf_counter() - started
     # the bias head's held-out accuracy on the encoder before FFW, measured as the snapshots' (a fresh head)
     model.to(device).eval()
@@ -112,6 +115,8 @@ def main(argv=None) -> int:
         "dropped_by_length": {"train": train.dropped, "heldout": val.dropped}, "mask": str(args.out),
         "device": str(device), "provenance": runtime.provenance(args, args.seed)})
     MaskSet(keep, mask_meta).save(args.out)  # last: the mask file marks the run complete
+    if resume is not None:
+        resume.done()
     log.info("wrote %s (density %.4f of the six encoder matrices; gated modules %.4f), %.1fs", args.out, density,
              gated_density, seconds)
     return 0

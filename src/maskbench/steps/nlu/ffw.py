@@ -28,6 +28,7 @@ from maskbench.ffw.core import FFWSettings, run_ffw
 from maskbench.ffw.heads import bias_accuracy
 from maskbench.masking.apply import MaskSet, MaskSwitch, model_fingerprint
 from maskbench.precision import precision_field, tf32_field
+from maskbench.resume import checkpoint_every_field, resume_of
 from maskbench.steps import run_step
 from maskbench.text.models import input_view, load_classifier
 from maskbench.tracks.nlu.bias.probs import read_probs
@@ -61,6 +62,7 @@ class NluFFWArgs:
                                                               "batches sorted by length (0: random batches)"})
     method: str = field(default="ffw", metadata={"help": "the run's method name, recorded in the mask"})
     summary: Path | None = field(default=None, metadata={"help": "the run's JSON summary (default: --out with .json)"})
+    checkpoint_every: int = checkpoint_every_field("gate steps")
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
     precision: str = precision_field()
@@ -104,8 +106,9 @@ def main(argv=None) -> int:
     log.info("FFW (%s, gamma %g, attribute %s %s) on %s: slices %s, class counts %s", args.method, settings.gamma,
              args.attribute, class_names, args.model_dir, sizes, shares)
     started = time.perf_counter()
+    resume = resume_of(args)
     keep, summary = run_ffw(adapter, model, data["gate_train"], data["gate_val"], [len(class_names)], settings,
-                            args.seed, device, args.length_grouped)
+                            args.seed, device, args.length_grouped, resume=resume)
     seconds = time.perf_counter() - started
     mask_meta = {"method": args.method, "decider": "temperature_gate", "structured": settings.structured,
                  "gamma": settings.gamma, "attribute": args.attribute, "model_dir": str(args.model_dir),
@@ -127,6 +130,8 @@ def main(argv=None) -> int:
         "layers_without_heads": layers_without_heads(keep) if settings.structured else 0,
         "mask": str(args.out), "seed": args.seed, "provenance": runtime.provenance(args, args.seed)})
     mask.save(args.out)  # last: the mask file marks the run complete
+    if resume is not None:
+        resume.done()
     log.info("wrote %s (density %.4f, %.0f s)", args.out, summary["density"], seconds)
     return 0
 

@@ -20,6 +20,7 @@ from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, model_fingerprint
 from maskbench.precision import precision_field, tf32_field
+from maskbench.resume import checkpoint_every_field, resume_of
 from maskbench.steps import run_step
 from maskbench.tracks.vision.data import image_dataset, load_run_model, read_split
 from maskbench.tracks.vision.ffw import FFWSettings, run_ffw
@@ -37,6 +38,7 @@ class VisionFFWArgs:
     settings: str = field(default="{}", metadata={"help": "JSON of FFWSettings fields (config vision.ffw + gamma)"})
     method: str = field(default="ffw", metadata={"help": "the run's method name, recorded in the mask"})
     summary: Path | None = field(default=None, metadata={"help": "the run's JSON summary (default: --out with .json)"})
+    checkpoint_every: int = checkpoint_every_field("gate steps")
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
     precision: str = precision_field()
@@ -66,14 +68,17 @@ def main(argv=None) -> int:
     fingerprint = model_fingerprint(model)
     log.info("FFW (%s, gamma %g) on %s: %d gate-training images, bias %s", args.method, settings.gamma,
              args.model_dir, len(train), train.bias_names)
+    resume = resume_of(args)
     keep, summary = run_ffw(model, image_dataset(train, spec), image_dataset(val, spec), train.bias_classes,
-                            settings, args.seed, device)
+                            settings, args.seed, device, resume=resume)
     mask_meta = {"method": args.method, "decider": "temperature_gate", "structured": settings.structured,
                  "gamma": settings.gamma, "model_dir": str(args.model_dir), "model_fingerprint": fingerprint,
                  "zero_bias_of_empty_rows": settings.structured, "seed": args.seed, "settings": asdict(settings)}
     runtime.atomic_write_json(summary_path(args), {**summary, "mask": str(args.out), "seed": args.seed,
                                                        "provenance": runtime.provenance(args, args.seed)})
     MaskSet(keep, mask_meta).save(args.out)  # last: the mask file marks the run complete
+    if resume is not None:
+        resume.done()
     log.info("wrote %s (density %.4f)", args.out, summary["density"])
     return 0
 

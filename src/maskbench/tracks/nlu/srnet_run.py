@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from maskbench import precision, runtime
+from maskbench import precision, resume, runtime
 from maskbench.data.mixing import mix_training_sets, parse_mix
 from maskbench.data.schema import DataError
 from maskbench.masking.apply import model_fingerprint
@@ -25,7 +25,7 @@ from maskbench.masking.codec import read_mask_file
 from maskbench.masking.selectors import select_linear
 from maskbench.objectives.losses import NEEDS, get_loss
 from maskbench.precision import precision_field, tf32_field
-from maskbench.resume import Resume, run_key, state_path_for
+from maskbench.resume import Resume
 from maskbench.text.batches import EncodedPairs
 from maskbench.text.classifier_training import accuracy_on
 from maskbench.text.models import input_view, load_classifier, model_labels
@@ -209,9 +209,7 @@ def common_meta(args: SrnetArgs, method: str, common: Common, inputs: Inputs) ->
 
 def resume_of(args: SrnetArgs, output: Path) -> Resume | None:
     """The resumable state of one run writing ``output`` (``--checkpoint-every``), or None."""
-    if args.checkpoint_every <= 0:
-        return None
-    return Resume(state_path_for(output), args.checkpoint_every, run_key(args))
+    return resume.resume_of(args, output)
 
 
 def unique_folders(folders: list[Path]) -> None:

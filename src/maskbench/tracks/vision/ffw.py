@@ -108,9 +108,9 @@ def gate_objective(heads: list[nn.Linear], bias_classes: list[int], settings: FF
 
 
 def run_ffw(model: nn.Module, train_data, val_data, bias_classes: list[int], settings: FFWSettings, seed: int,
-            device) -> tuple[dict, dict]:
+            device, resume=None) -> tuple[dict, dict]:
     """Train FFW gates on ``train_data`` (the unbiased split with bias labels), select on ``val_data``; return
     the final keep masks by module name (numpy bool, weight-shaped) and a summary (history, snapshots, the chosen
-    one, settings). The model is left unmasked and unchanged."""
-    return core.run_ffw(VISION, model, train_data, val_data, bias_classes, settings, seed, device)
+    one, settings). The model is left unmasked and unchanged. ``resume``: ``core.run_ffw``'s."""
+    return core.run_ffw(VISION, model, train_data, val_data, bias_classes, settings, seed, device, resume=resume)
 
