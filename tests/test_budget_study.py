@@ -124,3 +124,12 @@ def test_the_suites_own_baseline_is_a_point_of_the_curve_named_apart(tmp_path):
     assert list(suite.epoch) == [1, 2] and list(suite.pairs_seen) == [3000, 6000]
     assert list(suite["mean"]) == pytest.approx([42.0, 47.0]) and list(suite["count"]) == [3, 3]
     assert curve[curve.train_set == "mnli_train_all"]["mean"].tolist() == pytest.approx([50.0])
+
+
+def test_the_markdown_names_the_picks_and_the_curve_at_the_picked_epoch(tmp_path):
+    from maskbench.tracks.nlu.report.budget_study import markdown
+
+    text = markdown(study_table(_runs(tmp_path)), id_cost_max=5.0, plateau=1.0, ood_set="hans")
+    # big: 50.0, 54.0, 55.0 over epochs 1-3; the pick is epoch 2 (54.0), 4 points over epoch 1: still rising
+    assert "**big (3,000 pairs), 2 epoch(s)**, dev 54.0; its curve at that epoch: still rising." in text
+    assert "| ce | 0.03 | 3 | 30 | 99.000 % | yes | 53.0 | +3.0 | 3 |" in text  # epochs and steps as integers

@@ -164,14 +164,16 @@ def markdown(table: pd.DataFrame, id_cost_max: float, plateau: float, ood_set: s
               f"{r['std']:.1f} | {int(r['count'])} |" for _, r in curve.iterrows()]
     pick = select_baseline(curve, plateau) if not curve.empty else None
     if pick:
+        part = curve[curve.train_set == pick["train_set"]].sort_values("epoch")
+        trend = engagement.dev_trend(list(part[part.epoch <= pick["epochs"]]["mean"]))
         lines += ["", f"**Rule 1** (the cheapest size within {plateau:g} point of the best mean dev accuracy, "
                   f"{pick['best_dev_mean']:.1f}): **{pick['train_set']} ({pick['n_train']:,} pairs), "
-                  f"{pick['epochs']} epoch(s)**, dev {pick['dev_mean']:.1f}."]
+                  f"{pick['epochs']} epoch(s)**, dev {pick['dev_mean']:.1f}; its curve at that epoch: {trend}."]
     if not points.empty:
         lines += ["", "## Paper A's mask search: engagement against steps and score learning rate", "",
                   "| row | learning rate | epochs | steps | kept (mean) | every seed engaged | dev (mean) | dev drop | seeds |",
                   "|---|---:|---:|---:|---:|---|---:|---:|---:|"]
-        lines += [f"| {r.row} | {r.learning_rate:g} | {r.epochs} | {r.steps} | {100 * r.density:.3f} % | "
+        lines += [f"| {r.row} | {r.learning_rate:g} | {int(r.epochs)} | {int(r.steps)} | {100 * r.density:.3f} % | "
                   f"{'yes' if r.all_engaged else 'no'} | {r.dev:.1f} | {r.dev_drop:+.1f} | {r.seeds} |"
                   for r in points.itertuples()]
         choice = select_mask_point(points, id_cost_max)
