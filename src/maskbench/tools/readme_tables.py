@@ -211,7 +211,7 @@ def caption_of(args: Args, config: dict) -> str:
         return vision_data_caption(config, str(args.config))
     if args.kind == "budget":
         return (f"Config `{args.config}` (outputs below `{args.results}/`), seeds {config['seeds']}: "
-                f"{config.get('label', '')}; the training sets' sizes are the table's `n_train`.\n")
+                f"{config.get('label', '')}; each training set's size is the table's `pairs` column.\n")
     if args.kind == "matrix":
         return (f"Config `{args.config}` (outputs below `{args.results}/`), seeds {config['seeds']}; each "
                 "benchmark's data (real / synthetic / stand-in, sizes) and model are listed under the grid.\n")
@@ -317,7 +317,8 @@ def budget_sections(text: str, args: Args, stamp: str) -> str:
                  f"The CSV, committed: [{csv_where}]({csv_where}).\n")
     return put(args, text, f"{args.name}_study",
                f"{stamp}\n`{args.tables / 'budget_study.md'}` (long form: `{args.tables / 'budget_study.csv'}`; "
-               f"figure: `{figure}`):\n\n" + (args.tables / "budget_study.md").read_text(encoding="utf-8") + shown)
+               f"figure: `{figure}`):\n\n"
+               + demote_headings((args.tables / "budget_study.md").read_text(encoding="utf-8")) + shown)
 
 
 def table1_sections(text: str, args: Args, stamp: str) -> str:
