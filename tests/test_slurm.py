@@ -475,20 +475,19 @@ def test_the_sbatch_lines_of_the_paper_config_request_a_gpu_only_for_training_an
     config = str(REPO / "configs/paper.yaml")
     plan = run(snakemake_cmd(work, "-n", "--configfile", config), timeout=300, env=env)
     assert plan.returncode == 0, plan.stderr[-3000:]
-    blocks = {}
+    blocks = {"finetune_baseline": [], "prepare_dataset": []}
     for block in plan.stdout.split("\n\n"):
         head = re.search(r"^\s*(?:local)?rule (\w+):$", block, re.M)
-        if head and head.group(1) in ("finetune_baseline", "prepare_dataset") and head.group(1) not in blocks:
+        if head and head.group(1) in blocks:
             fields = {k: v.split(", ") for k, v in re.findall(r"^\s+(input|output): (.*)$", block, re.M)}
-            blocks[head.group(1)] = fields
-    # the inputs of one fine-tuning present: it and one data preparation are ready to submit
-    touched = set(blocks["finetune_baseline"]["input"])
+            blocks[head.group(1)].append(fields)
+    # the inputs of one fine-tuning present: it and one data preparation it does not read are ready to submit
+    touched = set(blocks["finetune_baseline"][0]["input"])
     for path in touched:
         (work / path).parent.mkdir(parents=True, exist_ok=True)
         (work / path).touch()
-    prepare = blocks["prepare_dataset"]["output"][0]
-    assert prepare not in touched
-    targets = [blocks["finetune_baseline"]["output"][0], prepare]
+    prepare = next(b["output"][0] for b in blocks["prepare_dataset"] if b["output"][0] not in touched)
+    targets = [blocks["finetune_baseline"][0]["output"][0], prepare]
 
     def submitted() -> dict[str, str]:
         """rule (of a group job: group and rules) -> its sbatch line; a job resubmitted counts once"""
