@@ -287,14 +287,19 @@ def gender_sections(text: str, args: Args, stamp: str) -> str:
     return text
 
 
+def committed_copy(args: Args, source: Path, name: str) -> str:
+    """Copy a run's file into ``--figures`` (a folder of the repository) as ``name``; its link from the page."""
+    args.figures.mkdir(parents=True, exist_ok=True)
+    copy = args.figures / name
+    shutil.copyfile(source, copy)
+    return os.path.relpath(copy.resolve(), args.readme.resolve().parent)
+
+
 def matrix_sections(text: str, args: Args, stamp: str) -> str:
     figure = args.results / "figures" / "matrix.png"
     shown = ""
     if args.figures is not None:
-        args.figures.mkdir(parents=True, exist_ok=True)
-        copy = args.figures / f"{args.name}_matrix.png"
-        shutil.copyfile(figure, copy)
-        where = os.path.relpath(copy.resolve(), args.readme.resolve().parent)
+        where = committed_copy(args, figure, f"{args.name}_matrix.png")
         shown = f"\n![the matrix: each method's pick per benchmark, ID against OOD or bias]({where})\n"
     return put(args, text, f"{args.name}_matrix",
                f"{stamp}\n`{args.tables / 'matrix.md'}` (long form: `{args.tables / 'matrix.csv'}`; "
@@ -306,13 +311,9 @@ def budget_sections(text: str, args: Args, stamp: str) -> str:
     figure = args.results / "figures" / "budget_study.png"
     shown = ""
     if args.figures is not None:
-        args.figures.mkdir(parents=True, exist_ok=True)
-        copy = args.figures / f"{args.name}_budget_study.png"
-        shutil.copyfile(figure, copy)
-        table = args.figures / f"{args.name}_budget_study.csv"  # the CSV is committed beside its figure
-        shutil.copyfile(args.tables / "budget_study.csv", table)
-        where = os.path.relpath(copy.resolve(), args.readme.resolve().parent)
-        csv_where = os.path.relpath(table.resolve(), args.readme.resolve().parent)
+        where = committed_copy(args, figure, f"{args.name}_budget_study.png")
+        # the CSV is committed beside its figure
+        csv_where = committed_copy(args, args.tables / "budget_study.csv", f"{args.name}_budget_study.csv")
         shown = (f"\n![the budget study: the baseline's dev curve and each mask row's density and dev]({where})\n\n"
                  f"The CSV, committed: [{csv_where}]({csv_where}).\n")
     return put(args, text, f"{args.name}_study",
