@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 # maskbench's own folder (schemas/, src/, data/, config.yaml): the folder above this file's. Not workflow.basedir,
 # which is the main Snakefile's folder: the host's, when a host workflow imports maskbench as a module
@@ -29,16 +28,17 @@ from maskbench.cluster_requests import check_requests  # noqa: E402
 from maskbench.results_folder import check_results_folder, claim_results_folder, config_name, lock_results_folder  # noqa: E402
 from maskbench import user_data  # noqa: E402
 from maskbench.progress import job_settings  # noqa: E402
+from maskbench.config_schema import ValidationError, validate_config  # noqa: E402
 
 # schemas/config.schema.yaml holds the shared keys and applies schemas/<track>.schema.yaml for every track the
-# config names, so a key that is neither shared nor of a named track is refused. Each track's schema is applied
-# once more on its own for its defaults: jsonschema fills defaults only in the file validate() is given (inside
-# a file reached by $ref it switches to a validator of that file's $schema, which sets none).
+# config names, so a key that is neither shared nor of a named track is refused; the schemas' defaults are filled in
+# (snakemake.utils.validate's checks, with each schema read once: src/maskbench/config_schema.py).
 SCHEMAS = os.path.join(PROJECT_DIR, "schemas")
 check_renamed_keys(config)
-validate(config, os.path.join(SCHEMAS, "config.schema.yaml"))
-for _track in tracks_of(config):
-    validate(config, os.path.join(SCHEMAS, f"{_track}.schema.yaml"))
+try:
+    validate_config(config, SCHEMAS)
+except ValidationError as err:
+    raise WorkflowError("Error validating config file.", err) from None
 check_references(config)
 # each config in its own results folder: a folder another config's run has claimed is refused here
 # (src/maskbench/results_folder.py); the claim is written when a run starts (onstart, below)

@@ -138,11 +138,9 @@ def test_the_step_checks_again_and_writes_nothing_for_a_bad_column(tmp_path):
 @pytest.fixture(scope="module")
 def template():
     """The template as the workflow sees it: validated (with the schemas' defaults), once."""
-    from snakemake.utils import validate
+    from maskbench.config_schema import validate_config
 
-    config = yaml.safe_load(CONFIG.read_text())
-    validate(config, str(REPO / "schemas/config.schema.yaml"))
-    validate(config, str(REPO / "schemas/nlu.schema.yaml"))
+    config = validate_config(yaml.safe_load(CONFIG.read_text()), REPO / "schemas")
     check_references(config)
     return config
 

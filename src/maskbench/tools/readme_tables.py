@@ -66,7 +66,6 @@ from maskbench.tracks.nlu.report.readme_sections import (
 )
 from maskbench.tracks.vision.report.readme_sections import data_caption as vision_data_caption
 from maskbench.tracks.vision.report.readme_sections import shrunk_models_markdown
-from maskbench.workflow_config import tracks_of
 
 # what decides a run's outputs; a change here that is not committed means the outputs are not HEAD's
 CODE_PATHS = ("src", "rules", "schemas", "configs", "config.yaml", "Snakefile")
@@ -195,14 +194,9 @@ def main(argv: list[str] | None = None) -> int:
 def load_config(path: Path, repo: Path) -> dict:
     """The run's config as the workflow reads it: validated against the repository's schemas, which fill in their
     defaults (what a caption names must be what the run used, e.g. vision.mnist's source when the file omits it)."""
-    from snakemake.utils import validate  # the workflow's own validation (rules/common.smk)
+    from maskbench.config_schema import validate_config  # the workflow's own validation (rules/common.smk)
 
-    config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    schemas = repo / "schemas"
-    validate(config, str(schemas / "config.schema.yaml"))
-    for track in tracks_of(config):
-        validate(config, str(schemas / f"{track}.schema.yaml"))
-    return config
+    return validate_config(yaml.safe_load(path.read_text(encoding="utf-8")), repo / "schemas")
 
 
 def caption_of(args: Args, config: dict) -> str:

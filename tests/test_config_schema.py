@@ -1,0 +1,69 @@
+"""maskbench.config_schema gives the config snakemake.utils.validate gives (defaults included) and refuses what it
+refuses, with the same message, for every shipped config and a few broken ones."""
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from jsonschema import ValidationError
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import update_config
+from snakemake.utils import validate as snakemake_validate
+
+from maskbench.config_schema import validate
+from maskbench.workflow_config import tracks_of
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMAS = REPO / "schemas"
+CONFIGS = ["config.yaml", "tests/configs/synthetic.yaml", *sorted(f"configs/{p.name}" for p in (REPO / "configs").glob("*.yaml"))]
+# the overlays, and the config each is given after on the command line (as its header says)
+OVERLAID_ON = {"configs/paper-miniature.yaml": "configs/paper.yaml"}
+
+
+def read(path: str) -> dict:
+    config = yaml.safe_load((REPO / path).read_text())
+    if path in OVERLAID_ON:
+        base = read(OVERLAID_ON[path])
+        update_config(base, config)
+        config = base
+    return config
+
+
+def both(config: dict) -> tuple[dict, dict]:
+    ours, theirs = copy.deepcopy(config), copy.deepcopy(config)
+    for schema in ["config.schema.yaml", *(f"{track}.schema.yaml" for track in tracks_of(config))]:
+        validate(ours, SCHEMAS / schema)
+        snakemake_validate(theirs, str(SCHEMAS / schema))
+    return ours, theirs
+
+
+@pytest.mark.parametrize("path", CONFIGS)
+def test_every_shipped_config_gets_the_defaults_snakemake_gives(path):
+    raw = read(path)
+    ours, theirs = both(raw)
+    assert ours == theirs
+    assert ours != raw or path == "config.yaml"  # a file that omits a key with a default gets it
+
+
+def test_a_default_set_in_one_config_is_not_shared_with_the_next():
+    first, _ = both(yaml.safe_load((REPO / "configs/smoke.yaml").read_text()))
+    first["compute"]["eval_runtime_min"] = -1
+    first["mask_search"]["hparams"]["adam_eps"] = -1
+    second, _ = both(yaml.safe_load((REPO / "configs/smoke.yaml").read_text()))
+    assert second["compute"]["eval_runtime_min"] > 0 and second["mask_search"]["hparams"]["adam_eps"] == 1.0e-6
+
+
+@pytest.mark.parametrize(("edit", "where"), [
+    (lambda c: c.update(track="audio"), "'audio' is not valid"),
+    (lambda c: c["mask_search"].update(threshold_end="high"), "'high' is not of type 'number'"),
+    (lambda c: c.update(no_such_key=1), "('no_such_key' was unexpected)"),
+])
+def test_a_broken_config_is_refused_with_snakemakes_message(edit, where):
+    config = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
+    edit(config)
+    with pytest.raises(ValidationError) as ours:
+        validate(copy.deepcopy(config), SCHEMAS / "config.schema.yaml")
+    with pytest.raises(WorkflowError) as theirs:
+        snakemake_validate(copy.deepcopy(config), str(SCHEMAS / "config.schema.yaml"))
+    assert where in ours.value.message and f"ValidationError: {ours.value.message}" in str(theirs.value)
