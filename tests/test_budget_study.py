@@ -133,3 +133,19 @@ def test_the_markdown_names_the_picks_and_the_curve_at_the_picked_epoch(tmp_path
     # big: 50.0, 54.0, 55.0 over epochs 1-3; the pick is epoch 2 (54.0), 4 points over epoch 1: still rising
     assert "**big (3,000 pairs), 2 epoch(s)**, dev 54.0; its curve at that epoch: still rising." in text
     assert "| ce | 0.03 | 3 | 30 | 99.000 % | yes | 53.0 | +3.0 | 3 |" in text  # epochs and steps as integers
+
+
+def test_a_study_without_baselines_of_its_own_applies_rule_2_only(tmp_path):
+    """configs/budget-resized.yaml: the masks searched from the config's own baseline, no study fine-tunings; the
+    curve is that baseline's, named apart, and rule 1 says it is not applied."""
+    from maskbench.tracks.nlu.report.budget_study import markdown
+
+    runs = [run for run in _runs(tmp_path) if run["kind"] != "baseline"]
+    for run in runs:
+        if run["kind"] == "start":
+            run["train_set"] = "mnli_train_all"
+    text = markdown(study_table(runs), id_cost_max=5.0, plateau=1.0, ood_set="hans")
+    assert "| mnli_train_all (suite's baseline) | 3,000 | 1 | 3,000 | 56.0 ± 0.0 | 3 |" in text
+    assert "**Rule 1 not applied**" in text and "**Rule 1** (" not in text
+    # rule 2 as with the baselines: lr 0.03 over 3 epochs, the one point engaged within the bound
+    assert "**learning rate 0.03, 3 epoch(s) (30 steps)**, worst dev drop 3.0." in text

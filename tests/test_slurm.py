@@ -156,10 +156,13 @@ OWN_GROUPS = ("finetune_baseline",)
 SHARED_GROUPS = 2
 
 
-def shared_groups(plan: dict[str, list[tuple[list[str], str, list[str]]]], chosen: dict, groups: int) -> dict[str, str]:
+def shared_groups(plan: dict[str, list[tuple[list[str], str, list[str]]]], chosen: dict, groups: int,
+                  seconds: dict[tuple[str, int], float] | None = None) -> dict[str, str]:
     """Rule -> group name for the rules of the jobs that forcing `chosen` runs (forced_closure), OWN_GROUPS apart:
-    the rules linked by a dependency between two of those jobs form one component, and the components go, largest
-    first, to whichever of `groups` groups (smoke_1, smoke_2, ...) has the fewest jobs so far."""
+    the rules linked by a dependency between two of those jobs form one component, and the components go, longest
+    first, to whichever of `groups` groups (smoke_1, smoke_2, ...) has the least time so far: a job's `seconds`
+    (its local run's, job_seconds), 1 for a job without one. A group job runs its jobs one after another, so the
+    longest group is the run's wall time."""
     ancestors = lineage(plan)
     ids = [(rule, next(i for i, job in enumerate(plan[rule]) if job[0] == outs))
            for rule, picked in chosen.items() for outs, _ in picked]
@@ -179,11 +182,15 @@ def shared_groups(plan: dict[str, list[tuple[list[str], str, list[str]]]], chose
     for job in shared:
         components[root(job[0])].append(job)
     names = [f"smoke_{k + 1}" for k in range(groups)]
-    load = dict.fromkeys(names, 0)
+    load = dict.fromkeys(names, 0.0)
     assigned = {rule: rule for rule in OWN_GROUPS if any(job[0] == rule for job in run_set)}
-    for jobs in sorted(components.values(), key=lambda js: (-len(js), sorted(js))):
+
+    def cost(jobs):
+        return sum((seconds or {}).get(job, 1.0) for job in jobs)
+
+    for jobs in sorted(components.values(), key=lambda js: (-cost(js), sorted(js))):
         group = min(names, key=lambda name: (load[name], name))
-        load[group] += len(jobs)
+        load[group] += cost(jobs)
         assigned.update({rule: group for rule, _ in jobs})
     return assigned
 
@@ -199,6 +206,28 @@ def smoke_group_args(planned: collections.Counter, groups: dict[str, str], node_
     return ["--groups", *(f"{rule}={group}" for rule, group in groups.items()),
             "--group-components", *(f"{group}={n}" for group, n in jobs_per_group.items()),
             "--cores", str(max(1, node_cpus // max(1, shared)))]
+
+
+# what a job of a group job costs besides its own work: the snakemake the group job starts for it (about 2.5 s on
+# this 2-core machine, most of it importing snakemake and reading the Snakefile)
+JOB_START_S = 2.5
+
+
+def job_seconds(stdout: str, run: Path) -> dict[tuple[str, int], float]:
+    """(rule, index in planned_outputs) -> the job's wall seconds in the finished run at `run` (its benchmark file,
+    column `s`) plus JOB_START_S; jobs without a benchmark are left out."""
+    seconds, index = {}, collections.Counter()
+    heads = list(re.finditer(r"^\s*(?:local)?rule (\w+):$", stdout, re.M))
+    for head, after in zip(heads, [*heads[1:], None], strict=True):
+        block = stdout[head.end():after.start() if after else len(stdout)]
+        if not re.search(r"^\s+output: ", block, re.M):
+            continue
+        rule = head.group(1)
+        bench = re.search(r"^\s+benchmark: (.*)$", block, re.M)
+        if bench and (run / bench.group(1)).is_file():
+            seconds[(rule, index[rule])] = float(pd.read_csv(run / bench.group(1), sep="\t")["s"].iloc[0]) + JOB_START_S
+        index[rule] += 1
+    return seconds
 
 
 def squeue(run_name: str) -> list[list[str]]:
@@ -239,7 +268,8 @@ def test_the_chosen_jobs_force_as_little_as_can_be():
 
 def test_the_shared_groups_keep_dependent_rules_together_and_balance_the_rest():
     """On a hand-made plan: two chains (a -> b -> c, x -> y) and a lone job z; forcing one job of each rule runs the
-    chains' jobs in one group each (a dependency never crosses groups), z joins the smaller."""
+    chains' jobs in one group each (a dependency never crosses groups), z joins the shorter: by jobs when no times
+    are known, by seconds when they are (z, 10 s, goes alone; the chains, 3 s and 2 s, share the other group)."""
     plan = {"a": [(["a1"], "", [])], "b": [(["b1"], "", ["a1"])], "c": [(["c1"], "", ["b1"])],
             "x": [(["x1"], "", [])], "y": [(["y1"], "", ["x1"])], "z": [(["z1"], "", [])],
             "finetune_baseline": [(["f1"], "", [])]}
@@ -247,6 +277,9 @@ def test_the_shared_groups_keep_dependent_rules_together_and_balance_the_rest():
     groups = shared_groups(plan, chosen, 2)
     assert groups == {"a": "smoke_1", "b": "smoke_1", "c": "smoke_1", "x": "smoke_2", "y": "smoke_2",
                       "z": "smoke_2", "finetune_baseline": "finetune_baseline"}
+    timed = shared_groups(plan, chosen, 2, {("z", 0): 10.0})
+    assert timed == {"a": "smoke_2", "b": "smoke_2", "c": "smoke_2", "x": "smoke_2", "y": "smoke_2",
+                     "z": "smoke_1", "finetune_baseline": "finetune_baseline"}
     args = smoke_group_args(collections.Counter(dict.fromkeys(plan, 1)), groups, node_cpus=2)
     assert sorted(args[args.index("--group-components") + 1:args.index("--cores")]) == \
         ["finetune_baseline=1", "smoke_1=3", "smoke_2=3"] and args[-2:] == ["--cores", "1"]
@@ -303,7 +336,7 @@ def slurm_run(tmp_path_factory, smoke_run):
     remote = collections.Counter({rule: n for rule, n in planned_jobs(forced_plan.stdout).items()
                                   if rule not in LOCAL_RULES and rule != "total"})
     assert set(remote) == planned_remote and remote == forced_counts(planned_outputs(plan.stdout), chosen), remote
-    groups = shared_groups(planned_outputs(plan.stdout), chosen, SHARED_GROUPS)
+    groups = shared_groups(planned_outputs(plan.stdout), chosen, SHARED_GROUPS, job_seconds(plan.stdout, smoke_run))
     assert set(groups) == set(remote), set(groups) ^ set(remote)
     args += smoke_group_args(remote, groups, node_cpus)
 

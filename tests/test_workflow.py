@@ -98,12 +98,17 @@ def test_lint_is_clean():
                            "finetune_debiased": 2, "finetune_sweep": None, "search_mask": 2 * 2,
                            "search_mask_sweep": 2 * 2, "train_bias_model": None, "bias_overlap_mnli": 1,
                            "table1": 1, "tradeoff_report": 1}),
-    # the budget study: the baseline on 3,000 and 6,815 pairs per seed, 3 mask rows x 3 points per seed, one
-    # evaluation of the masks per seed, the study's report; config.yaml's own baselines for the masks to start from
-    # one training set x 3 seeds; 3 mask rows x 2 (learning rate, epochs) points x 3 seeds
+    # the budget study: the baseline on the 6,815 pairs per seed, 3 mask rows x 2 (learning rate, epochs) points
+    # per seed, one evaluation of the masks per seed, the study's report; config.yaml's own baselines for the masks
+    # to start from
     ("configs/budget.yaml", {"study_finetune": 1 * 3, "study_search_mask": 3 * 2 * 3, "study_evaluate_masks": 3,
                              "budget_study_report": 1, "finetune_baseline": 3, "bias_overlap_mnli": 1,
                              "search_mask": None, "engagement": 1, "table1": 1}),
+    # its second part: no study fine-tunings; the masks' start is the config's own baseline (6,815 pairs, 3 epochs),
+    # 3 mask rows x 1 point x 3 seeds
+    ("configs/budget-masks.yaml", {"study_finetune": None, "study_search_mask": 3 * 1 * 3, "study_evaluate_masks": 3,
+                                   "budget_study_report": 1, "finetune_baseline": 3, "bias_overlap_mnli": 1,
+                                   "search_mask": None}),
 ])
 def test_dry_run_plans_every_job(configfile, expected, dry_run):
     jobs = planned_jobs(dry_run(configfile))

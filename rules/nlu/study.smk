@@ -9,7 +9,7 @@ rule study_finetune:
         model=f"{study_baseline_dir('{train_set}', '{seed}')}/model.safetensors",
         summary=f"{study_baseline_dir('{train_set}', '{seed}')}/train_summary.json",
     wildcard_constraints:
-        train_set=alternation(STUDY["baseline"]["train_sets"]),
+        train_set=alternation(STUDY_TRAIN_SETS),
     params:
         args=lambda wildcards, input, output: finetune_args(
             wildcards, input, output, hparams={**finetune_hparams(STUDY_TASK), "epochs": STUDY["baseline"]["epochs"],

@@ -12,6 +12,8 @@ STUDY_TASK = STUDY["task"]
 STUDY_DIR = f"{P.model_dir(STUDY_TASK)}/study"
 STUDY_POINTS = [(value_text(p["learning_rate"]), int(p["epochs"])) for p in STUDY["masks"]["points"]]
 STUDY_ROWS = list(STUDY["masks"]["rows"])
+# the study's own fine-tunings (none: the curve is the config's own baseline, the masks' start)
+STUDY_TRAIN_SETS = list((STUDY.get("baseline") or {}).get("train_sets", []))
 
 
 def study_baseline_dir(train_set, seed):
@@ -35,7 +37,7 @@ def study_mask_wildcards(wildcards):
 def study_runs():
     """Every run the study's table reads: the baselines by training set and the mask points by row."""
     runs = [{"kind": "baseline", "train_set": t, "seed": int(s), "summary": f"{study_baseline_dir(t, s)}/train_summary.json"}
-            for t in STUDY["baseline"]["train_sets"] for s in SEEDS]
+            for t in STUDY_TRAIN_SETS for s in SEEDS]
     runs += [{"kind": "start", "train_set": config["tasks"][STUDY_TASK]["train"], "seed": int(s),
               "summary": f"{checkpoint_dir(STUDY_TASK, s)}/train_summary.json",
               "evals": {e: evaluation_json(STUDY_TASK, "baseline", s, e) for e in eval_set_names(STUDY_TASK)}}
