@@ -147,6 +147,24 @@ def test_paper_c_names_and_levels_are_checked(edit, message):
         check_references(config)
 
 
+BUDGET = validated(yaml.safe_load((REPO / "configs/budget-masks.yaml").read_text()))
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda b: b.update(task="qqp"), "budget_study.task has value 'qqp', which is not a task"),
+    (lambda b: b["masks"].update(rows=["md_overlap", "md_hyp"]), "budget_study.masks.rows has 'md_hyp'"),
+    (lambda b: b.update(baseline={"train_sets": ["mnli_trian"], "epochs": 3}),
+     "budget_study.baseline.train_sets has 'mnli_trian', which is not a dataset of task 'mnli'"),
+    (lambda b: b["srnets"].update(sparsities=[0.2, 0.45]), "budget_study.srnets.sparsities[1] is 0.45; IMP prunes 10%"),
+])
+def test_the_budget_study_names_and_levels_are_checked(edit, message):
+    config = copy.deepcopy(BUDGET)
+    check_references(config)
+    edit(config["budget_study"])
+    with pytest.raises(ConfigError, match=re.escape(f"config: {message}")):
+        check_references(config)
+
+
 @pytest.mark.parametrize("edit,message", [
     (lambda train: train.update(lr_schedule="constant", plateau={"patience": 10, "min_lr": 0.001}),
      "train.plateau goes with lr_schedule plateau and only with it (lr_schedule is 'constant', plateau is set)"),

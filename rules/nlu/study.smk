@@ -83,6 +83,91 @@ rule study_evaluate_masks:
         "python -m maskbench.steps nlu.evaluate_masks {params.args} --threads {threads} > {log:q} 2>&1"
 
 
+# paper C's part: one job per (method, epochs, seed) sweeps the levels in one process, as rules/nlu/srnets.smk's jobs
+for _method in STUDY_SRN_METHODS:
+
+    rule:
+        name:
+            f"study_srnet_{_method}"
+        input:
+            train=prepared_path(config["tasks"][STUDY_TASK]["train"]),
+            dev=prepared_path(config["tasks"][STUDY_TASK]["dev"]),
+            start=f"{checkpoint_dir(STUDY_TASK, '{seed}')}/train_summary.json",
+        output:
+            [f"{study_srnet_dir(_method, '{epochs}', '{seed}')}/{level_name(s)}/{name}" for s in study_srnet_levels(_method)
+             for name in (["mask.mask", "search.json"] if _method == "mask_train" else
+                          ["model.safetensors", "mask.mask", "train_summary.json"])],
+        wildcard_constraints:
+            epochs=alternation(STUDY_SRN_EPOCHS),
+        params:
+            step=f"srnet_{_method}",
+            run=STUDY_SRN_RUNS[_method],
+            spec=lambda wildcards, _method=_method: as_json(study_srnet_settings(_method, wildcards.epochs)[0]),
+            hparams=lambda wildcards, _method=_method: as_json(study_srnet_settings(_method, wildcards.epochs)[1]),
+            sparsities=f" --sparsities {' '.join(map(str, STUDY_SRN['sparsities']))}" if _method == "mask_train" else "",
+            sweep_dir=lambda wildcards, _method=_method: study_srnet_dir(_method, wildcards.epochs, wildcards.seed),
+            start_dir=lambda wildcards: checkpoint_dir(STUDY_TASK, wildcards.seed),
+            checkpoint_every=COMPUTE["checkpoint_every"],
+            deterministic=int(COMPUTE["deterministic"]),
+            precision=precision_args("srnets"),
+        log:
+            f"{R}/logs/study_srnet/{_method}/epochs~{{epochs}}/seed~{{seed}}.log",
+        benchmark:
+            f"{R}/benchmarks/rules/study_srnet/{_method}/epochs~{{epochs}}/seed~{{seed}}.tsv"
+        threads: COMPUTE["train_threads"]
+        resources:
+            mem_mb=COMPUTE["train_mem_mb"],
+            runtime=COMPUTE.get("srnet_runtime_min", COMPUTE["train_runtime_min"]),
+            gpu=training_gpus(),
+        conda:
+            "../../envs/maskbench.yaml"
+        shell:
+            "python -m maskbench.steps nlu.{params.step} --start-dir {params.start_dir:q}{params.sparsities}"
+            " --train {input.train:q} --dev {input.dev:q} --seed {wildcards.seed} --tag {params.run} --loss ce"
+            " --spec {params.spec} --hparams {params.hparams} --sweep-dir {params.sweep_dir:q} --threads {threads}"
+            " --checkpoint-every {params.checkpoint_every} --deterministic {params.deterministic} {params.precision}"
+            " > {log:q} 2>&1"
+
+
+if STUDY_SRN_METHODS:
+
+    rule study_evaluate_srnets:
+        # every study subnetwork of a seed: masks switched in on the start, IMP's checkpoints as they are
+        input:
+            start=f"{checkpoint_dir(STUDY_TASK, '{seed}')}/train_summary.json",
+            subnetworks=lambda wildcards: [f"{model}/model.safetensors" if mask == "none" else mask
+                                           for model, mask, _, _ in study_srnet_items(wildcards.seed)],
+            data=[prepared_path(e) for e in eval_set_names(STUDY_TASK)],
+        output:
+            [f"{where}/{e}.json" for *_, where in study_srnet_items("{seed}") for e in eval_set_names(STUDY_TASK)],
+        params:
+            subnetworks=lambda wildcards: quoted(["--model-dirs", *(i[0] for i in study_srnet_items(wildcards.seed)),
+                                                  "--masks", *(i[1] for i in study_srnet_items(wildcards.seed)),
+                                                  "--rows", *(i[2] for i in study_srnet_items(wildcards.seed)),
+                                                  "--out-dirs", *(i[3] for i in study_srnet_items(wildcards.seed))]),
+            eval_sets=as_json(eval_set_specs(STUDY_TASK)),
+            task=STUDY_TASK,
+            max_length=config["finetune"]["max_length"],
+            batch_size=config["finetune"]["eval_batch_size"],
+            length_sorted=shell_args(length_sorted=LENGTH_SORTED_EVAL),
+            precision=precision_args("srnets"),
+        log:
+            f"{R}/logs/study_evaluate_srnets/seed~{{seed}}.log",
+        benchmark:
+            f"{R}/benchmarks/rules/study_evaluate_srnets/seed~{{seed}}.tsv"
+        threads: 1
+        resources:
+            mem_mb=COMPUTE["eval_mem_mb"],
+            runtime=COMPUTE.get("srnet_eval_runtime_min", COMPUTE["eval_runtime_min"]),
+        conda:
+            "../../envs/maskbench.yaml"
+        shell:
+            "python -m maskbench.steps nlu.evaluate_srnets {params.subnetworks} --data {input.data:q}"
+            " --eval-sets {params.eval_sets} --task {params.task} --seed {wildcards.seed}"
+            " --max-length {params.max_length} --batch-size {params.batch_size} {params.length_sorted} {params.precision}"
+            " --threads {threads} > {log:q} 2>&1"
+
+
 rule budget_study_report:
     input:
         study_inputs(),

@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     runs = json_arg(args.runs)
     if not isinstance(runs, list) or not runs:
         raise DataError(f"--runs: expected a non-empty JSON list of runs, got {str(args.runs)[:80]!r}")
-    table = study_table(runs)
+    table = study_table(runs, args.dev_set)
     with atomic_path(args.out_csv) as tmp:
         table.to_csv(tmp, index=False, float_format="%.6g")
     head = (f"**The budget study** (dev set {args.dev_set}; the selection rule reads dev accuracy and engagement "

@@ -123,6 +123,31 @@ def check(config: Mapping) -> None:
                                   f"{ref['eval_set']!r}, which is not an eval set of task {ref['task']!r}")
     check_tradeoff(config)
     check_ffw(config.get("ffw"), config, sources)
+    check_budget_study(config.get("budget_study") or {}, config)
+
+
+def check_budget_study(study: Mapping, config: Mapping) -> None:
+    """The budget study (docs/budget-study.md): its task, training sets and mask rows exist; paper C's part reaches
+    its sparsities by IMP's 10 % rounds."""
+    if not study:
+        return
+    tasks, datasets, masked = config["tasks"], config["datasets"], config.get("masked_debiasing") or {}
+    if study["task"] not in tasks:
+        raise ConfigError(f"config: budget_study.task has value {study['task']!r}, which is not a task {sorted(tasks)}")
+    for name in (study.get("baseline") or {}).get("train_sets", []):
+        if name not in datasets or datasets[name]["task"] != study["task"]:
+            raise ConfigError(f"config: budget_study.baseline.train_sets has {name!r}, which is not a dataset of task "
+                              f"{study['task']!r}")
+    for row in study["masks"]["rows"]:
+        if row not in masked:
+            raise ConfigError(f"config: budget_study.masks.rows has {row!r}, which is not a masked_debiasing row "
+                              f"{sorted(masked)}")
+    part = study.get("srnets") or {}
+    if "imp" in part.get("methods", []):
+        for i, sparsity in enumerate(part["sparsities"]):
+            if abs(sparsity * 10 - round(sparsity * 10)) > 1e-9:
+                raise ConfigError(f"config: budget_study.srnets.sparsities[{i}] is {sparsity}; IMP prunes 10% per "
+                                  "round, so every level is a multiple of 0.1")
 
 
 def sweep_knobs(config: Mapping, row: str) -> tuple[str, ...]:

@@ -6,7 +6,10 @@ Two parts, each on the config's real data and seeds:
   epoch and seed);
 - **paper A's mask search** from the config's own baselines: per masked-debiasing row and (score learning rate,
   search epochs) point, the mask's density (its share of scores past the final threshold), its engagement, the loss
-  curve's tail, its dev accuracy, and its scores on the task's evaluation sets (reported, never selected on).
+  curve's tail, its dev accuracy, and its scores on the task's evaluation sets (reported, never selected on);
+- **paper C's subnetworks** of the same baselines (``budget_study.srnets``): mask training and IMP per training
+  budget (epochs) and target sparsity, the sparsity reached (engagement), the dev accuracy, and the evaluation sets'
+  scores (reported, never selected on).
 
 **The selection rule reads dev accuracy and engagement only** (no HANS, negation or test score):
 
@@ -15,7 +18,10 @@ Two parts, each on the config's real data and seeds:
 2. the mask search's point: among the points where *every* row's mask engages on *every* seed
    (``maskbench.report.engagement``) and every row's mean dev accuracy is at most ``id_cost_max`` points below the
    baseline's mean dev accuracy, the one with the fewest search steps, then the smallest learning rate; none: the
-   study says so, with the point that came closest.
+   study says so, with the point that came closest;
+3. paper C's budget, per method: the fewest epochs at which every target sparsity is reached on every seed and every
+   sparsity's mean dev accuracy is at most ``id_cost_max`` points below the start's; none: the study says so, with the
+   budget that came closest.
 """
 
 from __future__ import annotations
@@ -35,6 +41,10 @@ BASELINE_COLUMNS = ["part", "train_set", "n_train", "seed", "epoch", "pairs_seen
 SUITE_BASELINE = " (suite's baseline)"
 MASK_COLUMNS = ["part", "row", "loss", "learning_rate", "epochs", "steps", "seed", "density", "pruned_share",
                 "engaged", "loss_tail_change", "dev_accuracy", "start_dev_accuracy"]
+SRNET_COLUMNS = ["part", "method", "epochs", "sparsity", "steps", "seed", "reached_sparsity", "engaged", "dev_accuracy",
+                 "start_dev_accuracy"]
+# what the report calls paper C's methods
+SRNET_METHODS = {"mask_train": "mask training", "imp": "IMP"}
 
 
 def _json(path: str | Path) -> dict:
@@ -59,8 +69,9 @@ def _eval_scores(evals: Mapping[str, str]) -> dict:
     return out
 
 
-def study_table(runs: Sequence[Mapping]) -> pd.DataFrame:
-    """One long table: a line per (baseline, epoch, seed) and per (mask row, point, seed)."""
+def study_table(runs: Sequence[Mapping], dev_set: str | None = None) -> pd.DataFrame:
+    """One long table: a line per (baseline, epoch, seed), per (mask row, point, seed) and per (paper C method,
+    epochs, sparsity, seed); ``dev_set``: the evaluation set whose score is a subnetwork's dev accuracy."""
     lines = []
     start_dev = {}
     start_scores = {}
@@ -93,7 +104,27 @@ def study_table(runs: Sequence[Mapping]) -> pd.DataFrame:
             line.update(scores)
             line.update({f"{k} (baseline)": v for k, v in start_scores.get(seed, {}).items()})
             lines.append(line)
+        elif run["kind"] == "srnet":
+            lines.append(_srnet_line(run, dev_set, start_dev.get(seed, math.nan), start_scores.get(seed, {})))
     return pd.DataFrame(lines)
+
+
+def _srnet_line(run: Mapping, dev_set: str | None, start_dev: float, start_scores: Mapping) -> dict:
+    """One paper C subnetwork: its reached sparsity against the target (engagement), its dev accuracy (the scored
+    ``dev_set`` when the run has it, else its summary's), and its scores beside the start's."""
+    summary = _json(run["summary"])
+    target = float(run["sparsity"])
+    reached = float(summary["exact_sparsity"])
+    scores = _eval_scores(run.get("evals") or {})
+    own_dev = summary.get("saved_mask_dev_accuracy", summary.get("final_dev_accuracy"))
+    dev = scores.get(f"{dev_set}:accuracy", own_dev) if dev_set else own_dev
+    line = {"part": "srnet", "method": run["method"], "epochs": float(run["epochs"]), "sparsity": target,
+            "steps": int(summary.get("total_steps", 0)), "seed": int(run["seed"]), "reached_sparsity": reached,
+            "engaged": engagement.sparsity_target(reached, target).engaged, "dev_accuracy": float(dev),
+            "start_dev_accuracy": start_dev}
+    line.update(scores)
+    line.update({f"{k} (baseline)": v for k, v in start_scores.items()})
+    return line
 
 
 def baseline_curve(table: pd.DataFrame) -> pd.DataFrame:
@@ -114,6 +145,41 @@ def mask_points(table: pd.DataFrame) -> pd.DataFrame:
                       start_dev=("start_dev_accuracy", "mean"), seeds=("seed", "nunique")).reset_index()
     out["dev_drop"] = out.start_dev - out.dev
     return out
+
+
+def srnet_points(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (paper C method, epochs, sparsity): steps, mean reached sparsity, every seed on target, mean dev, drop."""
+    part = table[table.part == "srnet"] if "part" in table else pd.DataFrame()
+    if part.empty:
+        return pd.DataFrame()
+    grouped = part.groupby(["method", "epochs", "sparsity"], sort=True)
+    out = grouped.agg(steps=("steps", "max"), reached=("reached_sparsity", "mean"), all_engaged=("engaged", "all"),
+                      dev=("dev_accuracy", "mean"), start_dev=("start_dev_accuracy", "mean"),
+                      seeds=("seed", "nunique")).reset_index()
+    out["dev_drop"] = out.start_dev - out.dev
+    return out
+
+
+def select_srnet_budget(points: pd.DataFrame, id_cost_max: float) -> dict[str, dict]:
+    """Rule 3, per paper C method: the fewest epochs at which every sparsity is reached on every seed and every
+    sparsity's mean dev accuracy is at most ``id_cost_max`` below the start's; ``found`` False (with the closest
+    budget: the most sparsities within the bound, then the smallest worst drop) when none qualifies."""
+    picks = {}
+    for method, part in points.groupby("method", sort=True):
+        per = part.groupby("epochs", sort=True).agg(
+            steps=("steps", "max"), on_target=("all_engaged", "all"), worst_drop=("dev_drop", "max"),
+            within=("dev_drop", lambda d: int((d <= id_cost_max).sum())), levels=("sparsity", "nunique")).reset_index()
+        good = per[per.on_target & (per.worst_drop <= id_cost_max)].sort_values("epochs")
+        if not good.empty:
+            pick = good.iloc[0]
+            picks[method] = {"found": True, "epochs": float(pick.epochs), "steps": int(pick.steps),
+                             "worst_drop": float(pick.worst_drop), "id_cost_max": id_cost_max}
+            continue
+        close = per.sort_values(["within", "worst_drop"], ascending=[False, True]).iloc[0]
+        picks[method] = {"found": False, "epochs": float(close.epochs), "steps": int(close.steps),
+                         "worst_drop": float(close.worst_drop), "within": int(close.within),
+                         "levels": int(close.levels), "id_cost_max": id_cost_max}
+    return picks
 
 
 def select_baseline(curve: pd.DataFrame, plateau: float) -> dict:
@@ -144,15 +210,17 @@ def select_mask_point(points: pd.DataFrame, id_cost_max: float) -> dict:
             "rows": int(close.rows), "id_cost_max": id_cost_max}
 
 
-def ood_trend(table: pd.DataFrame, eval_set: str) -> pd.DataFrame:
-    """Per (row, point): the mean paired gain on ``eval_set`` over the baseline of the same seed, its SE and n —
-    reported beside the study (paper A's effect against search budget), never read by the selection rule."""
+def ood_trend(table: pd.DataFrame, eval_set: str, part: str = "mask") -> pd.DataFrame:
+    """Per (row, point) of paper A's masks (``part`` srnet: per paper C method, epochs and sparsity): the mean paired
+    gain on ``eval_set`` over the baseline of the same seed, its SE and n — reported beside the study (the effect
+    against the budget), never read by the selection rules."""
     col, base = f"{eval_set}:accuracy", f"{eval_set}:accuracy (baseline)"
-    masks = table[table.part == "mask"]
-    if col not in masks.columns or base not in masks.columns:
+    lines = table[table.part == part]
+    if lines.empty or col not in lines.columns or base not in lines.columns:
         return pd.DataFrame()
-    masks = masks.assign(gain=masks[col] - masks[base])
-    out = masks.groupby(["row", "learning_rate", "epochs"], sort=True).gain.agg(["mean", "std", "count"]).reset_index()
+    lines = lines.assign(gain=lines[col] - lines[base])
+    keys = ["row", "learning_rate", "epochs"] if part == "mask" else ["method", "epochs", "sparsity"]
+    out = lines.groupby(keys, sort=True).gain.agg(["mean", "std", "count"]).reset_index()
     out["se"] = out["std"] / np.sqrt(out["count"])
     return out
 
@@ -195,6 +263,7 @@ def markdown(table: pd.DataFrame, id_cost_max: float, plateau: float, ood_set: s
                       f"{id_cost_max:g}); the closest: learning rate {choice['learning_rate']:g}, {choice['epochs']} "
                       f"epoch(s), {choice['rows_engaged']} of {choice['rows']} rows engaged, worst dev drop "
                       f"{choice['worst_drop']:.1f}."]
+    lines += _srnet_markdown(table, id_cost_max)
     if ood_set:
         trend = ood_trend(table, ood_set)
         if not trend.empty:
@@ -202,7 +271,36 @@ def markdown(table: pd.DataFrame, id_cost_max: float, plateau: float, ood_set: s
                       "| row | learning rate | epochs | gain (mean ± SE) | seeds |", "|---|---:|---:|---|---:|"]
             lines += [f"| {r.row} | {r.learning_rate:g} | {int(r.epochs)} | {r['mean']:+.1f} ± {r.se:.1f} | {int(r['count'])} |"
                       for _, r in trend.iterrows()]
+        trend = ood_trend(table, ood_set, part="srnet")
+        if not trend.empty:
+            lines += ["", f"## Reported, not selected on: paper C's subnetworks on {ood_set} against the start of the "
+                      "same seed", "", "| method | epochs | sparsity | gain (mean ± SE) | seeds |", "|---|---:|---:|---|---:|"]
+            lines += [f"| {SRNET_METHODS[r.method]} | {r.epochs:g} | {100 * r.sparsity:g} % | {r['mean']:+.1f} ± "
+                      f"{r.se:.1f} | {int(r['count'])} |" for _, r in trend.iterrows()]
     return "\n".join(lines) + "\n"
+
+
+def _srnet_markdown(table: pd.DataFrame, id_cost_max: float) -> list[str]:
+    points = srnet_points(table)
+    if points.empty:
+        return []
+    lines = ["", "## Paper C's subnetworks: dev accuracy against training epochs and sparsity", "",
+             "| method | epochs | sparsity | steps | reached (mean) | every seed on target | dev (mean) | dev drop | seeds |",
+             "|---|---:|---:|---:|---:|---|---:|---:|---:|"]
+    lines += [f"| {SRNET_METHODS[r.method]} | {r.epochs:g} | {100 * r.sparsity:g} % | {int(r.steps)} | "
+              f"{100 * r.reached:.1f} % | {'yes' if r.all_engaged else 'no'} | {r.dev:.1f} | {r.dev_drop:+.1f} | "
+              f"{r.seeds} |" for r in points.itertuples()]
+    for method, pick in select_srnet_budget(points, id_cost_max).items():
+        name = SRNET_METHODS[method]
+        if pick["found"]:
+            lines += ["", f"**Rule 3, {name}** (the fewest epochs at which every sparsity is reached on every seed "
+                      f"with a dev drop ≤ {id_cost_max:g}): **{pick['epochs']:g} epoch(s)**, worst dev drop "
+                      f"{pick['worst_drop']:.1f}."]
+        else:
+            lines += ["", f"**Rule 3, {name}: no budget qualifies** (every sparsity reached on every seed with a dev "
+                      f"drop ≤ {id_cost_max:g}); the closest: {pick['epochs']:g} epoch(s), {pick['within']} of "
+                      f"{pick['levels']} sparsities within the bound, worst dev drop {pick['worst_drop']:.1f}."]
+    return lines
 
 
 def figure(table: pd.DataFrame, title: str):
@@ -213,7 +311,8 @@ def figure(table: pd.DataFrame, title: str):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    srnets = srnet_points(table)
+    fig, axes = plt.subplots(1, 4 if not srnets.empty else 3, figsize=(20 if not srnets.empty else 15, 4.2))
     curve = baseline_curve(table)
     for train_set, part in curve.groupby("train_set", sort=True):
         axes[0].errorbar(part.epoch, part["mean"], yerr=part["std"].fillna(0), marker="o", capsize=3,
@@ -229,8 +328,15 @@ def figure(table: pd.DataFrame, title: str):
     axes[1].set(xlabel="search steps", ylabel="pruned (% of scored weights, log)", yscale="log",
                 title="mask search: pruned share (dashed: engaged above)")
     axes[2].set(xlabel="search steps", ylabel="dev accuracy (%)", title="mask search: dev accuracy (mean)")
-    for ax in axes[1:]:
+    for ax in axes[1:3]:
         ax.legend(fontsize=7)
+    if not srnets.empty:
+        for (method, epochs), part in srnets.groupby(["method", "epochs"], sort=True):
+            part = part.sort_values("sparsity")
+            axes[3].plot(100 * part.sparsity, part.dev, marker="o", label=f"{SRNET_METHODS[method]}, {epochs:g} epoch(s)")
+        axes[3].axhline(float(srnets.start_dev.mean()), color="grey", ls="--", lw=1)
+        axes[3].set(xlabel="sparsity (%)", ylabel="dev accuracy (%)", title="paper C: dev accuracy (mean; dashed: start)")
+        axes[3].legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
