@@ -232,7 +232,9 @@ def kinds(inputs: Path) -> dict[str, Kind]:
              lambda out: [*common, "--start-dir", str(inputs / "ft"), "--hparams", json.dumps(IMP_HP),
                           "--sweep-dir", str(out / "imp")],
              # each level is written when it is done (a finished part, declared as an output: snakemake deletes
-             # it when the job fails); the job is finished with its last level and the sweep's summary
+             # it when the job fails, so it is staged beside it too); a rerun puts the finished levels back and
+             # goes on from the last one's round, not from a step inside it; the job is finished with its last
+             # level and the sweep's summary
              ("imp/sparsity~0.9/train_summary.json", "imp/imp_summary.json"), resumes=False),
         Kind("paper D training", "maskbench.steps.vision.train",
              lambda out: [*vision, "--model-spec", json.dumps({**VISION_MLP, "train": VISION_HP}),

@@ -28,8 +28,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("shared", ("maskbench.text", "maskbench.report", "maskbench.matrix")),
     ("tracks", ("maskbench.tracks",)),
     ("api", ("maskbench.api",)),  # the public Python API: a facade over the layers below
-    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config", "maskbench.cluster_requests",
-                      "maskbench.user_data",
+    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config", "maskbench.config_schema",
+                      "maskbench.cluster_requests", "maskbench.user_data",
                       "maskbench.cost", "maskbench.console")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}

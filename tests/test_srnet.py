@@ -4,6 +4,7 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -424,3 +425,50 @@ def test_evaluate_srnets_cut_off_scores_only_the_rest_when_run_again(work, tmp_p
         else:
             assert f.read_bytes() == straight[f], f
     assert not [p for p in tmp_path.rglob(".*")]
+
+
+def test_imp_cut_off_after_a_level_puts_it_back_and_goes_on_to_the_uninterrupted_outputs(work):
+    """A run killed in round 3 (its first two levels written), its declared outputs then deleted as snakemake
+    deletes a failed job's: the rerun puts levels 1-2 back from their staged copies, trains rounds 3-4 only, and
+    every level's weights, mask and curve equal those of a run never cut off."""
+    out, reference = work / "imp_cut", work / "imp_cut_reference"
+    argv = [*common(work, hp=IMP_HP, spec={"final_sparsity": 0.4}), "--sweep-dir", str(out)]
+    assert srnet_imp.main(argv) == 0
+    out.rename(reference)
+    rounds = []
+
+    def cut_off(index, sparsity, model, masks):
+        rounds.append(index)
+        if index == 3:
+            raise KeyboardInterrupt("killed in round 3")
+
+    args = srnet_imp.parse_args(argv)
+    with pytest.raises(KeyboardInterrupt):
+        srnet_imp.run(args, srnet_imp.check(args), on_prune=cut_off)
+    assert not (out / "sparsity~0.3").exists() and not (out / "imp_summary.json").exists()
+    for level in ("sparsity~0.1", "sparsity~0.2"):
+        for name in ("model.safetensors", "mask.mask", "train_summary.json"):
+            (out / level / name).unlink()
+    rounds.clear()
+    args = srnet_imp.parse_args(argv)
+    assert srnet_imp.run(args, srnet_imp.check(args), on_prune=lambda index, *_: rounds.append(index)) == 0
+    assert rounds == [3, 4]
+    for level in ("sparsity~0.1", "sparsity~0.2", "sparsity~0.3", "sparsity~0.4"):
+        for name in ("model.safetensors", "mask.mask"):
+            assert (out / level / name).read_bytes() == (reference / level / name).read_bytes(), (level, name)
+        curves = [pd.read_csv(folder / level / "train_curve.csv").drop(columns="seconds") for folder in (out, reference)]
+        pd.testing.assert_frame_equal(*curves)
+        assert sorted(p.name for p in (out / level).iterdir()) == sorted(p.name for p in (reference / level).iterdir())
+        mine, theirs = (json.loads((folder / level / "train_summary.json").read_text()) for folder in (out, reference))
+        assert untimed(mine) == untimed(theirs)
+        # the staged copies and the round's state go once the run is complete
+        assert not list((out / level).glob(".*.staged-*")) and not (out / level / srnet_imp.ROUND_STATE).exists()
+    mine, theirs = (json.loads((folder / "imp_summary.json").read_text()) for folder in (out, reference))
+    assert untimed(mine["levels"]) == untimed(theirs["levels"]) and mine["checkpoints"] == theirs["checkpoints"]
+
+
+def untimed(record):
+    """A JSON record without its timings (``seconds``, at any depth)."""
+    if isinstance(record, dict):
+        return {k: untimed(v) for k, v in record.items() if k != "seconds"}
+    return [untimed(v) for v in record] if isinstance(record, list) else record

@@ -105,8 +105,8 @@ def test_lint_is_clean():
                              "budget_study_report": 1, "finetune_baseline": 3, "bias_overlap_mnli": 1,
                              "search_mask": None, "engagement": 1, "table1": 1}),
     # its second part: no study fine-tunings; the masks' start is the config's own baseline (6,815 pairs, 3 epochs),
-    # 3 mask rows x 1 point x 3 seeds; paper C's mask training and IMP x 2 budgets x 3 seeds, one evaluation of the
-    # subnetworks per seed; no srnets: section, so no paper C suite jobs
+    # 3 mask rows x 1 point x 3 seeds; paper C's mask training and IMP x 2 budgets each x 3 seeds, one evaluation
+    # of the subnetworks per seed; no srnets: section, so no paper C suite jobs
     ("configs/budget-masks.yaml", {"study_finetune": None, "study_search_mask": 3 * 1 * 3, "study_evaluate_masks": 3,
                                    "study_srnet_mask_train": 2 * 3, "study_srnet_imp": 2 * 3,
                                    "study_evaluate_srnets": 3, "srnet_imp": None, "budget_study_report": 1,

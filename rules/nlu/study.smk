@@ -98,7 +98,7 @@ for _method in STUDY_SRN_METHODS:
              for name in (["mask.mask", "search.json"] if _method == "mask_train" else
                           ["model.safetensors", "mask.mask", "train_summary.json"])],
         wildcard_constraints:
-            epochs=alternation(STUDY_SRN_EPOCHS),
+            epochs=alternation(STUDY_SRN_EPOCHS[_method]),
         params:
             step=f"srnet_{_method}",
             run=STUDY_SRN_RUNS[_method],

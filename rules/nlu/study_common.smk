@@ -27,8 +27,9 @@ STUDY_SRN = {"sparsities": [float(s) for s in STUDY_SRN_PART.get("sparsities", [
 STUDY_SRN_GRID = srnet_grid.grid(STUDY_SRN) if STUDY_SRN_PART else {}
 # method -> paper C's paradigm (a) run of it with cross-entropy, whose spec and hparams the study's jobs take
 STUDY_SRN_RUNS = {"mask_train": "a_mask_ce", "imp": "a_imp_ce"}
-STUDY_SRN_METHODS = list(STUDY_SRN_PART.get("methods", []))
-STUDY_SRN_EPOCHS = [value_text(e) for e in STUDY_SRN_PART.get("epochs", [])]
+# method -> its budgets (epochs) as they appear in paths
+STUDY_SRN_EPOCHS = {m: [value_text(e) for e in budgets] for m, budgets in (STUDY_SRN_PART.get("epochs") or {}).items()}
+STUDY_SRN_METHODS = list(STUDY_SRN_EPOCHS)
 
 
 def study_srnet_dir(method, epochs, seed):
@@ -61,7 +62,7 @@ def study_srnet_items(seed):
     trained mask is switched in on the start, an IMP level's checkpoint carries its mask."""
     items = []
     for method in STUDY_SRN_METHODS:
-        for epochs in STUDY_SRN_EPOCHS:
+        for epochs in STUDY_SRN_EPOCHS[method]:
             for s in STUDY_SRN["sparsities"]:
                 folder = f"{study_srnet_dir(method, epochs, seed)}/{level_name(s)}"
                 masked = method == "mask_train"
@@ -105,7 +106,7 @@ def study_runs():
     runs += [{"kind": "srnet", "method": m, "epochs": float(ep), "sparsity": sp, "seed": int(s),
               "summary": f"{study_srnet_dir(m, ep, s)}/{level_name(sp)}/{'search' if m == 'mask_train' else 'train_summary'}.json",
               "evals": {e: f"{study_srnet_eval_dir(m, ep, s, sp)}/{e}.json" for e in eval_set_names(STUDY_TASK)}}
-             for m in STUDY_SRN_METHODS for ep in STUDY_SRN_EPOCHS for sp in STUDY_SRN["sparsities"] for s in SEEDS]
+             for m in STUDY_SRN_METHODS for ep in STUDY_SRN_EPOCHS[m] for sp in STUDY_SRN["sparsities"] for s in SEEDS]
     return runs
 
 

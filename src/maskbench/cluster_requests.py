@@ -160,7 +160,8 @@ def estimates(config: Mapping) -> list[Estimate]:
     srn = config.get("srnets") or {}
     srn_min = int(compute.get("srnet_runtime_min", train_min))
     # mask training resumes within a run and keeps its finished sparsities; a retraining sweep resumes within a
-    # run only (its finished sparsities are trained again) and IMP restarts: both must fit one request
+    # run only (its finished sparsities are trained again) and IMP keeps its finished levels but restarts a round:
+    # both are held to one request
     for method, rule, runs, sweep_resumes in (
             ("mask_training", "srnet_mask_train", len(srn.get("sparsities", [])), resumes),
             ("retrain", "srnet_retrain", len(srn.get("sparsities", [])), False),

@@ -46,6 +46,8 @@ def staged_path(path: str | os.PathLike, key: str) -> Path:
 
 
 def _link(source: Path, target: Path) -> None:
+    if target.exists() and os.path.samefile(source, target):
+        return  # already this file (a rename over a hard link of itself would leave the temporary name behind)
     tmp = target.with_name(target.name + ".tmp")
     tmp.unlink(missing_ok=True)
     try:

@@ -10,12 +10,18 @@ the fraction pruned per round). Writes per level ``<sweep-dir>/sparsity~0.1/ ...
 with the mask baked in as zeros, ``mask.mask``, ``train_curve.csv``, ``train_summary.json`` last) and
 ``<sweep-dir>/imp_summary.json`` after the last level.
 
+A run cut off (a kill, a cluster's time limit) keeps the levels it finished: each level's files are also staged
+beside them (``maskbench.staging``: snakemake deletes a failed job's declared outputs), and a rerun with the same
+arguments and inputs puts the finished levels back and goes on from the last one's weights and masks, to the
+uninterrupted run's outputs.
+
 Every argument is checked, and every input file read, before any training starts.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -23,11 +29,13 @@ from pathlib import Path
 
 from torch import nn
 
-from maskbench import runtime
+from maskbench import resume, runtime, staging
 from maskbench.checkpoints import write_checkpoint
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, model_fingerprint
+from maskbench.masking.codec import read_mask_file
 from maskbench.steps import run_step
+from maskbench.text.models import load_classifier
 from maskbench.tracks.nlu.srnet_run import (
     SrnetArgs,
     check_common,
@@ -42,6 +50,14 @@ from maskbench.tracks.nlu.srnet_spec import ImpSpec
 from maskbench.tracks.nlu.srnets import IMP_SUMMARY, iterative_magnitude_pruning, level_dir
 
 log = logging.getLogger("maskbench.steps.nlu.srnet_imp")
+# a level's record as the run keeps it (imp_summary.json's levels: these but module_sparsity), read back from its
+# train_summary.json when the level is put back
+# beside each level while the run lasts: the random generators' state at the end of its round (dropout draws from
+# them), for a rerun to go on from there
+ROUND_STATE = ".imp-round.state"
+LEVEL_KEYS = ("round", "sparsity", "prune_step", "end_step", "steps", "dev_accuracy", "exact_sparsity",
+              "module_sparsity", "n_rewound", "curve", "seconds")
+SUMMARY = "train_summary.json"
 
 
 @dataclass
@@ -77,7 +93,10 @@ def run(args: ImpArgs, spec: ImpSpec, on_prune=None) -> int:
     provenance = runtime.provenance(args, args.seed)
     started = time.perf_counter()
     (args.sweep_dir / IMP_SUMMARY).unlink(missing_ok=True)
-    written = []
+    stamp = staging.inputs_stamp([args.start_dir, args.train, args.dev])
+    keys = {s: staging.part_key(resume.run_key(args), stamp, s) for s in spec.levels}
+    restored = restore_levels(args.sweep_dir, spec.levels, keys)
+    written = [str(level_dir(args.sweep_dir, s)) for s in spec.levels[:len(restored)]]
 
     def save_level(level: dict, plain_model: nn.Module) -> None:
         folder = level_dir(args.sweep_dir, level["sparsity"])
@@ -94,20 +113,75 @@ def run(args: ImpArgs, spec: ImpSpec, on_prune=None) -> int:
                        start_model_fingerprint=fingerprint, total_steps=steps, labels=inputs.labels,
                        hparams=dataclasses.asdict(hp), loss=args.loss, seed=args.seed, provenance=provenance)
         write_checkpoint(folder, plain_model, tokenizer, summary, mask_set, level["curve"])
+        resume.write_state(folder / ROUND_STATE, {"key": keys[level["sparsity"]], "rng": resume.rng_state()})
+        stage_level(folder, keys[level["sparsity"]])
         written.append(str(folder))
 
     log.info("%s on %s: %d steps, levels %s, loss %s", method, args.start_dir, steps, spec.levels, args.loss)
-    levels = iterative_magnitude_pruning(
-        model, prepared.data, common.loss_fn, hp, args.seed, device, prepared.evaluate, spec=spec, modules=modules,
-        example_tensors=inputs.example_tensors, on_prune=on_prune, on_level=save_level)
+    levels = list(restored)
+    if len(restored) < len(spec.levels):
+        resume_after = None
+        if restored:
+            last = level_dir(args.sweep_dir, spec.levels[len(restored) - 1])
+            masks, _ = read_mask_file(last / "mask.mask")
+            rng = resume.read_state(last / ROUND_STATE)["rng"]
+            resume_after = (len(restored), masks, load_classifier(last)[0].state_dict(), rng)
+            log.info("put back %d finished level(s); going on after %s", len(restored), last)
+        levels += iterative_magnitude_pruning(
+            model, prepared.data, common.loss_fn, hp, args.seed, device, prepared.evaluate, spec=spec,
+            modules=modules, example_tensors=inputs.example_tensors, on_prune=on_prune, on_level=save_level,
+            resume_after=resume_after)
     seconds = time.perf_counter() - started
     runtime.atomic_write_json(args.sweep_dir / IMP_SUMMARY, {
         "method": method, "tag": args.tag, "start_dir": str(args.start_dir), "levels": [
             {k: v for k, v in level.items() if k not in ("masks", "curve", "module_sparsity")} for level in levels],
         "checkpoints": written, "total_steps": steps, "start_model_fingerprint": fingerprint,
         "seconds": seconds, "device": str(device), "meta": meta, "provenance": provenance})
+    for s in spec.levels:
+        discard_level(level_dir(args.sweep_dir, s), keys[s])
     log.info("wrote %d IMP levels under %s in %.1fs", len(levels), args.sweep_dir, seconds)
     return 0
+
+
+def _staged_names(folder: Path, key: str) -> list[str]:
+    return sorted(p.name[1:].rsplit(f".staged-{key}", 1)[0] for p in folder.glob(f".*.staged-{key}"))
+
+
+def stage_level(folder: Path, key: str) -> None:
+    """A level is written: stage each of its files, its train_summary.json last (which marks it complete)."""
+    names = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    staging.keep([folder / n for n in names if n != SUMMARY] + [folder / SUMMARY], key)
+
+
+def restore_levels(sweep_dir: Path, levels: list[float], keys: dict[float, str]) -> list[dict]:
+    """Put back the finished levels of an earlier try, from the first on while each is complete; their records."""
+    records = []
+    for s in levels:
+        folder = level_dir(sweep_dir, s)
+        names = _staged_names(folder, keys[s]) if folder.is_dir() else []
+        if SUMMARY not in names or not _round_state_of(folder, keys[s]):
+            break
+        if not staging.restore([folder / n for n in names], keys[s]):
+            break
+        summary = json.loads((folder / SUMMARY).read_text(encoding="utf-8"))
+        records.append({k: summary[k] for k in LEVEL_KEYS if k in summary})
+    return records
+
+
+def _round_state_of(folder: Path, key: str) -> bool:
+    """Whether the level's round state is there, intact and of this run (a damaged one: the level is redone)."""
+    try:
+        return resume.read_state(folder / ROUND_STATE).get("key") == key
+    except (OSError, resume.DamagedState) as err:
+        log.warning("%s: %s; the run goes on from the level before", folder / ROUND_STATE, err)
+        return False
+
+
+def discard_level(folder: Path, key: str) -> None:
+    """The run is complete: a level's staged copies and round state go."""
+    if folder.is_dir():
+        staging.discard([folder / n for n in _staged_names(folder, key)], key)
+        (folder / ROUND_STATE).unlink(missing_ok=True)
 
 
 def main(argv=None) -> int:

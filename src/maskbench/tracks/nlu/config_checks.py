@@ -143,7 +143,7 @@ def check_budget_study(study: Mapping, config: Mapping) -> None:
             raise ConfigError(f"config: budget_study.masks.rows has {row!r}, which is not a masked_debiasing row "
                               f"{sorted(masked)}")
     part = study.get("srnets") or {}
-    if "imp" in part.get("methods", []):
+    if "imp" in (part.get("epochs") or {}):
         for i, sparsity in enumerate(part["sparsities"]):
             if abs(sparsity * 10 - round(sparsity * 10)) > 1e-9:
                 raise ConfigError(f"config: budget_study.srnets.sparsities[{i}] is {sparsity}; IMP prunes 10% per "

@@ -60,7 +60,7 @@ class SrnetArgs:
         "help": "prepared sets (the OOD test sets) whose pairs are dropped from the mixed-in examples"})
     checkpoint_every: int = field(default=0, metadata={
         "help": "save the run's state every N steps beside its output and resume from it when rerun (0: never; IMP "
-                "restarts its rounds)"})
+                "keeps its finished levels instead, and restarts a round)"})
     deterministic: int = field(default=0, metadata={
         "help": "1: deterministic kernels only (repeatable bits on GPUs, some speed lost; CPU runs are already)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})

@@ -19,7 +19,7 @@ from torch.nn.utils import parametrize
 from maskbench.masking.apply import MaskMismatchError
 from maskbench.masking.density import sparsity as masks_sparsity
 from maskbench.masking.selectors import ENCODER_KINDS, select_linear
-from maskbench.resume import Resume
+from maskbench.resume import Resume, set_rng_state
 from maskbench.text.batches import EncodedPairs
 from maskbench.text.classifier_training import classification_objective
 from maskbench.tracks.nlu.paths import level_name
@@ -209,6 +209,7 @@ def iterative_magnitude_pruning(
     example_tensors: dict | None = None,
     on_prune: Callable[[int, float, nn.Module, dict], None] | None = None,
     on_level: Callable[[dict, nn.Module], None] | None = None,
+    resume_after: tuple[int, Mapping[str, np.ndarray], Mapping[str, torch.Tensor], dict] | None = None,
 ) -> list[dict]:
     """Paper C's Algorithm 1 (``spec``): ``rounds`` intervals of total // rounds steps; at the start of interval r
     the weights are pruned to r x ``step`` of every matrix's original size (``magnitude_masks``, local, pruned
@@ -219,6 +220,11 @@ def iterative_magnitude_pruning(
     After the interval of level s the masks are baked into the weights (zeros) and ``on_level(level, model)``
     is called with the plain model (e.g. to save it); the masks are re-attached afterwards. ``on_prune(r, s,
     model, masks)`` runs right after the prune (and rewind), before training. Returns one record per level.
+
+    ``resume_after`` (rounds done, the last one's masks, its saved plain weights, the random generators' state at its
+    end) goes on after those rounds from the state the run had then: each round seeds its own data order and
+    re-creates its optimiser and schedule, and dropout draws from the generators, so the later levels are the
+    uninterrupted run's. Only the later levels are returned.
     """
     chosen = select_linear(model, list(modules), "--modules")
     rewind = spec.rewind
@@ -229,7 +235,17 @@ def iterative_magnitude_pruning(
     round_hp = hparams_for_steps(hp, interval, len(data))
     levels: list[dict] = []
     current: dict[str, torch.Tensor] | None = None
+    done = 0
+    if resume_after is not None:
+        done, masks, weights, rng = resume_after
+        model.load_state_dict(weights)  # the level's baked weights (zeros where pruned)
+        current = {name: torch.as_tensor(np.asarray(keep), device=chosen[name].weight.device).to(torch.bool)
+                   for name, keep in masks.items()}
+        apply_fixed_masks(chosen, current)
+        set_rng_state(rng)
     for index, (at_step, sparsity) in enumerate(events, 1):
+        if index <= done:
+            continue
         started = time.perf_counter()
         current = magnitude_masks(chosen, sparsity, current)
         apply_fixed_masks(chosen, current)

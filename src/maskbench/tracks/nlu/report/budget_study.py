@@ -119,7 +119,9 @@ def _srnet_line(run: Mapping, dev_set: str | None, start_dev: float, start_score
     own_dev = summary.get("saved_mask_dev_accuracy", summary.get("final_dev_accuracy"))
     dev = scores.get(f"{dev_set}:accuracy", own_dev) if dev_set else own_dev
     line = {"part": "srnet", "method": run["method"], "epochs": float(run["epochs"]), "sparsity": target,
-            "steps": int(summary.get("total_steps", 0)), "seed": int(run["seed"]), "reached_sparsity": reached,
+            # IMP: the steps trained up to this level (end_step), mask training: its run's
+            "steps": int(summary.get("end_step", summary.get("total_steps", 0))), "seed": int(run["seed"]),
+            "reached_sparsity": reached,
             "engaged": engagement.sparsity_target(reached, target).engaged, "dev_accuracy": float(dev),
             "start_dev_accuracy": start_dev}
     line.update(scores)
@@ -290,6 +292,8 @@ def _srnet_markdown(table: pd.DataFrame, id_cost_max: float) -> list[str]:
     lines += [f"| {SRNET_METHODS[r.method]} | {r.epochs:g} | {100 * r.sparsity:g} % | {int(r.steps)} | "
               f"{100 * r.reached:.1f} % | {'yes' if r.all_engaged else 'no'} | {r.dev:.1f} | {r.dev_drop:+.1f} | "
               f"{r.seeds} |" for r in points.itertuples()]
+    lines += ["", "Epochs: mask training's at each sparsity; IMP's t_max, pruned by 10 % every tenth of it (a run to "
+              "50 % trains half of it; steps: those trained up to the level)."]
     for method, pick in select_srnet_budget(points, id_cost_max).items():
         name = SRNET_METHODS[method]
         if pick["found"]:
