@@ -23,7 +23,7 @@ import os
 import re
 from pathlib import Path
 
-from maskbench.data.schema import DataError
+from maskbench.errors import DataError
 
 FETCH_HINT = "run `python -m maskbench.tools.fetch --configfile <config>` on a machine with internet (docs/cluster.md)"
 MODEL_FILES = ["config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
