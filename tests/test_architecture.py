@@ -18,19 +18,18 @@ PACKAGE = "maskbench"
 
 # From the bottom up; a module may import its own layer and the layers below it. The first matching prefix wins.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("maskbench.cli", "maskbench.runtime", "maskbench.resume", "maskbench.stop", "maskbench.metrics", "maskbench.step_timing",
-              "maskbench.objectives", "maskbench.config_checks", "maskbench.errors", "maskbench.forced_jobs",
-              "maskbench.staging", "maskbench.results_folder", "maskbench.precision", "maskbench.progress",
-              "maskbench._version")),
+    ("base", ("maskbench.cli", "maskbench.runtime", "maskbench.resume", "maskbench.stop", "maskbench.metrics",
+              "maskbench.objectives", "maskbench.config_checks", "maskbench.errors", "maskbench.precision",
+              "maskbench.progress", "maskbench._version")),
     ("library", ("maskbench.data", "maskbench.masking", "maskbench.ffw", "maskbench.checkpoints", "maskbench.checkpoint_integrity",
-                 "maskbench.overhead", "maskbench.train", "maskbench.warm", "maskbench.hub", "maskbench.miniature",
-                 "maskbench.config_files")),
+                 "maskbench.train", "maskbench.hub", "maskbench.miniature", "maskbench.config_files")),
     ("shared", ("maskbench.text", "maskbench.report", "maskbench.matrix")),
     ("tracks", ("maskbench.tracks",)),
     ("api", ("maskbench.api",)),  # the public Python API: a facade over the layers below
-    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config", "maskbench.cluster_requests",
-                      "maskbench.user_data",
-                      "maskbench.cost", "maskbench.console")),
+    # the workflow glue: what only the Snakefile and rules/ use (and the steps' launcher, the tools); no layer below
+    # imports it
+    ("workflow", ("maskbench.workflow",)),
+    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.console")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 

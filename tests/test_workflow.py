@@ -162,7 +162,7 @@ def test_paper_config_reads_the_shipped_fever_symmetric_and_the_user_files(paper
     """FEVER-Symmetric comes from the project's data/nli/ (one copy, the input of its preparation); the user supplies
     FEVER train/dev and PAWS-QQP, the other local files, and paper D's two image folders. The dry run plans from a
     fresh clone without them: their preparations are planned with the command a run with the files gets, and the
-    dry run lists each one missing, one line each naming its key (src/maskbench/user_data.py)."""
+    dry run lists each one missing, one line each naming its key (src/maskbench/workflow/user_data.py)."""
     inputs, local = {}, {}
     for block in paper_dry_run.stdout.split("\n\n"):
         if "rule prepare_dataset:" in block:

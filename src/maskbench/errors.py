@@ -24,7 +24,7 @@ USER_ERRORS = frozenset({
     "BiasDataError",      # tracks/gender/crows_pairs.py: CrowS-Pairs and StereoSet files
     "CellError",          # matrix/cells.py: a matrix cell record (a track's records file)
     "CheckpointError",    # checkpoint_integrity.py: a model checkpoint that is cut, damaged or unsealed
-    "ConfigError",        # workflow_config.py: a config value
+    "ConfigError",        # config_checks.py (workflow/workflow_config.py raises it): a config value
     "CorpusError",        # tracks/gender/corpus.py: the gender corpus
     "DataError",          # below (data/schema.py raises it): a dataset, a prepared file, a probability file
     "DeparturesError",    # report/departures.py: docs/departures.yaml

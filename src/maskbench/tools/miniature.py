@@ -14,11 +14,11 @@ researcher supplies (FEVER, PAWS-QQP, CIFAR-10-C, CelebA) are written where conf
 `maskbench.miniature.text_sources` and `maskbench.miniature.vision_sources`.
 
 The summary (``<workdir>/<results>/miniature_run.json``, and a markdown table with ``--markdown``) reads the run's
-snakemake log and each job's timing line (`maskbench.step_timing`: wall time and the step's peak resident memory).
+snakemake log and each job's timing line (`maskbench.workflow.step_timing`: wall time and the step's peak resident memory).
 
 ``--slurm-one-per-rule`` (after a complete local run, with a SLURM cluster's `env.sh` sourced): on a copy of the run
 (``<workdir>-slurm``), one job of every rule kind again, through `profiles/slurm` with the paper config's own resource requests (`snakemake --force` on
-one job per rule that goes through the executor, chosen by `maskbench.forced_jobs` so that forcing them reruns the
+one job per rule that goes through the executor, chosen by `maskbench.workflow.forced_jobs` so that forcing them reruns the
 fewest other jobs), then the cluster's own records of what each job asked for (sacct's
 requested TRES, time limit and partition) in ``<workdir>/<results>/miniature_slurm.json``. On the one-node cluster of
 tests/slurm/start-cluster.sh, start it with a GPU node's shape (MASKBENCH_SLURM_NODE_CPUS=16
@@ -40,11 +40,11 @@ from pathlib import Path
 
 import yaml
 
-from maskbench.forced_jobs import choose_jobs, forced_counts, local_rules, planned_outputs
-from maskbench.overhead import attach_timings, parse_snakemake_log
 from maskbench.report.captions import stamp
 from maskbench.report.readme import replace_section, wrap_prose, write_provenance
 from maskbench.runtime import git_commit, git_output
+from maskbench.workflow.forced_jobs import choose_jobs, forced_counts, local_rules, planned_outputs
+from maskbench.workflow.overhead import attach_timings, parse_snakemake_log
 
 REPO = Path(__file__).resolve().parents[3]
 PAPER_CONFIG = REPO / "configs" / "paper.yaml"
