@@ -155,6 +155,27 @@ def test_no_import_circle():
     assert cycles(graph()) == []
 
 
+def test_no_import_circle_between_packages():
+    """The package view (each subpackage of maskbench and each top-level module one room): no circle either, e.g. no
+    base class of hub.py's errors in data/ while data/ imports hub.py (a shared base error lives in errors.py)."""
+    def room(name: str) -> str:
+        return ".".join(name.split(".")[:2])
+
+    rooms: dict[str, set[str]] = {}
+    for a, targets in graph().items():
+        rooms.setdefault(room(a), set()).update(room(b) for b in targets if room(b) != room(a))
+    assert cycles(rooms) == []
+
+
+def test_the_library_never_imports_the_workflow_glue():
+    """maskbench.workflow sits above the library, the tracks and the API: only the steps, the tools and the console
+    (and the rules) import it."""
+    upward = [f"{a} -> {b}" for a, targets in graph().items() for b in sorted(targets)
+              if b.startswith("maskbench.workflow") and not a.startswith(("maskbench.workflow", "maskbench.steps",
+                                                                          "maskbench.tools", "maskbench.console"))]
+    assert upward == []
+
+
 def test_no_import_runs_back_up_a_layer():
     upward = [f"{a} ({layer(a)}) -> {b} ({layer(b)})" for a, targets in graph().items() for b in sorted(targets)
               if a != PACKAGE and b != PACKAGE and RANK[layer(b)] > RANK[layer(a)]]
