@@ -57,7 +57,7 @@ except ValueError as err:
     raise WorkflowError(str(err)) from None
 
 # A cluster job (snakemake's remote mode: every job the SLURM executor submits) never reaches the Hugging Face Hub:
-# it reads the Hub cache `python -m maskbench.tools.fetch` filled on the login node (docs/cluster.md, "Offline
+# it reads the Hub cache `python -m maskbench.steps fetch` filled on the login node (docs/cluster.md, "Offline
 # compute nodes"). Set here, before a group job's warm server starts (below), rather than in the profile so that
 # the sbatch options stay the same; an exported HF_HUB_OFFLINE=0 (the plugin submits with --export=ALL) lets jobs
 # on a site whose nodes reach the Hub download.

@@ -291,7 +291,7 @@ def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):
     assert '"granularity": "none"' in only and '"epochs": 5,' in only
     corpus = next(b for b in blocks if "rule gender_corpus:" in b)
     assert "news-commentary-v15.en.gz" in corpus and "--heldout 1000" in corpus
-    # the compute job reads the file the login node downloaded (a localrule, or maskbench.tools.fetch), never the URL
+    # the compute job reads the file the login node downloaded (a localrule, or maskbench.steps.fetch), never the URL
     download = "results/paper/gender/data/downloads/news-commentary-v15.en.gz"
     assert f"--source {download}" in corpus and "http://" not in corpus
     fetched = next(b for b in blocks if "rule gender_corpus_download:" in b)   # a localrule (rules/gender/data.smk)

@@ -1,6 +1,7 @@
 """The rule entry points, one module per step, grouped by track: `steps/nlu/` (papers A and C), `steps/gender/`
-(paper B), `steps/vision/` (paper D); `steps/prepare.py` serves both text tracks. Each parses its arguments, calls
-the library, writes its outputs and ends with `run_step(main)`; none imports another.
+(paper B), `steps/vision/` (paper D); `steps/prepare.py` serves both text tracks, `steps/fetch.py` and
+`steps/download.py` are the login node's downloads. Each parses its arguments, calls the library, writes its
+outputs and ends with `run_step(main)`; none imports another.
 
 Rules start a step through the launcher, `python -m maskbench.steps <track>.<step> ARGS` (steps/__main__.py), which
 hands the job to the warm runner (maskbench/workflow/warm.py) when one listens and otherwise runs it in its own process.

@@ -9,7 +9,7 @@ measure it (job count, wall time, peak memory per rule kind, what failed).
 The run is `snakemake --configfile configs/paper.yaml configs/paper-miniature.yaml` in ``--workdir`` with
 ``HF_HOME=<workdir>/hf`` and ``HF_HUB_OFFLINE=1`` (also the datasets and transformers offline switches): every Hub
 dataset and model comes from the fixture cache that `maskbench.miniature.hub_cache` writes in the Hub's own
-layouts, read by the same loading code a cluster job runs after `python -m maskbench.tools.fetch`. The files a
+layouts, read by the same loading code a cluster job runs after `python -m maskbench.steps fetch`. The files a
 researcher supplies (FEVER, PAWS-QQP, CIFAR-10-C, CelebA) are written where configs/paper.yaml looks for them, by
 `maskbench.miniature.text_sources` and `maskbench.miniature.vision_sources`.
 
@@ -99,7 +99,7 @@ def write_inputs(workdir: Path, seed: int = 0) -> dict:
 def fetch_command() -> list[str]:
     """The fetch a cluster user runs on the login node, here without the network: it checks that the cache holds
     every Hub repo and the corpus the two configs ask for, and writes the lock."""
-    return [sys.executable, "-m", "maskbench.tools.fetch", "--configfile", str(PAPER_CONFIG), str(MINIATURE_CONFIG),
+    return [sys.executable, "-m", "maskbench.steps", "fetch", "--configfile", str(PAPER_CONFIG), str(MINIATURE_CONFIG),
             "--local-files-only"]
 
 
