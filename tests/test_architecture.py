@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # the workflow glue: what only the Snakefile and rules/ use (and the steps' launcher, the tools); no layer below
     # imports it
     ("workflow", ("maskbench.workflow",)),
-    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.console")),
+    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.benchmarks", "maskbench.console")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 
@@ -172,7 +172,8 @@ def test_the_library_never_imports_the_workflow_glue():
     (and the rules) import it."""
     upward = [f"{a} -> {b}" for a, targets in graph().items() for b in sorted(targets)
               if b.startswith("maskbench.workflow") and not a.startswith(("maskbench.workflow", "maskbench.steps",
-                                                                          "maskbench.tools", "maskbench.console"))]
+                                                                          "maskbench.tools", "maskbench.benchmarks",
+                                                                          "maskbench.console"))]
     assert upward == []
 
 
@@ -189,8 +190,8 @@ def test_no_track_imports_another_track():
 
 
 def test_no_entry_point_imports_another():
-    """Steps and tools share library code, never each other's (only the steps package's `run_step`)."""
-    entry = ("maskbench.steps.", "maskbench.tools.")
+    """Steps, tools and benchmarks share library code, never each other's (only the steps package's `run_step`)."""
+    entry = ("maskbench.steps.", "maskbench.tools.", "maskbench.benchmarks.")
     crossing = [f"{a} -> {b}" for a, targets in graph().items() if a.startswith(entry)
                 for b in sorted(targets) if b.startswith(entry)]
     assert crossing == []

@@ -172,7 +172,8 @@ def _library_modules() -> list[str]:
     # reaches most of the library
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return [m.name for m in pkgutil.walk_packages([package], "maskbench.")
-            if not m.name.startswith(("maskbench.steps", "maskbench.tools", "maskbench.workflow.warm"))]
+            if not m.name.startswith(("maskbench.steps", "maskbench.tools", "maskbench.benchmarks",
+                                      "maskbench.workflow.warm"))]
 
 
 def _alive(pid: int) -> bool:
