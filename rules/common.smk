@@ -22,17 +22,17 @@ SOURCE_DIR = os.path.join(PROJECT_DIR, "src")
 sys.path.insert(0, SOURCE_DIR)
 
 from maskbench.cli import Json, shell_args  # noqa: E402,F401 - the rules render their settings with these
-from maskbench.warm import Server as WarmServer, jobs_run_here  # noqa: E402
-from maskbench.workflow_config import check_references, check_renamed_keys, precision_options, tracks_of  # noqa: E402
-from maskbench.cluster_requests import check_requests  # noqa: E402
-from maskbench.results_folder import check_results_folder, claim_results_folder, config_name, lock_results_folder  # noqa: E402
-from maskbench import user_data  # noqa: E402
+from maskbench.workflow.warm import Server as WarmServer, jobs_run_here  # noqa: E402
+from maskbench.workflow.workflow_config import check_references, check_renamed_keys, precision_options, tracks_of  # noqa: E402
+from maskbench.workflow.cluster_requests import check_requests  # noqa: E402
+from maskbench.workflow.results_folder import check_results_folder, claim_results_folder, config_name, lock_results_folder  # noqa: E402
+from maskbench.workflow import user_data  # noqa: E402
 from maskbench.progress import job_settings  # noqa: E402
-from maskbench.config_schema import ValidationError, validate_config  # noqa: E402
+from maskbench.workflow.config_schema import ValidationError, validate_config  # noqa: E402
 
 # schemas/config.schema.yaml holds the shared keys and applies schemas/<track>.schema.yaml for every track the
 # config names, so a key that is neither shared nor of a named track is refused; the schemas' defaults are filled in
-# (snakemake.utils.validate's checks, with each schema read once: src/maskbench/config_schema.py).
+# (snakemake.utils.validate's checks, with each schema read once: src/maskbench/workflow/config_schema.py).
 SCHEMAS = os.path.join(PROJECT_DIR, "schemas")
 check_renamed_keys(config)
 try:
@@ -41,7 +41,7 @@ except ValidationError as err:
     raise WorkflowError("Error validating config file.", err) from None
 check_references(config)
 # each config in its own results folder: a folder another config's run has claimed is refused here
-# (src/maskbench/results_folder.py); the claim is written when a run starts (onstart, below)
+# (src/maskbench/workflow/results_folder.py); the claim is written when a run starts (onstart, below)
 CONFIG_NAME = config_name(workflow.overwrite_configfiles or [])
 
 # what a long job reports while it runs (config `logging:`, src/maskbench/progress.py) reaches every job through its
@@ -57,7 +57,7 @@ except ValueError as err:
     raise WorkflowError(str(err)) from None
 
 # A cluster job (snakemake's remote mode: every job the SLURM executor submits) never reaches the Hugging Face Hub:
-# it reads the Hub cache `python -m maskbench.tools.fetch` filled on the login node (docs/cluster.md, "Offline
+# it reads the Hub cache `python -m maskbench.steps fetch` filled on the login node (docs/cluster.md, "Offline
 # compute nodes"). Set here, before a group job's warm server starts (below), rather than in the profile so that
 # the sbatch options stay the same; an exported HF_HUB_OFFLINE=0 (the plugin submits with --export=ALL) lets jobs
 # on a site whose nodes reach the Hub download.
@@ -76,7 +76,7 @@ if workflow.remote_exec:
 os.environ.update(PYTHONPATH=os.pathsep.join(
     dict.fromkeys([SOURCE_DIR, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])))
 
-# The warm runner (src/maskbench/warm.py): in a local run, the jobs fork from one process that has imported torch
+# The warm runner (src/maskbench/workflow/warm.py): in a local run, the jobs fork from one process that has imported torch
 # and transformers once, instead of importing them again each (~9 s a job on 2 CPU cores). Never from the submit
 # host of a cluster, nor where the rules run in environments of their own (--software-deployment-method conda or
 # apptainer: the server would run the jobs in snakemake's environment instead); MASKBENCH_WARM=0 turns it off.
@@ -108,7 +108,7 @@ def slurm_logs_under_results():
         executor.slurm_logdir = Path(workflow.workdir_init, R, "logs", "slurm")
 
 
-# the files and folders the config reads from you (src/maskbench/user_data.py): planning does not need them and
+# the files and folders the config reads from you (src/maskbench/workflow/user_data.py): planning does not need them and
 # lists those missing or incomplete (the main snakemake process only, not the cluster jobs); a run refuses to
 # start when a job it will execute reads one (onstart, below)
 USER_INPUTS = user_data.user_inputs(config)
@@ -135,7 +135,7 @@ def refuse_missing_user_inputs(jobs):
 
 def check_cluster_requests(jobs):
     """A run that goes to a cluster: a runtime request below the derived need of a job it will execute, where that
-    job does not resume, stops it before the first submission (src/maskbench/cluster_requests.py; docs/cluster.md,
+    job does not resume, stops it before the first submission (src/maskbench/workflow/cluster_requests.py; docs/cluster.md,
     "Requests"). A local run has no time limit: nothing is checked."""
     try:
         check_requests(config, jobs)
@@ -148,7 +148,7 @@ RESULTS_LOCK = {}
 
 
 def hold_results_folder():
-    """One run at a time on the config's results folder (src/maskbench/results_folder.py): a second run, from this
+    """One run at a time on the config's results folder (src/maskbench/workflow/results_folder.py): a second run, from this
     working directory or another, is refused before its first job; then the folder is claimed for this config."""
     if not workflow.execution_settings.lock:
         return  # --nolock: the user keeps runs apart

@@ -3,7 +3,7 @@
 
 
 # `snakemake --configfile <config> fetch`: the login-node download of everything the config reads from the network
-# (python -m maskbench.tools.fetch; docs/cluster.md, "Offline compute nodes") as a target; a localrule, never a
+# (python -m maskbench.steps fetch; docs/cluster.md, "Offline compute nodes") as a target; a localrule, never a
 # cluster job. It reads the config files given (or the embedded config.yaml), not --config overrides.
 rule fetch:
     output:
@@ -16,4 +16,4 @@ rule fetch:
     conda:
         "../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.tools.fetch {params.args} > {log:q} 2>&1"
+        "python -m maskbench.steps fetch {params.args} > {log:q} 2>&1"

@@ -18,19 +18,18 @@ PACKAGE = "maskbench"
 
 # From the bottom up; a module may import its own layer and the layers below it. The first matching prefix wins.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("maskbench.cli", "maskbench.runtime", "maskbench.resume", "maskbench.stop", "maskbench.metrics", "maskbench.step_timing",
-              "maskbench.objectives", "maskbench.config_checks", "maskbench.errors", "maskbench.forced_jobs",
-              "maskbench.staging", "maskbench.results_folder", "maskbench.precision", "maskbench.progress",
-              "maskbench._version")),
+    ("base", ("maskbench.cli", "maskbench.runtime", "maskbench.resume", "maskbench.stop", "maskbench.metrics",
+              "maskbench.objectives", "maskbench.config_checks", "maskbench.errors", "maskbench.precision",
+              "maskbench.progress", "maskbench._version")),
     ("library", ("maskbench.data", "maskbench.masking", "maskbench.ffw", "maskbench.checkpoints", "maskbench.checkpoint_integrity",
-                 "maskbench.overhead", "maskbench.train", "maskbench.warm", "maskbench.hub", "maskbench.miniature",
-                 "maskbench.config_files")),
+                 "maskbench.train", "maskbench.hub", "maskbench.miniature", "maskbench.config_files")),
     ("shared", ("maskbench.text", "maskbench.report", "maskbench.matrix")),
     ("tracks", ("maskbench.tracks",)),
     ("api", ("maskbench.api",)),  # the public Python API: a facade over the layers below
-    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.workflow_config", "maskbench.config_schema",
-                      "maskbench.cluster_requests", "maskbench.user_data",
-                      "maskbench.cost", "maskbench.console")),
+    # the workflow glue: what only the Snakefile and rules/ use (and the steps' launcher, the tools); no layer below
+    # imports it
+    ("workflow", ("maskbench.workflow",)),
+    ("entry points", ("maskbench.steps", "maskbench.tools", "maskbench.benchmarks", "maskbench.console")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 
@@ -156,6 +155,28 @@ def test_no_import_circle():
     assert cycles(graph()) == []
 
 
+def test_no_import_circle_between_packages():
+    """The package view (each subpackage of maskbench and each top-level module one room): no circle either, e.g. no
+    base class of hub.py's errors in data/ while data/ imports hub.py (a shared base error lives in errors.py)."""
+    def room(name: str) -> str:
+        return ".".join(name.split(".")[:2])
+
+    rooms: dict[str, set[str]] = {}
+    for a, targets in graph().items():
+        rooms.setdefault(room(a), set()).update(room(b) for b in targets if room(b) != room(a))
+    assert cycles(rooms) == []
+
+
+def test_the_library_never_imports_the_workflow_glue():
+    """maskbench.workflow sits above the library, the tracks and the API: only the steps, the tools and the console
+    (and the rules) import it."""
+    upward = [f"{a} -> {b}" for a, targets in graph().items() for b in sorted(targets)
+              if b.startswith("maskbench.workflow") and not a.startswith(("maskbench.workflow", "maskbench.steps",
+                                                                          "maskbench.tools", "maskbench.benchmarks",
+                                                                          "maskbench.console"))]
+    assert upward == []
+
+
 def test_no_import_runs_back_up_a_layer():
     upward = [f"{a} ({layer(a)}) -> {b} ({layer(b)})" for a, targets in graph().items() for b in sorted(targets)
               if a != PACKAGE and b != PACKAGE and RANK[layer(b)] > RANK[layer(a)]]
@@ -169,8 +190,8 @@ def test_no_track_imports_another_track():
 
 
 def test_no_entry_point_imports_another():
-    """Steps and tools share library code, never each other's (only the steps package's `run_step`)."""
-    entry = ("maskbench.steps.", "maskbench.tools.")
+    """Steps, tools and benchmarks share library code, never each other's (only the steps package's `run_step`)."""
+    entry = ("maskbench.steps.", "maskbench.tools.", "maskbench.benchmarks.")
     crossing = [f"{a} -> {b}" for a, targets in graph().items() if a.startswith(entry)
                 for b in sorted(targets) if b.startswith(entry)]
     assert crossing == []

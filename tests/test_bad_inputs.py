@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from maskbench import runtime
+from maskbench import api, console, runtime
 from maskbench.checkpoints import write_checkpoint
 from maskbench.data.schema import DataError, read_prepared, write_prepared
 from maskbench.data.synthetic import generate
@@ -20,7 +20,6 @@ from maskbench.masking.apply import MaskSet
 from maskbench.masking.codec import MaskFileError, read_mask_header
 from maskbench.steps import prepare
 from maskbench.text.models import CheckpointError, data_vocab_tokenizer, load_classifier
-from maskbench.tools import check_mask, predict
 from maskbench.tracks.nlu.bias.probs import read_probs, write_probs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +33,7 @@ def no_model(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a model was built before the bad input was refused")
 
-    monkeypatch.setattr(predict, "load_classifier", refuse)
+    monkeypatch.setattr(api, "load_classifier", refuse)
 
 
 @pytest.fixture(scope="module")
@@ -70,18 +69,26 @@ def test_mask_file_with_one_flipped_payload_byte_is_refused_naming_file_and_modu
     pairs = tmp_path / "in.jsonl"
     pairs.write_text('{"text_a": "the cat", "text_b": "a cat"}\n')
     with pytest.raises(MaskFileError, match="seed~1.mask: module 'bert.encoder.layer.0.attention.self.key'"):
-        predict.main(["--model", str(tmp_path), "--mask", str(path), "--input", str(pairs), "--out",
-                      str(tmp_path / "out.jsonl")])
+        api.predict(tmp_path, pairs, [path])
+    capsys.readouterr()
+    assert console.main(["predict", "--model", str(tmp_path), "--mask", str(path), "--input", str(pairs), "--output",
+                         str(tmp_path / "out.jsonl")]) == 1
+    assert (f"maskbench predict: error: {path}: module 'bert.encoder.layer.0.attention.self.key'"
+            in capsys.readouterr().err)
     assert not (tmp_path / "out.jsonl").exists()
     # and the command-line check says so, with exit status 1
     good = tmp_path / "good.mask"
     mask_set(1).save(good)
     capsys.readouterr()
-    assert check_mask.main([str(good), str(path)]) == 1
+    assert console.main(["inspect", "--check", str(good), str(path)]) == 1
     captured = capsys.readouterr()
     assert f"{good}: OK — 2 modules" in captured.out and "density" in captured.out
+    assert "1 of 2 mask files OK" in captured.out
     assert f"{path}: module 'bert.encoder.layer.0.attention.self.key': corrupted payload" in captured.err
-    assert check_mask.main([str(good)]) == 0
+    assert console.main(["inspect", "--check", str(good)]) == 0
+    assert console.main(["inspect", str(good), str(path)]) == 1  # the density tables of several files, counted
+    captured = capsys.readouterr()
+    assert "by module kind:" in captured.out and "1 of 2 mask files OK" in captured.out
 
 
 # ------------------------------------------------------------------------------ predict: half a text pair
@@ -90,12 +97,14 @@ def test_mask_file_with_one_flipped_payload_byte_is_refused_naming_file_and_modu
     ('{"id": "x", "premise": "the cat sat"}', "line 2 has field 'premise' but not 'hypothesis'"),
     ('{"text_a": "the cat sat", "text_b": 7}', "line 2: field 'text_b' has non-string value 7"),
 ])
-def test_predict_refuses_a_line_without_both_texts_of_a_pair(tmp_path, no_model, line, message):
+def test_predict_refuses_a_line_without_both_texts_of_a_pair(tmp_path, no_model, line, message, capsys):
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text('{"text_a": "a dog ran", "text_b": "a dog ran"}\n' + line + "\n")
     out = tmp_path / "out.jsonl"
     with pytest.raises(DataError, match=re.escape(f"{pairs}: {message}")):
-        predict.main(["--model", str(tmp_path), "--input", str(pairs), "--out", str(out)])
+        api.predict(tmp_path, pairs)
+    assert console.main(["predict", "--model", str(tmp_path), "--input", str(pairs), "--output", str(out)]) == 1
+    assert f"maskbench predict: error: {pairs}: {message}" in capsys.readouterr().err
     assert not out.exists()
 
 
@@ -135,12 +144,12 @@ def test_non_utf8_byte_in_a_jsonl_is_named_with_its_line_by_predict(tmp_path, no
                       b'{"premise": "the caf\xe9", "hypothesis": "a cat"}\n')
     with pytest.raises(DataError, match=re.escape(f"{pairs}: line 3 has byte b'\\xe9' at column 21, which is not "
                                                   "UTF-8")):
-        predict.main(["--model", str(tmp_path), "--input", str(pairs)])
+        api.predict(tmp_path, pairs)
     # from the command line: the message, no traceback
-    result = subprocess.run([sys.executable, "-m", "maskbench.tools.predict", "--model", str(tmp_path), "--input",
-                             str(pairs)], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-m", "maskbench.console", "predict", "--model", str(tmp_path),
+                             "--input", str(pairs)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert f"maskbench.tools.predict: error: {pairs}: line 3" in result.stderr
+    assert f"maskbench predict: error: {pairs}: line 3" in result.stderr
 
 
 # ------------------------------------------------------------------------------ a cut model.safetensors

@@ -1,4 +1,4 @@
-"""The cluster requests derived from a config's step counts (src/maskbench/cluster_requests.py), on hand-made
+"""The cluster requests derived from a config's step counts (src/maskbench/workflow/cluster_requests.py), on hand-made
 numbers, and the planning-time refusal of a runtime below a job's estimate."""
 
 import os
@@ -9,8 +9,8 @@ import pytest
 import yaml
 from test_workflow import REPO
 
-from maskbench import cluster_requests as cr
-from maskbench.cluster_requests import Estimate, check_requests, estimates
+from maskbench.workflow import cluster_requests as cr
+from maskbench.workflow.cluster_requests import Estimate, check_requests, estimates
 
 
 def small_config(**compute):

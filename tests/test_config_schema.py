@@ -1,4 +1,4 @@
-"""maskbench.config_schema gives the config snakemake.utils.validate gives (defaults included) and refuses what it
+"""maskbench.workflow.config_schema gives the config snakemake.utils.validate gives (defaults included) and refuses what it
 refuses, with the same message, for every shipped config and a few broken ones."""
 
 import copy
@@ -11,8 +11,8 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import update_config
 from snakemake.utils import validate as snakemake_validate
 
-from maskbench.config_schema import validate
-from maskbench.workflow_config import tracks_of
+from maskbench.workflow.config_schema import validate
+from maskbench.workflow.workflow_config import tracks_of
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "schemas"

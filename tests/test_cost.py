@@ -1,4 +1,4 @@
-"""The cost sheet (maskbench.cost, python -m maskbench.tools.cost) on hand-made plans: a dry run's text parsed into
+"""The cost sheet (maskbench.workflow.cost, python -m maskbench.tools.cost) on hand-made plans: a dry run's text parsed into
 jobs, each job priced from its command line with hand-computed GPU-hours, memory and disk, the requests checked, the
 families summed with the reports they feed; measured rates read from gpu_check.json. And the per-paper targets plan."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from maskbench.cost import assumptions, plan, sheet
+from maskbench.workflow.cost import assumptions, plan, sheet
 
 CONFIG = {
     "datasets": {

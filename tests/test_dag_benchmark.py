@@ -1,4 +1,4 @@
-"""The planning benchmark (maskbench.tools.dag_benchmark) plans a config whose user-supplied files are absent, and
+"""The planning benchmark (maskbench.benchmarks.dag_benchmark) plans a config whose user-supplied files are absent, and
 snakemake's floor: a one-rule workflow of the same job count."""
 
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maskbench.tools.dag_benchmark import floor_snakefile, plan_floor, user_files
+from maskbench.benchmarks.dag_benchmark import floor_snakefile, plan_floor, user_files
 
 REPO = Path(__file__).resolve().parents[1]
 

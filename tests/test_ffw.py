@@ -20,7 +20,7 @@ from maskbench.tracks.vision.ffw import FFWSchedule, FFWSettings, attach_gates, 
 from maskbench.tracks.vision.images import ImageDataset, ImageSet
 from maskbench.tracks.vision.models import MLP, SimpleConvNet
 from maskbench.tracks.vision.report.tables import dataset_table, gamma_table, runs_frame, summary_frame
-from maskbench.workflow_config import ConfigError, check_references
+from maskbench.workflow.workflow_config import ConfigError, check_references
 
 
 def test_two_sigmoid_forward_is_clipped_and_its_gradient_is_the_unclipped_one():

@@ -29,7 +29,7 @@ from maskbench.tracks.nlu.ffw import (
 )
 from maskbench.tracks.nlu.ffw_plan import FFWPlan
 from maskbench.tracks.nlu.workflow_plan import NluPlan
-from maskbench.workflow_config import ConfigError
+from maskbench.workflow.workflow_config import ConfigError
 
 
 def tiny_bert(seed: int = 0) -> BertForSequenceClassification:

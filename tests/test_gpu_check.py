@@ -1,4 +1,4 @@
-"""The prepared GPU check (maskbench.tools.gpu_check) at --quick sizes on the CPU: its JSON, its skips, the resumed
+"""The prepared GPU check (maskbench.benchmarks.gpu_check) at --quick sizes on the CPU: its JSON, its skips, the resumed
 run's bit-equal weights, the CPU-runnable benchmark code paths, and a failing section that does not stop the rest."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def test_quick_run_on_cpu(tmp_path):
     """The whole check as the CLI runs it, in a fresh interpreter that must not import snakemake or datasets (the GPU
     machine has neither)."""
     out = tmp_path / "gpu_check.json"
-    script = ("import sys; from maskbench.tools import gpu_check; gpu_check.main(sys.argv[1:]); "
+    script = ("import sys; from maskbench.benchmarks import gpu_check; gpu_check.main(sys.argv[1:]); "
               "print(sorted({'snakemake', 'datasets'} & set(sys.modules)))")
     env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-c", script, "--quick", "--threads", "1", "--out", str(out)],
@@ -49,7 +49,7 @@ def test_cpu_code_paths_and_a_failing_section(tmp_path, monkeypatch):
     """--allow-cpu runs the benchmark sections' code on the CPU: every variant times its steps, and bf16 leaves the
     CPU's probabilities exactly as fp32's (the setting is CUDA-only); a section that raises is recorded as failed
     with its error, and the sections after it still run and are written."""
-    from maskbench.tools import gpu_check
+    from maskbench.benchmarks import gpu_check
 
     def broken(sizes, allow_cpu):
         raise RuntimeError("injected failure")
@@ -74,14 +74,14 @@ def test_cpu_code_paths_and_a_failing_section(tmp_path, monkeypatch):
 
 
 def test_unknown_section_is_refused():
-    from maskbench.tools import gpu_check
+    from maskbench.benchmarks import gpu_check
 
     with pytest.raises(SystemExit, match="unknown section"):
         gpu_check.main(["--sections", "environment,warp_drive"])
 
 
 def test_a_recorded_check_renders_as_markdown_with_ratios_to_fp32():
-    from maskbench.tools.gpu_check import markdown
+    from maskbench.benchmarks.gpu_check import markdown
 
     report = {"commit": "abc1234", "total_seconds": 9.5, "sections": {
         "environment": {"status": "ok", "device_name": "GPU X"},

@@ -1,6 +1,6 @@
 """The real Hub loading calls — huggingface_hub's snapshot resolution, datasets' parquet reader, transformers'
 from_pretrained — offline (HF_HUB_OFFLINE=1) on a Hub cache written in huggingface_hub's own layout
-(maskbench.miniature.hub_cache), and the login-node fetch command (maskbench.tools.fetch) that fills that cache."""
+(maskbench.miniature.hub_cache), and the login-node fetch command (maskbench.steps.fetch) that fills that cache."""
 
 import hashlib
 import http.server
@@ -19,8 +19,7 @@ from maskbench.data.negation import NEGATION_WORDS, negation_subset
 from maskbench.data.registry import load_dataset
 from maskbench.data.schema import DataError
 from maskbench.miniature import hub_cache
-from maskbench.steps import download
-from maskbench.tools import fetch
+from maskbench.steps import download, fetch
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = yaml.safe_load((REPO / "configs/paper.yaml").read_text())
@@ -142,7 +141,7 @@ def test_missing_split_offline_is_one_line_naming_repo_and_fetch(offline):
         load_hf_frame("nyu-mll/glue", "ax", "test", "main")
     message = str(err.value)
     assert "\n" not in message
-    for part in ("hf:nyu-mll/glue", "'test'", "'ax'", "no parquet file", "maskbench.tools.fetch"):
+    for part in ("hf:nyu-mll/glue", "'test'", "'ax'", "no parquet file", "maskbench.steps fetch"):
         assert part in message
     with pytest.raises(DataError, match=r"hf:nyu-mll/glue: field 'revision' has value 'v9' that is not in the Hub"):
         load_hf_frame("nyu-mll/glue", "mnli", "train", "v9")
@@ -192,7 +191,7 @@ def test_uncached_model_offline_is_one_line(offline):
         resolve_model_path("roberta-base")
     assert "\n" not in str(err.value)
     assert str(err.value).startswith("model roberta-base: field 'revision' has value 'main' that is not in the Hub")
-    assert "maskbench.tools.fetch" in str(err.value)
+    assert "maskbench.steps fetch" in str(err.value)
 
 
 # ------------------------------------------------------------------------------------------------ the fetch
@@ -290,7 +289,7 @@ def test_fetch_with_nothing_cached_stops_with_one_line(offline, tmp_path, capsys
     assert fetch.main(["--configfile", str(REPO / "configs/paper.yaml"), "--cache", str(empty),
                        "--local-files-only", "--lock", str(tmp_path / "lock.json")]) == 1
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and err.startswith("maskbench.tools.fetch: error: hf:nyu-mll/glue: field 'revision' has "
+    assert "\n" not in err and err.startswith("maskbench.steps.fetch: error: hf:nyu-mll/glue: field 'revision' has "
                                               "value 'main' that is not in the Hub cache")
     assert err.endswith("[asked for by datasets.mnli_train, gender.performance.tasks.mnli.train]")
     assert not (tmp_path / "lock.json").exists()
@@ -310,7 +309,7 @@ def test_fetch_is_a_snakemake_target_on_the_login_node(tmp_path):
 
     result = snakemake("fetch", "-n", "-p", "--configfile", str(REPO / "configs/paper.yaml"), workdir=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert (f"python -m maskbench.tools.fetch --configfile {REPO / 'configs/paper.yaml'} --lock "
+    assert (f"python -m maskbench.steps fetch --configfile {REPO / 'configs/paper.yaml'} --lock "
             f"results/paper/fetch.lock.json") in result.stdout
     assert "localrule: True" in (REPO / "rules/fetch.smk").read_text().split("rule fetch:")[1]   # never sbatch
 

@@ -1,4 +1,4 @@
-"""maskbench/overhead.py: a run's per-rule split and critical path, from a hand-written snakemake log."""
+"""maskbench/workflow/overhead.py: a run's per-rule split and critical path, from a hand-written snakemake log."""
 
 import json
 import subprocess
@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from maskbench.overhead import critical_path, parse_snakemake_log, summarize
-from maskbench.step_timing import PREFIX, read_timing, timing_line
+from maskbench.workflow.overhead import critical_path, parse_snakemake_log, summarize
+from maskbench.workflow.step_timing import PREFIX, read_timing, timing_line
 
 LOG = """\
 Building DAG of jobs...
@@ -79,7 +79,7 @@ def test_timing_lines_round_trip_and_the_last_one_counts():
 
 def test_peak_rss_is_this_process_high_water_mark():
     """getrusage's ru_maxrss (KiB on Linux) in MB: a fresh interpreter's mark holds the 256 MB buffer it fills."""
-    code = ("from maskbench.step_timing import peak_rss_mb; before = peak_rss_mb(); "
+    code = ("from maskbench.workflow.step_timing import peak_rss_mb; before = peak_rss_mb(); "
             "buffer = bytearray(256 * 1024 * 1024); after = peak_rss_mb(); print(before, after)")
     # from a small shell's fork: Linux keeps ru_maxrss across exec, so a child exec'd straight from pytest would start
     # at pytest's own mark; `; exit` makes sh fork for the interpreter instead of exec'ing it

@@ -17,7 +17,7 @@ from maskbench.config_checks import ConfigError
 from maskbench.data.schema import DataError
 from maskbench.tracks.nlu.own_files import check_own_files
 from maskbench.tracks.nlu.report.table1_builder import build_table1, to_latex, to_markdown
-from maskbench.workflow_config import check_references
+from maskbench.workflow.workflow_config import check_references
 
 CONFIG = REPO / "configs/your-model.yaml"
 DATA = REPO / "data/your-model"
@@ -138,7 +138,7 @@ def test_the_step_checks_again_and_writes_nothing_for_a_bad_column(tmp_path):
 @pytest.fixture(scope="module")
 def template():
     """The template as the workflow sees it: validated (with the schemas' defaults), once."""
-    from maskbench.config_schema import validate_config
+    from maskbench.workflow.config_schema import validate_config
 
     config = validate_config(yaml.safe_load(CONFIG.read_text()), REPO / "schemas")
     check_references(config)

@@ -11,8 +11,8 @@ import sys
 import pytest
 from test_workflow import REPO
 
-from maskbench.forced_jobs import planned_outputs
 from maskbench.tools import miniature
+from maskbench.workflow.forced_jobs import planned_outputs
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from maskbench.masking.engine import attach, outside_autocast
 from maskbench.precision import FP32, Precision, PrecisionError, parse_precision
 from maskbench.resume import Resume, read_state
 from maskbench.train import Hook, TrainHParams, fit, trainable_groups
-from maskbench.workflow_config import precision_options
+from maskbench.workflow.workflow_config import precision_options
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -134,7 +134,7 @@ def test_hf_missing_everywhere_names_hub_id_config_split_and_attempts(tmp_path, 
         load_dataset("mnli_dev", {**MNLI_SPEC, "mirror": str(tmp_path / "empty")})
     message = str(err.value)
     for part in ("nyu-mll/glue", "'mnli'", "'validation_matched'", str(tmp_path / "empty"), "not in the Hub cache",
-                 str(tmp_path / "empty-hub-cache"), "maskbench.tools.fetch"):
+                 str(tmp_path / "empty-hub-cache"), "maskbench.steps fetch"):
         assert part in message
     assert no_hub == [("nyu-mll/glue", "mnli", "validation_matched", None)]
 

@@ -1,5 +1,5 @@
 """Each config in its own results folder: the shipped configs name distinct, unnested folders; a run claims its
-folder; a config naming a folder another config claimed is refused at planning (src/maskbench/results_folder.py)."""
+folder; a config naming a folder another config claimed is refused at planning (src/maskbench/workflow/results_folder.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 import yaml
 from test_workflow import REPO, snakemake
 
-from maskbench.results_folder import (
+from maskbench.workflow.results_folder import (
     CLAIM_FILE,
     LOCK_FILE,
     ResultsFolderBusy,
@@ -89,7 +89,7 @@ def test_a_second_run_on_a_folder_in_use_is_refused_in_one_line_and_a_dead_holde
 
     results = tmp_path / "results/hub"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from maskbench.results_folder import lock_results_folder; "
+        [sys.executable, "-c", "import sys, time; from maskbench.workflow.results_folder import lock_results_folder; "
          "lock_results_folder(sys.argv[1], 'other.yaml', sys.argv[2]); print('held', flush=True); time.sleep(300)",
          str(results), "/elsewhere"], stdout=subprocess.PIPE, text=True)
     try:

@@ -58,7 +58,7 @@ def test_level_name_is_the_folder_srnet_writes(sparsity, tmp_path):
 
 
 def test_what_the_workflow_imports_at_plan_time_does_not_import_torch():
-    code = ("import sys, maskbench.workflow_config, maskbench.objectives.needs, maskbench.tracks.nlu.paths; "
+    code = ("import sys, maskbench.workflow.workflow_config, maskbench.objectives.needs, maskbench.tracks.nlu.paths; "
             "print('torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

@@ -26,7 +26,7 @@ import yaml
 from safetensors.torch import load_file
 from test_workflow import REPO, planned_jobs, write_config
 
-from maskbench.forced_jobs import (
+from maskbench.workflow.forced_jobs import (
     choose_jobs,
     forced_closure,
     forced_counts,
@@ -34,7 +34,7 @@ from maskbench.forced_jobs import (
     local_rules,
     planned_outputs,
 )
-from maskbench.step_timing import read_timing
+from maskbench.workflow.step_timing import read_timing
 
 PROFILE = REPO / "profiles/slurm"
 SLURM_ENV = ("MASKBENCH_SLURM_ACCOUNT", "MASKBENCH_SLURM_PARTITION", "MASKBENCH_SLURM_GPU_PARTITION")
@@ -236,12 +236,12 @@ def squeue(run_name: str) -> list[list[str]]:
 
 
 # one job of every rule kind goes through sbatch, and this many of the debiased fine-tunings: a group job of 4 or
-# more starts the warm server on its node (maskbench.warm.MIN_JOBS)
+# more starts the warm server on its node (maskbench.workflow.warm.MIN_JOBS)
 DEBIASED_JOBS = 4
 
 
 def chosen_jobs(plan: dict[str, list[tuple[list[str], str, list[str]]]]) -> dict[str, list[tuple[list[str], str]]]:
-    """Per rule that runs through sbatch, the job(s) to rerun there (maskbench.forced_jobs.choose_jobs): the rules of
+    """Per rule that runs through sbatch, the job(s) to rerun there (maskbench.workflow.forced_jobs.choose_jobs): the rules of
     OWN_GROUPS first, so that their group jobs never wait for the shared one; DEBIASED_JOBS debiased fine-tunings."""
     return choose_jobs(plan, skip=LOCAL_RULES, own=OWN_GROUPS, count={"finetune_debiased": DEBIASED_JOBS})
 
@@ -414,7 +414,7 @@ def test_one_job_of_every_rule_kind_completed_through_sbatch_in_group_jobs(slurm
 
 @pytest.mark.slurm
 def test_the_jobs_of_a_group_job_fork_from_its_warm_server(slurm_run):
-    """A group job of 4 or more jobs starts a server on its node (maskbench.warm.jobs_run_here); each job's log says
+    """A group job of 4 or more jobs starts a server on its node (maskbench.workflow.warm.jobs_run_here); each job's log says
     whether it ran there. The four debiased fine-tunings run in the shared group job: every one of them warm."""
     workdir = slurm_run["workdir"]
     debiased = [read_timing((workdir / log).read_text()) for _, log in slurm_run["chosen"]["finetune_debiased"]]
@@ -493,7 +493,7 @@ def test_the_sbatch_lines_of_the_paper_config_request_a_gpu_only_for_training_an
         (bin_dir / tool).write_text(f"#!/bin/sh\n{body}\n")
         (bin_dir / tool).chmod(0o755)
     work = tmp_path / "work"
-    # the files the user supplies, one row each in the layouts the planning check reads (maskbench.user_data)
+    # the files the user supplies, one row each in the layouts the planning check reads (maskbench.workflow.user_data)
     fever = json.dumps({"id": 1, "evidence": "e", "claim": "c", "gold_label": "SUPPORTS"}) + "\n"
     paws = "id\tsentence1\tsentence2\tlabel\n1\ta\tb\t0\n"
     for supplied, text in (("data/fever/fever.train.jsonl", fever), ("data/fever/fever.dev.jsonl", fever),

@@ -17,7 +17,7 @@ from maskbench.tracks.nlu.config_checks import check_ffw
 from maskbench.tracks.nlu.ffw_plan import FFWPlan
 from maskbench.tracks.nlu.srnet_matrix import chosen_runs, eligible_runs, method_names
 from maskbench.tracks.nlu.workflow_plan import NluPlan
-from maskbench.workflow_config import ConfigError
+from maskbench.workflow.workflow_config import ConfigError
 
 SRNETS = {"seeds": [1], "tasks": ["mnli"], "sparsities": [0.2, 0.3],
           "debias": {"losses": ["poe"], "bias": "overlap", "imp_losses": ["poe"], "retrain_losses": ["poe"],

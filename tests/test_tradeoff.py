@@ -28,7 +28,7 @@ from maskbench.tracks.nlu.report.tradeoff import (
     verdict,
 )
 from maskbench.tracks.nlu.sweep_points import point_name
-from maskbench.workflow_config import ConfigError, check_references
+from maskbench.workflow.workflow_config import ConfigError, check_references
 
 REPO = Path(__file__).resolve().parents[1]
 

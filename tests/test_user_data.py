@@ -1,4 +1,4 @@
-"""The files and folders a config reads from the user (src/maskbench/user_data.py): each checked in the layout its
+"""The files and folders a config reads from the user (src/maskbench/workflow/user_data.py): each checked in the layout its
 reader expects, on real folders written in those layouts (maskbench.miniature), one line each naming the config key,
 the path, what was expected and the command of docs/data.md that makes it; planning and pricing go on without them,
 and only the jobs a run executes decide whether it is refused (the refusal itself: tests/test_real_nli_data.py)."""
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import yaml
 
-from maskbench import user_data
 from maskbench.miniature.text_sources import write_text_sources
 from maskbench.miniature.vision_sources import write_vision_sources
+from maskbench.workflow import user_data
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = yaml.safe_load((REPO / "configs/paper.yaml").read_text(encoding="utf-8"))

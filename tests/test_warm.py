@@ -1,4 +1,4 @@
-"""The warm runner (maskbench/warm.py): a step handed to a server runs as it would in a process of its own."""
+"""The warm runner (maskbench/workflow/warm.py): a step handed to a server runs as it would in a process of its own."""
 
 import json
 import os
@@ -9,15 +9,15 @@ import time
 import psutil
 import pytest
 
-from maskbench import warm
-from maskbench.step_timing import read_timing
+from maskbench.workflow import warm
+from maskbench.workflow.step_timing import read_timing
 
 
 def test_only_the_launcher_without_interpreter_options_hands_over():
     assert not warm._has_interpreter_options(["python", "-m", "maskbench.steps", "nlu.table1", "--rows", "x"])
     assert warm._has_interpreter_options(["python", "-X", "importtime", "-m", "maskbench.steps", "nlu.table1"])
     assert warm._has_interpreter_options(["python", "-m", "maskbench.steps.nlu.table1"])
-    assert warm._has_interpreter_options(["python", "-m", "maskbench.warm", "sock", "1"])
+    assert warm._has_interpreter_options(["python", "-m", "maskbench.workflow.warm", "sock", "1"])
     assert warm._has_interpreter_options(["python", "script.py"])
     assert warm._has_interpreter_options(["python"])
 
@@ -35,7 +35,7 @@ def server(tmp_path_factory):
     """A server that preloads nothing but pandas (a job imports the rest itself), child of this test process."""
     folder = tmp_path_factory.mktemp("warm")
     path = str(folder / "socket")
-    process = subprocess.Popen([sys.executable, "-m", "maskbench.warm", path, str(os.getpid()), "--only", "pandas"])
+    process = subprocess.Popen([sys.executable, "-m", "maskbench.workflow.warm", path, str(os.getpid()), "--only", "pandas"])
     deadline = time.monotonic() + 60
     while not os.path.exists(path):
         assert process.poll() is None and time.monotonic() < deadline, "the warm server did not come up"

@@ -164,7 +164,7 @@ def test_paper_config_reads_the_shipped_fever_symmetric_and_the_user_files(paper
     """FEVER-Symmetric comes from the project's data/nli/ (one copy, the input of its preparation); the user supplies
     FEVER train/dev and PAWS-QQP, the other local files, and paper D's two image folders. The dry run plans from a
     fresh clone without them: their preparations are planned with the command a run with the files gets, and the
-    dry run lists each one missing, one line each naming its key (src/maskbench/user_data.py)."""
+    dry run lists each one missing, one line each naming its key (src/maskbench/workflow/user_data.py)."""
     inputs, local = {}, {}
     for block in paper_dry_run.stdout.split("\n\n"):
         if "rule prepare_dataset:" in block:
@@ -293,7 +293,7 @@ def test_paper_config_plans_the_whole_of_paper_b(paper_dry_run):
     assert '"granularity": "none"' in only and '"epochs": 5,' in only
     corpus = next(b for b in blocks if "rule gender_corpus:" in b)
     assert "news-commentary-v15.en.gz" in corpus and "--heldout 1000" in corpus
-    # the compute job reads the file the login node downloaded (a localrule, or maskbench.tools.fetch), never the URL
+    # the compute job reads the file the login node downloaded (a localrule, or maskbench.steps.fetch), never the URL
     download = "results/paper/gender/data/downloads/news-commentary-v15.en.gz"
     assert f"--source {download}" in corpus and "http://" not in corpus
     fetched = next(b for b in blocks if "rule gender_corpus_download:" in b)   # a localrule (rules/gender/data.smk)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maskbench.workflow_config import (
+from maskbench.workflow.workflow_config import (
     TRACK_CHECKS,
     ConfigError,
     check_references,
@@ -33,7 +33,7 @@ def validated(config):
     on its own for its defaults; a refusal as the workflow words it."""
     from snakemake.exceptions import WorkflowError
 
-    from maskbench.config_schema import ValidationError, validate_config
+    from maskbench.workflow.config_schema import ValidationError, validate_config
 
     try:
         return validate_config(config, REPO / "schemas")

@@ -29,7 +29,7 @@ rule gender_corpus:
 if GPLAN.corpus_download:
 
     # the corpus URL (paper B: News Commentary v15) is downloaded here, on the login node (a localrule), or
-    # beforehand by `python -m maskbench.tools.fetch`; the gender_corpus job reads the file and never the network
+    # beforehand by `python -m maskbench.steps fetch`; the gender_corpus job reads the file and never the network
     rule gender_corpus_download:
         output:
             GPLAN.corpus_download,

@@ -1,7 +1,7 @@
 """What every track's config checks share: the error they raise and the dataset registry's checks.
 
 The checks of the workflow config that a JSON schema cannot express (names that must refer to each other) live
-with each track (`tracks/<track>/config_checks.py`); maskbench/workflow_config.py runs the shared ones and then
+with each track (`tracks/<track>/config_checks.py`); maskbench/workflow/workflow_config.py runs the shared ones and then
 each named track's.
 """
 

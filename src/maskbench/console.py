@@ -6,6 +6,7 @@ it, and export the masked model as a plain Hugging Face folder.
     maskbench evaluate --model CKPT --mask my.mask --data dev.parquet hans.parquet --output-dir eval/masked
     maskbench predict  --model CKPT --mask my.mask --input pairs.jsonl
     maskbench inspect  my.mask
+    maskbench inspect  --check results/default/nlu/mnli/*/masks/*/*/*/seed~1.mask
     maskbench export   --model CKPT --mask my.mask --output-dir exported/ --evaluation eval/masked/*.json
 
 Each subcommand is a thin front to maskbench's Python API (maskbench/api.py), the same library code the workflow's
@@ -109,9 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     inspect = sub.add_parser("inspect", help="print a mask's density per layer and module kind", epilog=EPILOG,
                              description="Check a mask file (checksums, decoding) and print its density per module "
-                             "(layer, kind), per module kind and per layer.")
-    inspect.add_argument("mask", type=Path, help="the mask file")
-    inspect.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+                             "(layer, kind), per module kind and per layer. Several files are checked in turn, "
+                             "then counted; the exit status is 1 when any is not sound.")
+    inspect.add_argument("mask", type=Path, nargs="+", help="the mask file(s)")
+    inspect.add_argument("--json", action="store_true", help="print one JSON object instead of tables (one file)")
+    inspect.add_argument("--check", action="store_true",
+                         help="only check: per module its shape, encoding, payload bytes, density and OK, the "
+                         "densities the header records included")
 
     export = sub.add_parser("export", help="export the masked model as a Hugging Face folder", epilog=EPILOG,
                             description="Write --model with --mask folded into its weights to --output-dir: "
@@ -205,24 +210,46 @@ def run_predict(args: argparse.Namespace) -> int:
         sys.stdout.write(records_text(records))
     else:
         runtime.atomic_write_text(args.output, records_text(records))
+        print(f"wrote {len(records)} predictions x {len(records[0]) - 1} variants to {args.output}", file=sys.stderr)
     return 0
 
 
 def run_inspect(args: argparse.Namespace) -> int:
+    if args.json and (len(args.mask) > 1 or args.check):
+        print("maskbench inspect: error: --json prints the tables of one mask file (without --check)", file=sys.stderr)
+        return 2
+    if len(args.mask) == 1 and not args.check:
+        return inspect_file(args.mask[0], args.json)
+    failed = 0
+    for path in args.mask:
+        try:
+            check_mask_file(path) if args.check else inspect_file(path)
+        except Exception as err:
+            if not (errors.is_user_error(err) or isinstance(err, OSError)):
+                raise
+            failed += 1
+            print(f"maskbench inspect: error: {errors.one_line(err)}", file=sys.stderr)
+    if len(args.mask) > 1:
+        print(f"{len(args.mask) - failed} of {len(args.mask)} mask files OK")
+    return 1 if failed else 0
+
+
+def inspect_file(path: Path, as_json: bool = False) -> int:
+    """Print one mask file's density per module, per module kind and per layer (or one JSON object)."""
     from maskbench.api import inspect_mask, load_mask
 
-    mask_set = load_mask(args.mask)
+    mask_set = load_mask(path)
     table = inspect_mask(mask_set)
     by_kind = table.groupby("kind", sort=False)[["n_weights", "n_kept"]].sum()
     by_layer = table.dropna(subset=["layer"]).groupby("layer")[["n_weights", "n_kept"]].sum()
-    if args.json:
-        print(json.dumps({"mask": str(args.mask), "density": mask_set.density(),
+    if as_json:
+        print(json.dumps({"mask": str(path), "density": mask_set.density(),
                           "by_kind": {k: r.n_kept / r.n_weights for k, r in by_kind.iterrows()},
                           "by_layer": {int(k): r.n_kept / r.n_weights for k, r in by_layer.iterrows()},
                           "modules": {r.module: r.density for r in table.itertuples()}}, indent=1))
         return 0
     meta = mask_set.meta
-    print(f"{args.mask}: {len(table)} modules, density {mask_set.density():.4f} (method {meta.get('method', '?')}, "
+    print(f"{path}: {len(table)} modules, density {mask_set.density():.4f} (method {meta.get('method', '?')}, "
           f"loss {meta.get('loss', '?')}, seed {meta.get('seed', '?')})")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     print("\nby module kind:")
@@ -232,6 +259,40 @@ def run_inspect(args: argparse.Namespace) -> int:
     for layer, row in by_layer.iterrows():
         print(f"  {int(layer):<18} {row.n_kept / row.n_weights:.4f}")
     return 0
+
+
+# the recorded densities (`MaskSet.save`) are floats of the same counts: they agree to rounding
+_DENSITY_TOLERANCE = 1e-9
+
+
+def check_mask_file(path: Path, out=None) -> None:
+    """Check one mask file the way every step reads it (`maskbench.masking.codec.read_mask_file`: the header's
+    sha256, each module's CRC32, then its decoding; the densities the header records must agree) and print, per
+    module, its shape, encoding, payload bytes, density and OK (to ``out``, default stdout); raise MaskFileError
+    when it is damaged or inconsistent."""
+    import math
+
+    from maskbench.masking.codec import MaskFileError, read_mask_file, read_mask_header
+    from maskbench.masking.density import density, module_density
+
+    out = out or sys.stdout
+    masks, meta = read_mask_file(path)
+    modules = {m["name"]: m for m in read_mask_header(path)["modules"]}
+    recorded = meta.get("module_density") or {}
+    densities = module_density(masks)
+    for name, value in densities.items():
+        expected = recorded.get(name)
+        if isinstance(expected, float) and not (math.isnan(value) or abs(expected - value) <= _DENSITY_TOLERANCE):
+            raise MaskFileError(f"{path}: module {name!r}: density {value:.6f} but the header records {expected:.6f}")
+    what = ", ".join(f"{key} {meta[key]}" for key in ("method", "loss", "seed") if key in meta)
+    print(f"{path}: OK — {len(masks)} modules, density {density(masks):.4f}, {path.stat().st_size} bytes"
+          + (f" ({what})" if what else ""), file=out)
+    width = max((len(name) for name in masks), default=0)
+    for name, value in densities.items():
+        entry = modules[name]
+        shape = "x".join(map(str, entry["shape"])) or "scalar"
+        print(f"  {name:<{width}}  {shape:>11}  {entry['encoding']:<8} {entry['nbytes']:>9} B  "
+              f"density {value:.4f}  OK", file=out)
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -8,7 +8,10 @@ exception is a bug and keeps its traceback.
 
 They are known here by class name (``USER_ERRORS``), not imported: the step package must stay light (the warm
 runner takes the job over before torch is imported), and an error's class is defined wherever its module
-lives. A class is matched only when it is defined in maskbench, anywhere in an exception's class hierarchy.
+lives, but for a base error that modules of different packages derive from: that one is defined here, on the
+ground floor, so that neither package imports the other for it (``DataError``, which data/schema.py raises and
+hub.py's ``HubError`` extends, while data/hf_source.py imports hub.py). A class is matched only when it is
+defined in maskbench, anywhere in an exception's class hierarchy.
 tests/test_error_path.py checks that every name is a ValueError subclass somewhere in src/ and that every such
 ``*Error`` class of src/ is either listed here or in ``INTERNAL_ERRORS``.
 """
@@ -21,9 +24,9 @@ USER_ERRORS = frozenset({
     "BiasDataError",      # tracks/gender/crows_pairs.py: CrowS-Pairs and StereoSet files
     "CellError",          # matrix/cells.py: a matrix cell record (a track's records file)
     "CheckpointError",    # checkpoint_integrity.py: a model checkpoint that is cut, damaged or unsealed
-    "ConfigError",        # workflow_config.py: a config value
+    "ConfigError",        # config_checks.py (workflow/workflow_config.py raises it): a config value
     "CorpusError",        # tracks/gender/corpus.py: the gender corpus
-    "DataError",          # data/schema.py: a dataset, a prepared file, a probability file
+    "DataError",          # below (data/schema.py raises it): a dataset, a prepared file, a probability file
     "DeparturesError",    # report/departures.py: docs/departures.yaml
     "ExportError",        # text/hf_export.py: an export request (output folder, evaluation record)
     "GranularityError",   # masking/granularity.py: a granularity that does not fit the model
@@ -45,6 +48,10 @@ ENVIRONMENT_ERRORS = frozenset({
 })
 # *Error classes of src/ that are not about an input (none today); listed so that the test above sees every class
 INTERNAL_ERRORS: frozenset[str] = frozenset()
+
+
+class DataError(ValueError):
+    """Bad data or a bad dataset spec; the message names the file (or dataset), the field and the value."""
 
 
 def is_user_error(err: BaseException) -> bool:

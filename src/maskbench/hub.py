@@ -1,6 +1,6 @@
 """The Hugging Face Hub cache: which files of a dataset split or a model maskbench needs, and where they are.
 
-Compute nodes may have no internet: ``python -m maskbench.tools.fetch`` downloads everything a config reads into
+Compute nodes may have no internet: ``python -m maskbench.steps fetch`` downloads everything a config reads into
 the standard cache (``$HF_HUB_CACHE``, by default ``~/.cache/huggingface/hub``) on the login node, and jobs run
 with ``HF_HUB_OFFLINE=1``. Both go through the functions here, so the fetch downloads exactly what a job reads:
 
@@ -23,9 +23,9 @@ import os
 import re
 from pathlib import Path
 
-from maskbench.data.schema import DataError
+from maskbench.errors import DataError
 
-FETCH_HINT = "run `python -m maskbench.tools.fetch --configfile <config>` on a machine with internet (docs/cluster.md)"
+FETCH_HINT = "run `python -m maskbench.steps fetch --configfile <config>` on a machine with internet (docs/cluster.md)"
 MODEL_FILES = ["config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                "added_tokens.json", "merges.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model"]
 MODEL_WEIGHTS = ["model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors"]

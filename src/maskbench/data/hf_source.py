@@ -2,7 +2,7 @@
 
 The Hub: the parquet files of the config and split in the repo snapshot at the spec's revision
 (``maskbench.hub.dataset_split_files``), downloaded into the Hub cache unless ``HF_HUB_OFFLINE=1``, when only the
-cache is read (filled beforehand by ``python -m maskbench.tools.fetch``).
+cache is read (filled beforehand by ``python -m maskbench.steps fetch``).
 Mirror layout: <mirror>/<hub id>/<config or "default">/<split>/ holding either a
 `Dataset.save_to_disk` folder or the Hub's parquet-conversion files (*.parquet); with no config, the one config
 folder holding the split is taken too (a copy of the parquet branch: jhu-cogsci/hans's plain_text/<split>/).

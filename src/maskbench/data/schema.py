@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from maskbench.data.checksum import read_checked_table, write_checked_table
+from maskbench.errors import DataError
 from maskbench.runtime import atomic_path, atomic_write_json
 
 
@@ -39,10 +40,6 @@ DEFAULT_TRACK = "nlu"
 REQUIRED_COLUMNS = PREPARED_FORMATS["nlu"].columns
 TEXT_COLUMNS = PREPARED_FORMATS["nlu"].strings
 META_KEY = b"maskbench"
-
-
-class DataError(ValueError):
-    """Bad data or a bad dataset spec; the message names the file (or dataset), the field and the value."""
 
 
 def _check_labels(labels, where) -> None:

@@ -1,9 +1,10 @@
 """The rule entry points, one module per step, grouped by track: `steps/nlu/` (papers A and C), `steps/gender/`
-(paper B), `steps/vision/` (paper D); `steps/prepare.py` serves both text tracks. Each parses its arguments, calls
-the library, writes its outputs and ends with `run_step(main)`; none imports another.
+(paper B), `steps/vision/` (paper D); `steps/prepare.py` serves both text tracks, `steps/fetch.py` and
+`steps/download.py` are the login node's downloads. Each parses its arguments, calls the library, writes its
+outputs and ends with `run_step(main)`; none imports another.
 
 Rules start a step through the launcher, `python -m maskbench.steps <track>.<step> ARGS` (steps/__main__.py), which
-hands the job to the warm runner (maskbench/warm.py) when one listens and otherwise runs it in its own process.
+hands the job to the warm runner (maskbench/workflow/warm.py) when one listens and otherwise runs it in its own process.
 `python -m maskbench.steps.<track>.<step> ARGS` runs the same step, always in its own process. Entry points that no
 rule calls live in maskbench/tools/."""
 
@@ -14,13 +15,14 @@ import time
 from collections.abc import Callable
 from typing import NoReturn
 
-from maskbench import errors, step_timing, stop, warm
+from maskbench import errors, stop
+from maskbench.workflow import step_timing, warm
 
 _IMPORTED = time.time()
 
 
 def run_step(main: Callable[[], int | None]) -> NoReturn:
-    """Run a step's `main()`, write its timing line to stderr (maskbench/step_timing.py) and exit with its code.
+    """Run a step's `main()`, write its timing line to stderr (maskbench/workflow/step_timing.py) and exit with its code.
 
     A user-facing error of the library (a bad data, mask or checkpoint file, a mask of another model, ...;
     maskbench/errors.py) ends the step with one line, ``<step module>: error: <message>``, and exit code 1; any

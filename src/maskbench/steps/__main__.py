@@ -1,6 +1,6 @@
 """The launcher the rules call: `python -m maskbench.steps <track>.<step> ARGS`.
 
-It hands the job to the warm runner (maskbench/warm.py) when a server listens, before anything heavy is imported,
+It hands the job to the warm runner (maskbench/workflow/warm.py) when a server listens, before anything heavy is imported,
 and otherwise runs `maskbench.steps.<track>.<step>` in this process, as `python -m maskbench.steps.<track>.<step>
 ARGS` would. The hand-off is this module's explicit call: importing a step module never hands anything over."""
 
@@ -10,7 +10,7 @@ import importlib.util
 import runpy
 import sys
 
-from maskbench import warm
+from maskbench.workflow import warm
 
 USAGE = "usage: python -m maskbench.steps <track>.<step> [ARGS]   (e.g. nlu.finetune, gender.seat, prepare)"
 

@@ -1,6 +1,6 @@
 """Predicting with a classifier under one or more masks, switched without reloading weights: reading JSON Lines of
-text pairs, and one output record per example with every variant's label and probabilities (``maskbench predict``,
-``python -m maskbench.tools.predict`` and ``maskbench.predict``)."""
+text pairs, and one output record per example with every variant's label and probabilities (``maskbench predict``
+and ``maskbench.predict``)."""
 
 from __future__ import annotations
 

@@ -3,12 +3,12 @@
     python -m maskbench.tools.cost --configfile configs/paper.yaml [TARGET ...] [--profile profiles/slurm]
                                    [--fresh] [--json OUT.json] [--write-docs docs/cost.md]
 
-Plans the config and targets with `snakemake -n --printshellcmds` (maskbench.cost.plan says why the dry run's text),
-prices every job from its own command line (maskbench.cost.sheet; every figure and its source in
-maskbench.cost.assumptions, per-step rates from results/benchmarks/gpu_check.json when it holds CUDA numbers) and
+Plans the config and targets with `snakemake -n --printshellcmds` (maskbench.workflow.cost.plan says why the dry run's text),
+prices every job from its own command line (maskbench.workflow.cost.sheet; every figure and its source in
+maskbench.workflow.cost.assumptions, per-step rates from results/benchmarks/gpu_check.json when it holds CUDA numbers) and
 prints, per rule family and in total: GPU-hours, peak GPU and host memory, disk written, the tables and figures the
 family serves, the requests (runtime, memory) that do not cover their estimate, and the files and folders the
-planned jobs read from you that are not there yet (maskbench.user_data; planning does not need them). `--profile` plans through a
+planned jobs read from you that are not there yet (maskbench.workflow.user_data; planning does not need them). `--profile` plans through a
 profile (profiles/slurm: its set-resources give the evaluations their GPU); `--fresh` plans in an empty folder (the
 whole run, as from nothing; a user-supplied data file is an empty placeholder there), else the current folder's
 finished jobs are left out. `--write-docs PAGE` puts the sheet into PAGE's `cost_<name>` generated section
@@ -27,11 +27,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from maskbench import forced_jobs, user_data
 from maskbench.config_files import read_configs
-from maskbench.cost import assumptions, plan, sheet
 from maskbench.report.captions import PROVENANCE_PAGE, stamp
 from maskbench.report.readme import wrap_prose, write_provenance
+from maskbench.workflow import forced_jobs, user_data
+from maskbench.workflow.cost import assumptions, plan, sheet
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -10,7 +10,7 @@ the LR schedule and every random generator — what ``train.fit`` saves — writ
 fsync, rename) and read back by ``resume.read_state`` (checksum verified, then loaded). ``--page`` writes the
 section ``kill_reliability`` from the record (the harness's kills per step kind, tests/kill_harness.py), the save
 measurement and the paper config's ``compute.checkpoint_every`` with the step rates of
-``results/benchmarks/gpu_check.json`` (measured on one H100) and ``maskbench.cluster_requests`` (the A100
+``results/benchmarks/gpu_check.json`` (measured on one H100) and ``maskbench.workflow.cluster_requests`` (the A100
 assumption).
 """
 
@@ -86,7 +86,7 @@ def measure_bert_base_save(folder: Path) -> dict:
 
 
 def paper_rates(gpu_check: Path) -> list[tuple[str, float, str]]:
-    from maskbench.cluster_requests import GPU_STEPS_PER_S
+    from maskbench.workflow.cluster_requests import GPU_STEPS_PER_S
 
     rates = []
     if gpu_check.is_file():

@@ -9,16 +9,16 @@ measure it (job count, wall time, peak memory per rule kind, what failed).
 The run is `snakemake --configfile configs/paper.yaml configs/paper-miniature.yaml` in ``--workdir`` with
 ``HF_HOME=<workdir>/hf`` and ``HF_HUB_OFFLINE=1`` (also the datasets and transformers offline switches): every Hub
 dataset and model comes from the fixture cache that `maskbench.miniature.hub_cache` writes in the Hub's own
-layouts, read by the same loading code a cluster job runs after `python -m maskbench.tools.fetch`. The files a
+layouts, read by the same loading code a cluster job runs after `python -m maskbench.steps fetch`. The files a
 researcher supplies (FEVER, PAWS-QQP, CIFAR-10-C, CelebA) are written where configs/paper.yaml looks for them, by
 `maskbench.miniature.text_sources` and `maskbench.miniature.vision_sources`.
 
 The summary (``<workdir>/<results>/miniature_run.json``, and a markdown table with ``--markdown``) reads the run's
-snakemake log and each job's timing line (`maskbench.step_timing`: wall time and the step's peak resident memory).
+snakemake log and each job's timing line (`maskbench.workflow.step_timing`: wall time and the step's peak resident memory).
 
 ``--slurm-one-per-rule`` (after a complete local run, with a SLURM cluster's `env.sh` sourced): on a copy of the run
 (``<workdir>-slurm``), one job of every rule kind again, through `profiles/slurm` with the paper config's own resource requests (`snakemake --force` on
-one job per rule that goes through the executor, chosen by `maskbench.forced_jobs` so that forcing them reruns the
+one job per rule that goes through the executor, chosen by `maskbench.workflow.forced_jobs` so that forcing them reruns the
 fewest other jobs), then the cluster's own records of what each job asked for (sacct's
 requested TRES, time limit and partition) in ``<workdir>/<results>/miniature_slurm.json``. On the one-node cluster of
 tests/slurm/start-cluster.sh, start it with a GPU node's shape (MASKBENCH_SLURM_NODE_CPUS=16
@@ -40,11 +40,11 @@ from pathlib import Path
 
 import yaml
 
-from maskbench.forced_jobs import choose_jobs, forced_counts, local_rules, planned_outputs
-from maskbench.overhead import attach_timings, parse_snakemake_log
 from maskbench.report.captions import stamp
 from maskbench.report.readme import replace_section, wrap_prose, write_provenance
 from maskbench.runtime import git_commit, git_output
+from maskbench.workflow.forced_jobs import choose_jobs, forced_counts, local_rules, planned_outputs
+from maskbench.workflow.overhead import attach_timings, parse_snakemake_log
 
 REPO = Path(__file__).resolve().parents[3]
 PAPER_CONFIG = REPO / "configs" / "paper.yaml"
@@ -99,7 +99,7 @@ def write_inputs(workdir: Path, seed: int = 0) -> dict:
 def fetch_command() -> list[str]:
     """The fetch a cluster user runs on the login node, here without the network: it checks that the cache holds
     every Hub repo and the corpus the two configs ask for, and writes the lock."""
-    return [sys.executable, "-m", "maskbench.tools.fetch", "--configfile", str(PAPER_CONFIG), str(MINIATURE_CONFIG),
+    return [sys.executable, "-m", "maskbench.steps", "fetch", "--configfile", str(PAPER_CONFIG), str(MINIATURE_CONFIG),
             "--local-files-only"]
 
 

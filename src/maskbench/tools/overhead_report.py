@@ -3,7 +3,7 @@
     python -m maskbench.tools.overhead_report --out results/benchmarks/overhead.json [--log LOG] [--workdir DIR]
 
 Run it after `snakemake` in the same working directory: LOG defaults to the newest snakemake log of a run there
-(.snakemake/log/). maskbench/overhead.py says what is measured and how.
+(.snakemake/log/). maskbench/workflow/overhead.py says what is measured and how.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.overhead import parse_snakemake_log, summarize
 from maskbench.runtime import atomic_path, git_commit
 from maskbench.steps import run_step
+from maskbench.workflow.overhead import parse_snakemake_log, summarize
 
 
 @dataclass

@@ -17,12 +17,13 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import precision, runtime, staging
+from maskbench import precision, runtime
 from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
 from maskbench.masking.apply import MaskSet, MaskSwitch
 from maskbench.steps import run_step
 from maskbench.text.models import load_classifier, model_labels
 from maskbench.tracks.nlu.evaluation import EvalSetArgs, load_eval_sets, parse_eval_sets, score_all
+from maskbench.workflow import staging
 
 log = logging.getLogger("maskbench.steps.nlu.evaluate_srnets")
 

@@ -11,7 +11,7 @@ with the mask baked in as zeros, ``mask.mask``, ``train_curve.csv``, ``train_sum
 ``<sweep-dir>/imp_summary.json`` after the last level.
 
 A run cut off (a kill, a cluster's time limit) keeps the levels it finished: each level's files are also staged
-beside them (``maskbench.staging``: snakemake deletes a failed job's declared outputs), and a rerun with the same
+beside them (``maskbench.workflow.staging``: snakemake deletes a failed job's declared outputs), and a rerun with the same
 arguments and inputs puts the finished levels back and goes on from the last one's weights and masks, to the
 uninterrupted run's outputs.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from torch import nn
 
-from maskbench import resume, runtime, staging
+from maskbench import resume, runtime
 from maskbench.checkpoints import write_checkpoint
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, model_fingerprint
@@ -48,6 +48,7 @@ from maskbench.tracks.nlu.srnet_run import (
 )
 from maskbench.tracks.nlu.srnet_spec import ImpSpec
 from maskbench.tracks.nlu.srnets import IMP_SUMMARY, iterative_magnitude_pruning, level_dir
+from maskbench.workflow import staging
 
 log = logging.getLogger("maskbench.steps.nlu.srnet_imp")
 # a level's record as the run keeps it (imp_summary.json's levels: these but module_sparsity), read back from its

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import runtime, staging
+from maskbench import runtime
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
 from maskbench.resume import run_key
@@ -53,6 +53,7 @@ from maskbench.tracks.nlu.srnet_run import (
 )
 from maskbench.tracks.nlu.srnet_spec import MaskTrainingSpec
 from maskbench.tracks.nlu.srnets import MASK_TRAIN, mask_sparsity, train_mask
+from maskbench.workflow import staging
 
 log = logging.getLogger("maskbench.steps.nlu.srnet_mask_train")
 

@@ -178,7 +178,7 @@ URL_PREFIXES = ("http://", "https://", "file://")
 
 
 def corpus_download_path(data: str, url: str) -> str:
-    """Where a corpus URL is downloaded (by ``python -m maskbench.tools.fetch`` or the ``gender_corpus_download``
+    """Where a corpus URL is downloaded (by ``python -m maskbench.steps fetch`` or the ``gender_corpus_download``
     localrule, both on the login node) for the ``gender_corpus`` job to read: ``<data>/downloads/<file name>``."""
     name = url.rstrip("/").rsplit("/", 1)[-1] or "corpus.txt"
     return f"{data}/downloads/{name}"

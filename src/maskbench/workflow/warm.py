@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from maskbench.step_timing import process_started
+from maskbench.workflow.step_timing import process_started
 
 SOCKET_ENV = "MASKBENCH_WARM_SOCKET"
 SOCKET_NAME = "socket"
@@ -168,9 +168,12 @@ def serve(path: str, parent_pid: int, preload: tuple[str, ...] = PRELOAD, librar
 def _library_modules() -> list[str]:
     import pkgutil
 
-    # the package's folder, not `import maskbench`: the root's lazy public API reaches most of the library
-    return [m.name for m in pkgutil.walk_packages([os.path.dirname(os.path.abspath(__file__))], "maskbench.")
-            if not m.name.startswith(("maskbench.steps", "maskbench.tools", "maskbench.warm"))]
+    # the package's folder (this module's folder's parent), not `import maskbench`: the root's lazy public API
+    # reaches most of the library
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return [m.name for m in pkgutil.walk_packages([package], "maskbench.")
+            if not m.name.startswith(("maskbench.steps", "maskbench.tools", "maskbench.benchmarks",
+                                      "maskbench.workflow.warm"))]
 
 
 def _alive(pid: int) -> bool:
@@ -370,7 +373,7 @@ class Server:
         folder = Path(tempfile.mkdtemp(prefix="mbwarm-", dir="/tmp" if os.path.isdir("/tmp") else None))
         with open(folder / "server.log", "w") as log:  # the server keeps its own copy of the descriptor
             process = subprocess.Popen(
-                [python, "-m", "maskbench.warm", str(folder / SOCKET_NAME), str(os.getpid())],
+                [python, "-m", "maskbench.workflow.warm", str(folder / SOCKET_NAME), str(os.getpid())],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
         server = cls(process, folder)
         # wait for it to listen (about 10 s here): jobs started meanwhile would import everything themselves, on
@@ -399,9 +402,9 @@ class Server:
 
 
 def _main(argv: list[str]) -> None:
-    """`python -m maskbench.warm SOCKET PARENT_PID [--only MODULE ...]` (--only: import just these, for tests)."""
+    """`python -m maskbench.workflow.warm SOCKET PARENT_PID [--only MODULE ...]` (--only: import just these, for tests)."""
     if len(argv) < 2 or (len(argv) > 2 and argv[2] != "--only"):
-        raise SystemExit("usage: python -m maskbench.warm SOCKET PARENT_PID [--only MODULE ...]")
+        raise SystemExit("usage: python -m maskbench.workflow.warm SOCKET PARENT_PID [--only MODULE ...]")
     if len(argv) > 2:
         serve(argv[0], int(argv[1]), tuple(argv[3:]), library=False)
     else:
@@ -409,7 +412,7 @@ def _main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    # run as the imported module, not as __main__: the forked job reads maskbench.warm.JOB_STARTED
-    from maskbench.warm import _main as main_of_the_module
+    # run as the imported module, not as __main__: the forked job reads maskbench.workflow.warm.JOB_STARTED
+    from maskbench.workflow.warm import _main as main_of_the_module
 
     main_of_the_module(sys.argv[1:])

@@ -10,7 +10,7 @@ runner the job's process is the small one that hands the step over, so `startup_
 `peak_rss_mb` is the step process's peak resident memory (``getrusage``'s ``ru_maxrss``); under the warm runner the
 forked job starts from the server's resident pages (torch and transformers imported, as a cold job's would be), so
 it reads about what the same step run on its own would (the paper miniature's per-rule memory table reads it).
-`maskbench.overhead` reads these lines back.
+`maskbench.workflow.overhead` reads these lines back.
 """
 
 from __future__ import annotations

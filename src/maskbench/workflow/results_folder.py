@@ -21,7 +21,7 @@ from pathlib import Path
 
 CLAIM_FILE = ".maskbench-config"
 LOCK_FILE = ".maskbench-lock"
-log = logging.getLogger(__name__)
+log = logging.getLogger("maskbench.results_folder")  # the name its log lines carried before it moved to maskbench.workflow
 
 
 class ResultsFolderTaken(ValueError):

@@ -1,7 +1,7 @@
 """Peak memory of preparing and reading a CelebA-layout split: whole-array (the reader before the streamed one) against
 streamed (a chunk of rows at a time), each in its own process.
 
-    python -m maskbench.tools.vision_memory_benchmark --n 1300 --size 224 --out results/benchmarks/vision_memory.json
+    python -m maskbench.benchmarks.vision_memory_benchmark --n 1300 --size 224 --out results/benchmarks/vision_memory.json
 
 Writes ``n`` tiny CelebA JPEGs (``maskbench.miniature.vision_sources``), then per mode: read CelebA's splits at
 ``size`` px, write the train split, read it back with its checksum, one pass over batches of 32. ``ru_maxrss``

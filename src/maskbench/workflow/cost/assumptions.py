@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from maskbench import cluster_requests
+from maskbench.workflow import cluster_requests
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ MODELS = {
 }
 BERT_BASE = "bert-base-uncased"
 
-# training-set sizes beyond maskbench.cluster_requests.TRAIN_SIZES (the Hub's dataset cards; PAWS-QQP from its
+# training-set sizes beyond maskbench.workflow.cluster_requests.TRAIN_SIZES (the Hub's dataset cards; PAWS-QQP from its
 # builder's counts; FEVER-Symmetric v0.2 dev shipped in data/nli/)
 EXTRA_TRAIN_SIZES = {
     ("hf:nyu-mll/glue", "cola", "train"): 8_551,

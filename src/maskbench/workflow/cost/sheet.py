@@ -1,7 +1,7 @@
-"""Price planned jobs (maskbench.cost.plan) and sum them per rule family.
+"""Price planned jobs (maskbench.workflow.cost.plan) and sum them per rule family.
 
 Each job is priced from its own command line: optimiser steps (examples of its training set / batch, rounded up, x
-epochs, x the runs it trains in turn) x the units of one step (maskbench.cost.assumptions) / the steps per second of
+epochs, x the runs it trains in turn) x the units of one step (maskbench.workflow.cost.assumptions) / the steps per second of
 its precision; an evaluation from its subnetworks x rows scored x seconds per row. Peak GPU memory: weights,
 gradients and AdamW state plus the activations of one batch; host memory: a process with its data; disk: the
 checkpoints and masks the job writes. Each job's request is checked against its estimate: wall time x margin within
@@ -18,9 +18,9 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from maskbench import cluster_requests
-from maskbench.cost import assumptions as A
-from maskbench.cost.plan import PlannedJob
+from maskbench.workflow import cluster_requests
+from maskbench.workflow.cost import assumptions as A
+from maskbench.workflow.cost.plan import PlannedJob
 
 # the report jobs (and the per-paper targets) a job may feed: what each one is
 REPORTS = {
@@ -213,7 +213,7 @@ class Pricer:
         forward_units = A.figure("forward_share") * length / 128 * A.model_factor(model) / 32
         cost.minutes = (items * rows * forward_units / self.rate(cost.precision)
                         + items * A.figure("eval_item_overhead_s")) / 60
-        cost.resumes = True  # every evaluation step keeps the subnetworks it scored (maskbench.staging)
+        cost.resumes = True  # every evaluation step keeps the subnetworks it scored (maskbench.workflow.staging)
         self._memory(cost, model, batch, length, train=False)
 
     def _gender(self, cost, opts, hp, model):

@@ -20,7 +20,7 @@ import yaml
 from jsonschema import Draft202012Validator, ValidationError, validators
 from referencing import Registry, Resource
 
-from maskbench.workflow_config import tracks_of
+from maskbench.workflow.workflow_config import tracks_of
 
 __all__ = ["ValidationError", "validate", "validate_config"]
 

@@ -1,6 +1,6 @@
 """Entry point: how long `snakemake -n` takes to plan each config, and how that grows with the number of jobs.
 
-    python -m maskbench.tools.dag_benchmark --out results/benchmarks/dag.json [--repeats 3] [--scales 1 10]
+    python -m maskbench.benchmarks.dag_benchmark --out results/benchmarks/dag.json [--repeats 3] [--scales 1 10]
 
 For each config (the default, configs/paper.yaml through profiles/slurm with placeholder site facts, ...) and each
 scale (the config's `seeds` repeated so that there are `scale` times as many: a synthetic grid of that many more
@@ -34,7 +34,7 @@ from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.runtime import atomic_path
 from maskbench.steps import run_step
 
-log = logging.getLogger("maskbench.tools.dag_benchmark")
+log = logging.getLogger("maskbench.benchmarks.dag_benchmark")
 
 TARGET_S = {"configs/paper.yaml": 5.0}
 SITE = {"MASKBENCH_SLURM_ACCOUNT": "account", "MASKBENCH_SLURM_PARTITION": "cpu",
@@ -114,7 +114,7 @@ def plan_floor(workdir: Path, jobs: int, print_commands: bool) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     setup_logging()
-    args = parse_dataclass(DagBenchmarkArgs, argv, "python -m maskbench.tools.dag_benchmark", __doc__.splitlines()[0])
+    args = parse_dataclass(DagBenchmarkArgs, argv, "python -m maskbench.benchmarks.dag_benchmark", __doc__.splitlines()[0])
     repo = args.repo.resolve()
     rows = []
     with tempfile.TemporaryDirectory(prefix="dagbench-") as scratch:

@@ -1,7 +1,7 @@
 """One prepared check of maskbench on a GPU machine: speed and memory of its training, mask search and evaluation
 per precision, a resumed run against an uninterrupted one, and the smoke DAG on CUDA.
 
-    python -m maskbench.tools.gpu_check [--out results/benchmarks/gpu_check.json] [--quick] [--sections a,b]
+    python -m maskbench.benchmarks.gpu_check [--out results/benchmarks/gpu_check.json] [--quick] [--sections a,b]
                                         [--allow-cpu] [--threads N]
 
 Sections (``--sections`` runs a subset, by name):
@@ -476,7 +476,7 @@ def summary_line(name: str, result: dict) -> str:
 def run_sections(names: list[str], sizes: Sizes, out: Path, allow_cpu: bool = False) -> dict:
     begun = time.perf_counter()
     quick = dataclasses.replace(sizes, smoke_timeout_s=QUICK.smoke_timeout_s) == QUICK  # the cap aside
-    report = {"tool": "maskbench.tools.gpu_check", "commit": git_commit(REPO), "quick": quick, "sections": {}}
+    report = {"tool": "maskbench.benchmarks.gpu_check", "commit": git_commit(REPO), "quick": quick, "sections": {}}
     for name in names:
         started = time.perf_counter()
         try:
@@ -545,7 +545,7 @@ def parse_sections(text: str | None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m maskbench.tools.gpu_check", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m maskbench.benchmarks.gpu_check", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results/benchmarks/gpu_check.json"))
     parser.add_argument("--quick", action="store_true", help="tiny sizes and a few steps (the CPU test)")
     parser.add_argument("--sections", help=f"comma-separated subset of {','.join(SECTIONS)}")
