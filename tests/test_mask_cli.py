@@ -1,18 +1,19 @@
 """The mask entry points on a tiny checkpoint: search, evaluate under several masks, predict, report."""
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from maskbench import console
 from maskbench.data.schema import DataError, write_prepared
 from maskbench.data.synthetic import generate
 from maskbench.masking.apply import MaskMismatchError
 from maskbench.masking.codec import read_mask_file
 from maskbench.steps.nlu import evaluate_masks, mask_report, mask_search
 from maskbench.steps.nlu import finetune as finetune_cli
-from maskbench.tools import predict
 
 TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
               "bert_config": {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -89,13 +90,13 @@ def test_evaluate_masks_scores_every_mask_on_one_model(work):
     assert not (work / "eval2").exists()
 
 
-def test_predict_switches_masks_and_reports_each(work, tmp_path):
+def test_predict_switches_masks_and_reports_each(work, tmp_path, capsys):
     inputs = tmp_path / "in.jsonl"
     inputs.write_text('{"id": "x", "premise": "the cat sat", "hypothesis": "the cat"}\n'
                       '{"text_a": "a dog ran", "text_b": "a dog ran"}\n')
     out = tmp_path / "out.jsonl"
-    assert predict.main(["--model", str(work / "ckpt1"), "--mask", str(work / "m1.mask"), str(work / "m2.mask"),
-                         "--input", str(inputs), "--out", str(out)]) == 0
+    assert console.main(["predict", "--model", str(work / "ckpt1"), "--mask", str(work / "m1.mask"),
+                         str(work / "m2.mask"), "--input", str(inputs), "--output", str(out)]) == 0
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [line["id"] for line in lines] == ["x", "2"]
     assert set(lines[0]) == {"id", "none", str(work / "m1.mask"), str(work / "m2.mask")}
@@ -103,8 +104,8 @@ def test_predict_switches_masks_and_reports_each(work, tmp_path):
         assert sum(lines[0][variant]["probs"].values()) == pytest.approx(1.0, abs=1e-4)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"sentence": "x"}\n')
-    with pytest.raises(DataError, match=r"bad.jsonl: line 1 has none of the fields"):
-        predict.main(["--model", str(work / "ckpt1"), "--input", str(bad)])
+    assert console.main(["predict", "--model", str(work / "ckpt1"), "--input", str(bad)]) == 1
+    assert re.search(r"maskbench predict: error: .*bad.jsonl: line 1 has none of the fields", capsys.readouterr().err)
 
 
 def test_mask_report_writes_rates_overlap_and_figure(work, tmp_path):
