@@ -268,9 +268,9 @@ def training_gpus():
     return COMPUTE["gpus_per_training_job"]
 
 
-def ffw_resume_options():
-    """`--checkpoint-every` of an FFW step (resumable since after its results existed): given only when
-    compute.checkpoint_every is on (> 0), so that with 0 the command line stays what it was."""
+def late_resume_options():
+    """`--checkpoint-every` of a step made resumable after its results existed (the FFW steps, gender_task): given
+    only when compute.checkpoint_every is on (> 0), so that with 0 the command line stays what it was."""
     every = COMPUTE["checkpoint_every"]
     return {"checkpoint_every": every} if every else {}
 

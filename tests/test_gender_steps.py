@@ -260,3 +260,41 @@ def test_a_corpus_read_from_a_pair_dataset_keeps_each_distinct_text_once(tmp_pat
         ("female", "she stayed ."), ("male", "he went home ."), ("stereotype", "the nurse came .")]
     with pytest.raises(ValueError, match="--source dataset needs --dataset-spec"):
         gender_corpus.main(["--source", "dataset", *LISTS, "--out", str(tmp_path / "x.parquet")])
+
+
+def test_a_killed_task_fine_tuning_resumes_bit_identically(workdir, tmp_path, monkeypatch):
+    """Paper B's task column with --checkpoint-every 2: killed before its fourth step, rerun, the same JSON as a run
+    never killed (timing and provenance aside), the steps before the state not run again, no state left."""
+    from test_resume import Killed, count_steps, kill_at
+
+    from maskbench.steps import prepare
+    from maskbench.steps.gender import task as gender_task
+
+    _, _, encoder = workdir
+    data = {}
+    for split, n in (("train", 64), ("dev", 32)):
+        data[split] = tmp_path / f"nli_{split}.parquet"
+        prepare.main(["--name", f"nli_{split}", "--spec", json.dumps(
+            {"task": "nli", "source": "synthetic:nli", "split": split, "n": n, "seed": 0}),
+            "--out", str(data[split]), "--summary", str(tmp_path / f"nli_{split}.summary.json")])
+    hparams = json.dumps({"epochs": 1, "batch_size": 16, "max_length": 24, "learning_rate": 1e-3, "warmup": 0})
+
+    def run(out):
+        return gender_task.main(["--model", str(encoder), "--task", "nli", "--train", str(data["train"]),
+                                 "--dev", str(data["dev"]), "--hparams", hparams, "--seed", "1", "--threads", "1",
+                                 "--checkpoint-every", "2", "--out", str(out)])
+
+    assert run(tmp_path / "whole.json") == 0
+    out = tmp_path / "cut.json"
+    kill_at(monkeypatch, 3)
+    with pytest.raises(Killed):
+        run(out)
+    assert not out.exists()
+    monkeypatch.undo()
+    ran = count_steps(monkeypatch)
+    assert run(out) == 0
+    assert ran == [2, 3]  # steps count from 0: the state saved after two steps, then steps 2 and 3 of 4
+    whole, cut = (json.loads(p.read_text()) for p in (tmp_path / "whole.json", out))
+    drop = ("train_seconds", "provenance")
+    assert {k: v for k, v in cut.items() if k not in drop} == {k: v for k, v in whole.items() if k not in drop}
+    assert not list(tmp_path.glob("*.state*")) and not list(tmp_path.glob(".*state*"))

@@ -74,5 +74,5 @@ def gender_ffw_args(wildcards, input, output):
     """gender.ffw's arguments for the planned FFW run whose mask the job writes."""
     run = GPLAN.ffw_run_writing(output.mask)
     return shell_args(model=GPLAN.model, corpus=input.corpus, method=run.method, settings=Json(GPLAN.ffw_settings(run)),
-                      seed=run.seed, out=output.mask, summary=output.summary, **ffw_resume_options(),
+                      seed=run.seed, out=output.mask, summary=output.summary, **late_resume_options(),
                       **precision_options(config, "gender"))

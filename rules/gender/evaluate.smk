@@ -57,7 +57,7 @@ rule gender_task:
         args=lambda wildcards, input, output: shell_args(
             model=GPLAN.model, run=run_out(wildcards), task=wildcards.gtask, train=input.train, dev=input.dev,
             hparams=GPLAN.task_hparams(), seed=int(wildcards.seed), metric=GPLAN.task_metric(wildcards.gtask),
-            out=output[0], **precision_options(config, "gender")),
+            out=output[0], **precision_options(config, "gender"), **late_resume_options()),
     log:
         f"{R}/logs/gender_task/{GMODEL}/{{grun}}/seed~{{seed}}.task~{{gtask}}.log",
     benchmark:

@@ -23,7 +23,7 @@ if FFW:
                 settings=Json(FFW.settings(wildcards.ffw_method, wildcards.gamma)), examples=Json(FFW.examples()),
                 max_length=FFW.spec.get("max_length", 128), length_grouped=FFW.spec.get("length_grouped", 0),
                 method=wildcards.ffw_method, seed=int(wildcards.seed),
-                out=output.mask, summary=output.summary, **ffw_resume_options(), **precision_options(config)),
+                out=output.mask, summary=output.summary, **late_resume_options(), **precision_options(config)),
         log:
             f"{R}/logs/ffw_nlu/{FFW.task}/{{ffw_method}}/{{attribute}}/gamma~{{gamma}}/seed~{{seed}}.log",
         benchmark:

@@ -34,7 +34,7 @@ def ffw_args(wildcards, input, output):
     job = VISION.ffw_job(wildcards.vdataset, wildcards.level, wildcards.ffw_method, wildcards.gamma, wildcards.start,
                          wildcards.seed)
     return shell_args(**job, train=input.train, val=input.val, seed=wildcards.seed,
-                      out=output.mask, summary=output.summary, **ffw_resume_options(),
+                      out=output.mask, summary=output.summary, **late_resume_options(),
                       **precision_options(config, "vision"))
 
 

@@ -9,7 +9,8 @@ Without ``--run`` the pre-trained encoder itself is fine-tuned (the "original" r
 checked before any model is loaded. The JSON records the dev accuracy, the task's metric (``--metric``: accuracy;
 matthews, GLUE's CoLA metric; f1_accuracy, GLUE's MRPC / QQP metrics, F1 of the second of the task's labels and
 accuracy, their mean the score) and its ``dev_score``, the encoder's density (the share of its
-transformer-layer weights that are not pruned) and that no pruned weight moved.
+transformer-layer weights that are not pruned) and that no pruned weight moved. With ``--checkpoint-every N`` the
+fine-tuning saves its state every N steps (and when told to stop) beside the JSON and a rerun goes on from it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from maskbench.data.schema import read_prepared
 from maskbench.metrics import GLUE_METRICS, glue_scores
 from maskbench.objectives.losses import get_loss
 from maskbench.precision import precision_field, tf32_field
+from maskbench.resume import checkpoint_every_field, resume_of
 from maskbench.steps import run_step
 from maskbench.text.batches import EncodedPairs, predict_proba
 from maskbench.text.classifier_training import objective_and_groups, read_dev
@@ -58,6 +60,7 @@ class GenderTaskArgs:
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
     precision: str = precision_field()
     tf32: bool = tf32_field()
+    checkpoint_every: int = checkpoint_every_field()
 
 
 def main(argv=None) -> int:
@@ -84,7 +87,8 @@ def main(argv=None) -> int:
     data = EncodedPairs(tokenizer, train_df.text_a, train_df.text_b, train_df.label, hp.max_length, "pair")
     objective, groups = objective_and_groups(model, "ce", get_loss("ce"), device, hp)
     started = time.perf_counter()
-    curve = fit(model.to(device), data, objective, hp, args.seed, device, groups=groups)
+    resume = resume_of(args)
+    curve = fit(model.to(device), data, objective, hp, args.seed, device, groups=groups, resume=resume)
     seconds = time.perf_counter() - started
     if not pruned_still_zero(model, pruned):
         raise RuntimeError(f"{args.run}: a pruned weight moved during fine-tuning")
@@ -102,6 +106,8 @@ def main(argv=None) -> int:
         "pruned_stayed_zero": True, "train_seconds": seconds, "hparams": dataclasses.asdict(hp),
         "final_train_loss": next((p["train_loss"] for p in reversed(curve) if "train_loss" in p), None),
         "provenance": runtime.provenance(args, args.seed)})
+    if resume is not None:
+        resume.done()
     log.info("task %s: dev accuracy %.2f, %s %.2f after %.1fs", args.task, accuracy, args.metric, scores["score"],
              seconds)
     return 0
