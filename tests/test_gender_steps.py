@@ -138,7 +138,6 @@ def test_task_performance_keeps_pruned_weights_at_zero(workdir, tmp_path):
     """Paper B's GLUE column offline: the frozen run's encoder under a new head, fine-tuned on a synthetic task —
     the pruned entries are still exactly zero afterwards, every other trained entry moved, the original encoder
     scored too."""
-    from maskbench.steps import prepare
     from maskbench.steps.gender import task as gender_task
 
     root, corpus, encoder = workdir
@@ -148,12 +147,7 @@ def test_task_performance_keeps_pruned_weights_at_zero(workdir, tmp_path):
                         "--hparams", json.dumps({"epochs": 2, "batch_size": 16, "max_length": 24, "warmup": 0}),
                         "--seed", "1", "--out", str(mask), "--summary", str(tmp_path / "head.json"),
                         "--threads", "1"])
-    data = {}
-    for split, n in (("train", 64), ("dev", 32)):
-        data[split] = tmp_path / f"nli_{split}.parquet"
-        prepare.main(["--name", f"nli_{split}", "--spec", json.dumps(
-            {"task": "nli", "source": "synthetic:nli", "split": split, "n": n, "seed": 0}),
-            "--out", str(data[split]), "--summary", str(tmp_path / f"nli_{split}.summary.json")])
+    data = synthetic_nli_task(tmp_path)
     hparams = json.dumps({"epochs": 1, "batch_size": 16, "max_length": 24, "learning_rate": 1e-3,
                           "weight_decay": 0.1, "warmup": 0})
     outs = {}
@@ -267,16 +261,10 @@ def test_a_killed_task_fine_tuning_resumes_bit_identically(workdir, tmp_path, mo
     never killed (timing and provenance aside), the steps before the state not run again, no state left."""
     from test_resume import Killed, count_steps, kill_at
 
-    from maskbench.steps import prepare
     from maskbench.steps.gender import task as gender_task
 
     _, _, encoder = workdir
-    data = {}
-    for split, n in (("train", 64), ("dev", 32)):
-        data[split] = tmp_path / f"nli_{split}.parquet"
-        prepare.main(["--name", f"nli_{split}", "--spec", json.dumps(
-            {"task": "nli", "source": "synthetic:nli", "split": split, "n": n, "seed": 0}),
-            "--out", str(data[split]), "--summary", str(tmp_path / f"nli_{split}.summary.json")])
+    data = synthetic_nli_task(tmp_path)
     hparams = json.dumps({"epochs": 1, "batch_size": 16, "max_length": 24, "learning_rate": 1e-3, "warmup": 0})
 
     def run(out):
@@ -298,3 +286,16 @@ def test_a_killed_task_fine_tuning_resumes_bit_identically(workdir, tmp_path, mo
     drop = ("train_seconds", "provenance")
     assert {k: v for k, v in cut.items() if k not in drop} == {k: v for k, v in whole.items() if k not in drop}
     assert not list(tmp_path.glob("*.state*")) and not list(tmp_path.glob(".*state*"))
+
+
+def synthetic_nli_task(folder):
+    """A synthetic NLI task prepared as paper B's task column reads it: 64 training and 32 dev pairs."""
+    from maskbench.steps import prepare
+
+    data = {}
+    for split, n in (("train", 64), ("dev", 32)):
+        data[split] = folder / f"nli_{split}.parquet"
+        prepare.main(["--name", f"nli_{split}", "--spec", json.dumps(
+            {"task": "nli", "source": "synthetic:nli", "split": split, "n": n, "seed": 0}),
+            "--out", str(data[split]), "--summary", str(folder / f"nli_{split}.summary.json")])
+    return data

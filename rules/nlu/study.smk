@@ -141,10 +141,7 @@ if STUDY_SRN_METHODS:
         output:
             [f"{where}/{e}.json" for *_, where in study_srnet_items("{seed}") for e in eval_set_names(STUDY_TASK)],
         params:
-            subnetworks=lambda wildcards: quoted(["--model-dirs", *(i[0] for i in study_srnet_items(wildcards.seed)),
-                                                  "--masks", *(i[1] for i in study_srnet_items(wildcards.seed)),
-                                                  "--rows", *(i[2] for i in study_srnet_items(wildcards.seed)),
-                                                  "--out-dirs", *(i[3] for i in study_srnet_items(wildcards.seed))]),
+            subnetworks=lambda wildcards: study_srnet_options(wildcards.seed),
             eval_sets=as_json(eval_set_specs(STUDY_TASK)),
             task=STUDY_TASK,
             max_length=config["finetune"]["max_length"],

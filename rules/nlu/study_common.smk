@@ -72,6 +72,12 @@ def study_srnet_items(seed):
     return items
 
 
+def study_srnet_options(seed):
+    """evaluate_srnets' options for a seed's study subnetworks (study_srnet_items), one list per option."""
+    model, mask, row, where = zip(*study_srnet_items(seed))
+    return quoted(["--model-dirs", *model, "--masks", *mask, "--rows", *row, "--out-dirs", *where])
+
+
 def study_baseline_dir(train_set, seed):
     return f"{STUDY_DIR}/baseline/train~{train_set}/seed~{seed}"
 

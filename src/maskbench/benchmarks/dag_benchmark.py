@@ -33,6 +33,7 @@ import yaml
 from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.runtime import atomic_path
 from maskbench.steps import run_step
+from maskbench.workflow.cost.plan import user_files  # a config's local files the repository does not ship
 
 log = logging.getLogger("maskbench.benchmarks.dag_benchmark")
 
@@ -67,18 +68,6 @@ def planned_total(output: str) -> int:
     if not found:
         raise RuntimeError(f"snakemake -n printed no job total:\n{output[-2000:]}")
     return int(found[-1])
-
-
-def user_files(config: dict, repo: Path) -> list[str]:
-    """The local files a config's datasets read that the repository does not ship (configs/paper.yaml's FEVER and
-    PAWS-QQP): each is an input of its preparation, so a dry run needs it present; the benchmark plans against empty
-    placeholders in its scratch folder, as the tests do."""
-    files = []
-    for spec in (config.get("datasets") or {}).values():
-        source = str(spec.get("source", ""))
-        if source.startswith("local:") and not (repo / source.removeprefix("local:")).exists():
-            files.append(source.removeprefix("local:"))
-    return sorted(set(files))
 
 
 def floor_snakefile(jobs: int) -> str:

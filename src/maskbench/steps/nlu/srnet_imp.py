@@ -96,7 +96,7 @@ def run(args: ImpArgs, spec: ImpSpec, on_prune=None) -> int:
     (args.sweep_dir / IMP_SUMMARY).unlink(missing_ok=True)
     stamp = staging.inputs_stamp([args.start_dir, args.train, args.dev])
     keys = {s: staging.part_key(resume.run_key(args), stamp, s) for s in spec.levels}
-    restored = restore_levels(args.sweep_dir, spec.levels, keys)
+    restored, rng = restore_levels(args.sweep_dir, spec.levels, keys)
     written = [str(level_dir(args.sweep_dir, s)) for s in spec.levels[:len(restored)]]
 
     def save_level(level: dict, plain_model: nn.Module) -> None:
@@ -125,7 +125,6 @@ def run(args: ImpArgs, spec: ImpSpec, on_prune=None) -> int:
         if restored:
             last = level_dir(args.sweep_dir, spec.levels[len(restored) - 1])
             masks, _ = read_mask_file(last / "mask.mask")
-            rng = resume.read_state(last / ROUND_STATE)["rng"]
             resume_after = (len(restored), masks, load_classifier(last)[0].state_dict(), rng)
             log.info("put back %d finished level(s); going on after %s", len(restored), last)
         levels += iterative_magnitude_pruning(
@@ -154,28 +153,31 @@ def stage_level(folder: Path, key: str) -> None:
     staging.keep([folder / n for n in names if n != SUMMARY] + [folder / SUMMARY], key)
 
 
-def restore_levels(sweep_dir: Path, levels: list[float], keys: dict[float, str]) -> list[dict]:
-    """Put back the finished levels of an earlier try, from the first on while each is complete; their records."""
-    records = []
+def restore_levels(sweep_dir: Path, levels: list[float], keys: dict[float, str]) -> tuple[list[dict], dict | None]:
+    """Put back the finished levels of an earlier try, from the first on while each is complete: their records, and
+    the random generators' state at the end of the last one's round (None when none is put back)."""
+    records, rng = [], None
     for s in levels:
         folder = level_dir(sweep_dir, s)
         names = _staged_names(folder, keys[s]) if folder.is_dir() else []
-        if SUMMARY not in names or not _round_state_of(folder, keys[s]):
-            break
-        if not staging.restore([folder / n for n in names], keys[s]):
+        state = _round_state_of(folder, keys[s]) if SUMMARY in names else None
+        if state is None or not staging.restore([folder / n for n in names], keys[s]):
             break
         summary = json.loads((folder / SUMMARY).read_text(encoding="utf-8"))
         records.append({k: summary[k] for k in LEVEL_KEYS if k in summary})
-    return records
+        rng = state["rng"]
+    return records, rng
 
 
-def _round_state_of(folder: Path, key: str) -> bool:
-    """Whether the level's round state is there, intact and of this run (a damaged one: the level is redone)."""
+def _round_state_of(folder: Path, key: str) -> dict | None:
+    """The level's round state when it is there, intact and of this run; None otherwise (a damaged one: the level is
+    redone)."""
     try:
-        return resume.read_state(folder / ROUND_STATE).get("key") == key
+        state = resume.read_state(folder / ROUND_STATE)
     except (OSError, resume.DamagedState) as err:
         log.warning("%s: %s; the run goes on from the level before", folder / ROUND_STATE, err)
-        return False
+        return None
+    return state if state.get("key") == key else None
 
 
 def discard_level(folder: Path, key: str) -> None:
