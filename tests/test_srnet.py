@@ -96,6 +96,26 @@ def test_mask_train_on_the_finetuned_model_meets_the_sparsity_and_selects_late(w
     assert summary["weights_unchanged"] is True
 
 
+def test_mask_training_without_the_evaluations_before_its_window_scores_only_candidates(work, tmp_path):
+    """score_before_window false: the dev set is scored only at candidate steps (>= 6 of 8 here), the selection
+    and the saved mask as ever. Each evaluation draws one number from torch's generator (its DataLoader's seed), so
+    the run's random stream differs from that of the run that also scored steps 0-5: its losses differ; at step 6,
+    right after a threshold reset, both meet the target exactly."""
+    assert mask_train(work, "m50_window", {"sparsity": 0.5, "select_after": 0.7, "score_before_window": False},
+                      out=tmp_path) == 0
+    full, windowed = (json.loads(path.read_text()) for path in (work / "m50.json", tmp_path / "m50_window.json"))
+    assert [e["step"] for e in windowed["dev_accuracies"]] == [6, 7, 8]
+    assert all(e["candidate"] for e in windowed["dev_accuracies"])
+    assert windowed["dev_accuracies"][0]["sparsity"] == full["dev_accuracies"][6]["sparsity"] == 0.5
+    assert [c["train_loss"] for c in windowed["curve"]] != [c["train_loss"] for c in full["curve"]]
+    best = max(e["dev_accuracy"] for e in windowed["dev_accuracies"])
+    assert windowed["selected_dev_accuracy"] == best and windowed["selected_step"] >= 6
+    masks, meta = read_mask_file(tmp_path / "m50_window.mask")
+    assert meta["dev_accuracy"] == best
+    for name, mask in masks.items():
+        assert pruned(mask) == prune_count(mask.size, 0.5), name
+
+
 def test_train_mask_leaves_every_weight_bit_identical(work):
     model, tokenizer = load_classifier(work / "ft")
     before = {n: p.detach().clone() for n, p in model.named_parameters()}

@@ -65,6 +65,10 @@ class MaskTrainingSpec:
     select_after: float = 0.7
     saved_mask_sparsity: str = "final"  # the sparsity the saved mask's thresholds are re-set to: final or initial
     score_first_and_last: bool = True  # also score the initial mask and the last step
+    # also score the dev set before the selection window (false: skip those evaluations, which select nothing and
+    # are only recorded; each evaluation draws one number from torch's generator, so the scores then train on
+    # another random stream, as under another seed)
+    score_before_window: bool = True
     keep_threshold_when_saturated: bool = False  # paper C's code: leave a threshold whose reset would saturate
     modules: tuple[str, ...] | None = None  # kinds or regexes to mask (None: paper C's, srnets.DEFAULT_MODULES)
 
@@ -105,7 +109,7 @@ class MaskTrainingSpec:
         if self.saved_mask_sparsity not in SAVED_MASK_SPARSITIES:
             raise ValueError(f"{where}.saved_mask_sparsity must be one of {SAVED_MASK_SPARSITIES}, got "
                              f"{self.saved_mask_sparsity!r}")
-        for name in ("score_first_and_last", "keep_threshold_when_saturated"):
+        for name in ("score_first_and_last", "score_before_window", "keep_threshold_when_saturated"):
             set_(self, name, _check_flag(getattr(self, name), name, where))
         set_(self, "modules", _check_modules(self.modules, where))
 

@@ -87,7 +87,9 @@ def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, 
     The settings are ``spec``'s. The scores train with ``fit``; a step hook first lets the ``SparsityController``
     reset the thresholds on schedule (after every ``reset_every`` steps, not at step 0, as paper C's trainer), then
     (every ``eval_every`` steps, as paper C right after the reset) scores the ID dev set with the current mask.
-    The initial mask (step 0) and the final step are scored too. Among the evaluations at steps >=
+    The initial mask (step 0) and the final step are scored too; with ``score_before_window=False`` no step
+    before the selection window is (those evaluations only record the curve; each draws one number from torch's
+    generator, so without them training runs on another random stream). Among the evaluations at steps >=
     ``first_candidate(select_after, total)`` the best (earliest on ties) wins; its *scores* are kept, and before
     the mask is read the thresholds are reset to ``sparsity`` on them, so every matrix meets the target exactly
     (up to ties of scores, which only prune more). The saved mask is scored once more (``saved_dev_accuracy``).
@@ -135,7 +137,8 @@ def train_mask(model: nn.Module, data: EncodedPairs, loss_fn, hp: TrainHParams, 
         # with a positive first update would return; paper C's first reset comes after reset_every steps
         if step:
             controller(step, total_)
-        if step % eval_every == 0 and (step or spec.score_first_and_last):
+        if step % eval_every == 0 and (step or spec.score_first_and_last) \
+                and (step >= first or spec.score_before_window):
             consider(step)
 
     if resume is not None:
