@@ -96,7 +96,7 @@ def paper_rates(gpu_check: Path) -> list[tuple[str, float, str]]:
             if rate:
                 shown = gpu_check.relative_to(REPO) if gpu_check.is_relative_to(REPO) else gpu_check.name
                 rates.append((f"{what}, fp32, one H100 (measured, `{shown}`)", rate, "measured"))
-    rates.append(("BERT-base step, fp32, one A100 (`maskbench.cluster_requests.GPU_STEPS_PER_S`, an assumption)",
+    rates.append(("BERT-base step, fp32, one A100 (`maskbench.workflow.cluster_requests.GPU_STEPS_PER_S`, an assumption)",
                   GPU_STEPS_PER_S, "assumed"))
     return rates
 

@@ -34,13 +34,13 @@ FIGURES: dict[str, Figure] = {
     "bert_base_steps_per_s_fp32": Figure(
         cluster_requests.GPU_STEPS_PER_S,
         "assumption: ~9 steps/s BERT-base fp32 batch 32 len 128 on an A100, the figure this project was given "
-        "(maskbench.cluster_requests.GPU_STEPS_PER_S; not measured here)"),
+        "(maskbench.workflow.cluster_requests.GPU_STEPS_PER_S; not measured here)"),
     "speedup_bf16": Figure(2.0, "assumption: bf16 autocast on A100 tensor cores ~2x fp32 for BERT-base training "
                                 "(not measured here)"),
     "speedup_fp16": Figure(2.0, "assumption: as bf16 (fp16 autocast with a loss scaler; not measured here)"),
     "forward_share": Figure(cluster_requests.FORWARD_SHARE,
                             "assumption: a forward pass is 1/3 of a training step (backward ~2x forward; "
-                            "maskbench.cluster_requests.FORWARD_SHARE)"),
+                            "maskbench.workflow.cluster_requests.FORWARD_SHARE)"),
     "small_model_floor": Figure(0.1, "assumption: a model far smaller than BERT-base still costs 1/10 of its step "
                                      "(launch-bound; BERT-tiny has 4% of its parameters)"),
     "eval_item_overhead_s": Figure(10.0, "assumption: loading a checkpoint or applying a mask before scoring, per "
@@ -55,7 +55,7 @@ FIGURES: dict[str, Figure] = {
     "host_base_gb": Figure(5.0, "assumption: a step's process with torch, CUDA and transformers loaded, its "
                                 "tokenised data and a host copy of the model"),
     "gpu_memory_gb": Figure(40.0, "assumption: the smaller A100 (40 GB); an 80 GB card halves no estimate here"),
-    "margin": Figure(cluster_requests.MARGIN, "the runtime margin of maskbench.cluster_requests (dev evaluations "
+    "margin": Figure(cluster_requests.MARGIN, "the runtime margin of maskbench.workflow.cluster_requests (dev evaluations "
                                               "inside a run, loading, a slower or shared card)"),
     "mem_margin": Figure(1.2, "assumption: a memory request should exceed the estimated peak by 20%"),
 }
