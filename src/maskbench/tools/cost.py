@@ -123,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         name, today = f"cost_{args.docs_name}", datetime.date.today().isoformat()
         link = os.path.relpath(REPO / PROVENANCE_PAGE, args.write_docs.resolve().parent)
         write_provenance(REPO, name, f"Priced from the plan of commit `{commit}`, {today}: `{command}`.")
-        body = (f"{stamp(commit, [commit], command, today, name, link)}\n\n{text}\n"
-                f"{wrap_prose(sheet.assumptions_markdown())}")
+        body = wrap_prose(f"{stamp(commit, [commit], command, today, name, link)}\n\n{text}\n"
+                          f"{sheet.assumptions_markdown()}")
         write_section(args.write_docs, name, body)
     return 0
 
