@@ -78,7 +78,7 @@ def delegate_if_warm(module: str, args: list[str]) -> None:
     conn.sendall(body)
     reply = _recv_exactly(conn, _CODE.size)
     if reply is None:
-        print(f"maskbench.warm: the warm server at {path} closed the connection before {module} finished",
+        print(f"maskbench.workflow.warm: the warm server at {path} closed the connection before {module} finished",
               file=sys.stderr)
         os._exit(1)
     os._exit(_CODE.unpack(reply)[0])
