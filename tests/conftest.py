@@ -95,7 +95,7 @@ def smoke_report(smoke_run, deps_only_python):
 
 def pytest_addoption(parser):
     parser.addoption("--kills", action="store_true", default=False,
-                     help="run the full kill harness (tests/test_kills.py, marker `kills`: 22 kills, minutes)")
+                     help="run the full kill harness (tests/test_kills.py, marker `kills`: 29 kills, minutes)")
     parser.addoption("--kills-record", default=None,
                      help="where the full kill harness writes its record (default results/benchmarks/kill_harness.json)")
 

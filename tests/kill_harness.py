@@ -252,6 +252,15 @@ def kinds(inputs: Path) -> dict[str, Kind]:
                                                     "head_update": "online", "validation_mi": "refined",
                                                     "head": {"max_epochs": 2}}),
                           "--out", str(out / "ffw.mask"), *every], ("ffw.mask", "ffw.json")),
+        # the cross-paper matrix's FFW on the NLU baseline (gates on the fine-tuned classifier, the negation
+        # attribute read from the hypotheses: no bias model needed)
+        Kind("FFW on the NLU baseline", "maskbench.steps.nlu.ffw",
+             lambda out: ["--model-dir", str(inputs / "ft"), "--train", str(nli / "train.parquet"),
+                          "--attribute", "negation", "--seed", "1", "--threads", "1",
+                          "--settings", json.dumps({"max_gate_epochs": 4, "gate_patience": 0, "batch_size": 8,
+                                                    "gamma": 10, "head": {"max_epochs": 2}}),
+                          "--examples", json.dumps({"gate_train": 48, "gate_val": 24, "readout": 24}),
+                          "--max-length", "64", "--out", str(out / "n.mask"), *every], ("n.mask", "n.json")),
         Kind("FFW on the gender encoder", "maskbench.steps.gender.ffw",
              lambda out: ["--model", str(encoder), "--corpus", str(corpus), "--seed", "1", "--threads", "1",
                           "--settings", json.dumps({"max_gate_epochs": 4, "gate_patience": 0, "batch_size": 16,
