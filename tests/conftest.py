@@ -4,9 +4,12 @@ import os
 
 import pytest
 
+# The smoke run, started in the background when the session's tests are collected (pytest_collection_modifyitems):
+# it runs on both cores while the unit tests, one core's work, go first; the tests that read it go last.
+SMOKE: dict = {}
 
-@pytest.fixture(scope="session")
-def deps_only_python(tmp_path_factory):
+
+def make_deps_only_python(venv):
     """A Python with maskbench's dependencies but not maskbench itself, as in the per-rule environment of
     `--software-deployment-method conda` (envs/maskbench.yaml): a venv whose one .pth line names this interpreter's
     site-packages folders. A path line adds the folder only; the .pth files in it, the editable install of
@@ -16,7 +19,6 @@ def deps_only_python(tmp_path_factory):
     import sys
     from pathlib import Path
 
-    venv = tmp_path_factory.mktemp("deps-only") / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     own = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"], check=True,
@@ -29,20 +31,61 @@ def deps_only_python(tmp_path_factory):
     return python
 
 
-@pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory, deps_only_python):
-    """The smoke DAG run locally, once per session: tests/test_workflow.py checks its outputs and
-    tests/test_slurm.py compares the SLURM run's outputs with it. It runs under a Python without maskbench
-    installed (and no PYTHONPATH of ours): the rules reach the code through the PYTHONPATH the workflow sets
-    (rules/common.smk), as in a per-rule conda environment."""
-    from test_workflow import REPO, snakemake
+def _deps_only_python(factory):
+    if "python" not in SMOKE:
+        SMOKE["python"] = make_deps_only_python(factory.mktemp("deps-only") / "venv")
+    return SMOKE["python"]
 
-    workdir = tmp_path_factory.mktemp("smoke")
-    # about 2 minutes on 2 free cores (121 jobs, forked from the warm runner); the limit only catches a hang
-    result = snakemake("--cores", "2", "--configfile", str(REPO / "configs/smoke.yaml"), workdir=workdir,
-                       timeout=1800, python=deps_only_python, env={"PYTHONPATH": ""})
-    assert result.returncode == 0, result.stderr[-5000:]
-    return workdir
+
+@pytest.fixture(scope="session")
+def deps_only_python(tmp_path_factory):
+    return _deps_only_python(tmp_path_factory)
+
+
+def start_smoke_run(factory) -> None:
+    """The smoke DAG run locally, in the background: `snakemake --cores 2` under a Python without maskbench
+    installed (and no PYTHONPATH of ours): the rules reach the code through the PYTHONPATH the workflow sets
+    (rules/common.smk), as in a per-rule conda environment. Its output goes to a log beside its folder."""
+    import subprocess
+
+    from test_workflow import REPO, snakemake_command
+
+    python = _deps_only_python(factory)
+    workdir = factory.mktemp("smoke")
+    log = open(workdir.parent / f"{workdir.name}.log", "w+")  # noqa: SIM115 (read when the run ends)
+    cmd, env = snakemake_command("--cores", "2", "--configfile", str(REPO / "configs/smoke.yaml"), workdir=workdir,
+                                 python=python, env={"PYTHONPATH": ""})
+    SMOKE.update(workdir=workdir, log=log,
+                 process=subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, env=env))
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """The smoke DAG's local run, once per session (started in the background at collection, or here when it was
+    not): tests/test_workflow.py checks its outputs and tests/test_slurm.py compares the SLURM run's outputs with
+    it. About 3.5 minutes alone on 2 cores (258 jobs, forked from the warm runner); the limit only catches a hang."""
+    import subprocess
+
+    if "process" not in SMOKE:
+        start_smoke_run(tmp_path_factory)
+    try:
+        code = SMOKE["process"].wait(timeout=1800)
+    except subprocess.TimeoutExpired:
+        SMOKE["process"].kill()
+        raise
+    SMOKE["log"].seek(0)
+    assert code == 0, SMOKE["log"].read()[-5000:]
+    return SMOKE["workdir"]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    process = SMOKE.get("process")
+    if process is not None and process.poll() is None:  # a session that stopped early (-x, ^C) leaves no run behind
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except Exception:  # noqa: BLE001 (the run is killed then)
+            process.kill()
 
 
 @pytest.fixture(scope="session")
@@ -101,6 +144,11 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
+    # the tests that read the smoke run go last (in their order), and the run starts now, in the background
+    reads_smoke = [item for item in items if "smoke_run" in getattr(item, "fixturenames", ())]
+    if reads_smoke and not config.option.collectonly:
+        items[:] = [item for item in items if item not in set(reads_smoke)] + reads_smoke
+        start_smoke_run(config._tmp_path_factory)
     if config.getoption("--kills"):
         return
     skip = pytest.mark.skip(reason="the full kill harness runs with --kills (docs/testing.md)")

@@ -15,14 +15,18 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 
 
-def snakemake(*args, workdir=None, env=None, timeout=600, python=sys.executable):
-    """`python -m snakemake --snakefile <repo>/Snakefile ARGS`; the rules' `python` is that interpreter too (by
-    default this one, with maskbench installed)."""
+def snakemake_command(*args, workdir=None, env=None, python=sys.executable) -> tuple[list[str], dict]:
+    """The command and environment of `python -m snakemake --snakefile <repo>/Snakefile ARGS`; the rules' `python`
+    is that interpreter too (by default this one, with maskbench installed)."""
     cmd = [str(python), "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), *args]
     if workdir is not None:
         cmd += ["--directory", str(workdir)]
     path = os.pathsep.join([os.path.dirname(str(python)), os.environ.get("PATH", "")])
-    full_env = {**os.environ, "PATH": path, "HF_HUB_OFFLINE": "1", **(env or {})}
+    return cmd, {**os.environ, "PATH": path, "HF_HUB_OFFLINE": "1", **(env or {})}
+
+
+def snakemake(*args, workdir=None, env=None, timeout=600, python=sys.executable):
+    cmd, full_env = snakemake_command(*args, workdir=workdir, env=env, python=python)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir or REPO, env=full_env)
 
 
