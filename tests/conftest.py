@@ -2,6 +2,7 @@
 
 import os
 
+import background
 import pytest
 
 # The smoke run, started in the background when the session's tests are collected (pytest_collection_modifyitems):
@@ -78,14 +79,28 @@ def smoke_run(tmp_path_factory):
     return SMOKE["workdir"]
 
 
+def slurm_after_smoke(factory):
+    """The SLURM run (tests/test_slurm.py), once the smoke run has ended well."""
+    from test_slurm import run_slurm_smoke
+
+    SMOKE["process"].wait()
+    if SMOKE["process"].returncode != 0:
+        pytest.fail("the smoke run failed: no SLURM run on its outputs")
+    return run_slurm_smoke(factory, SMOKE["workdir"])
+
+
 def pytest_sessionfinish(session, exitstatus):
-    process = SMOKE.get("process")
-    if process is not None and process.poll() is None:  # a session that stopped early (-x, ^C) leaves no run behind
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except Exception:  # noqa: BLE001 (the run is killed then)
-            process.kill()
+    # a session that stopped early (-x, ^C) leaves no run behind
+    import sys
+
+    slurm = sys.modules.get("test_slurm")
+    for process in (SMOKE.get("process"), slurm.RUNNING.get("process") if slurm else None):
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=60)
+            except Exception:  # noqa: BLE001 (the run is killed then)
+                process.kill()
 
 
 @pytest.fixture(scope="session")
@@ -143,12 +158,21 @@ def pytest_addoption(parser):
                      help="where the full kill harness writes its record (default results/benchmarks/kill_harness.json)")
 
 
+@pytest.hookimpl(trylast=True)  # after -k / -m have deselected
 def pytest_collection_modifyitems(config, items):
-    # the tests that read the smoke run go last (in their order), and the run starts now, in the background
+    # the tests that read the smoke run go last (in their order), and the run starts now, in the background; the
+    # SLURM run's tests before the other smoke tests: it copies the smoke run's folder, which one of those changes
+    # for a while; it starts when the smoke run ends, in the background too
     reads_smoke = [item for item in items if "smoke_run" in getattr(item, "fixturenames", ())]
     if reads_smoke and not config.option.collectonly:
-        items[:] = [item for item in items if item not in set(reads_smoke)] + reads_smoke
-        start_smoke_run(config._tmp_path_factory)
+        slurm = [item for item in reads_smoke if "slurm_run" in item.fixturenames]
+        rest = set(reads_smoke)
+        items[:] = ([item for item in items if item not in rest] + slurm
+                    + [item for item in reads_smoke if item not in set(slurm)])
+        factory = config._tmp_path_factory
+        start_smoke_run(factory)
+        if slurm:
+            background.start("slurm_run", lambda: slurm_after_smoke(factory))
     if config.getoption("--kills"):
         return
     skip = pytest.mark.skip(reason="the full kill harness runs with --kills (docs/testing.md)")

@@ -19,6 +19,7 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import background
 import pandas as pd
 import pytest
 import torch
@@ -285,13 +286,24 @@ def test_the_shared_groups_keep_dependent_rules_together_and_balance_the_rest():
         ["finetune_baseline=1", "smoke_1=3", "smoke_2=3"] and args[-2:] == ["--cores", "1"]
 
 
+# the SLURM run's snakemake while it runs (tests/conftest.py stops it when the session ends early)
+RUNNING: dict = {}
+
+
 @pytest.fixture(scope="module")
 def slurm_run(tmp_path_factory, smoke_run):
     """One job of every rule kind of the smoke DAG, rerun through `snakemake --profile profiles/slurm --force` on a
     copy of the local smoke run (its inputs are there, so nothing else runs), grouped as a short config would be
     (smoke_group_args); while it runs, the group job of the baseline fine-tuning is cancelled with `scancel` once it
     has started (the profile's `retries: 1` must resubmit it). The outputs of each rerun job are then compared with
-    the local run's."""
+    the local run's. Started in the background once the smoke run ends (tests/conftest.py), or here."""
+    result = background.result("slurm_run", lambda: run_slurm_smoke(tmp_path_factory, smoke_run))
+    print(f"\nSLURM run of one job per rule kind: {json.dumps(result['summary'])}")
+    return result
+
+
+def run_slurm_smoke(tmp_path_factory, smoke_run) -> dict:
+    """The body of the slurm_run fixture (smoke_run: the local run's folder)."""
     if not os.environ.get("MASKBENCH_SLURM_CLUSTER"):
         pytest.skip("no SLURM cluster: MASKBENCH_SLURM_CLUSTER is unset (as root: tests/slurm/start-cluster.sh DIR "
                     "and . DIR/env.sh)")
@@ -347,6 +359,7 @@ def slurm_run(tmp_path_factory, smoke_run):
         proc = subprocess.Popen(["timeout", "-s", "KILL", str(RUN_LIMIT_S),
                                  *snakemake_cmd(workdir, *args, "--force", *targets)],
                                 stdout=log, stderr=subprocess.STDOUT, env=env_with(), cwd=workdir)
+    RUNNING["process"] = proc
     run_name, cancelled = None, None
     baseline_log = workdir / chosen["finetune_baseline"][0][1]
     try:
@@ -387,8 +400,7 @@ def slurm_run(tmp_path_factory, smoke_run):
                "rule_kinds": len(remote), "sbatch_submissions": len(records), "wall_time_s": round(elapsed),
                "cancelled": cancelled[1]}
     (workdir / "slurm_run.json").write_text(json.dumps(summary, indent=1))
-    print(f"\nSLURM run of one job per rule kind: {json.dumps(summary)}")
-    return {"workdir": workdir, "log": log, "own_lines": own_lines, "remote": remote, "local": local,
+    return {"summary": summary, "workdir": workdir, "log": log, "own_lines": own_lines, "remote": remote, "local": local,
             "records": records, "cancelled": cancelled, "chosen": chosen, "before": before}
 
 
