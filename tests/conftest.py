@@ -79,14 +79,14 @@ def smoke_run(tmp_path_factory):
     return SMOKE["workdir"]
 
 
-def slurm_after_smoke(factory):
+def slurm_after_smoke(factory, every_rule: bool):
     """The SLURM run (tests/test_slurm.py), once the smoke run has ended well."""
     from test_slurm import run_slurm_smoke
 
     SMOKE["process"].wait()
     if SMOKE["process"].returncode != 0:
         pytest.fail("the smoke run failed: no SLURM run on its outputs")
-    return run_slurm_smoke(factory, SMOKE["workdir"])
+    return run_slurm_smoke(factory, SMOKE["workdir"], every_rule)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -154,6 +154,8 @@ def smoke_report(smoke_run, deps_only_python):
 def pytest_addoption(parser):
     parser.addoption("--kills", action="store_true", default=False,
                      help="run the full kill harness (tests/test_kills.py, marker `kills`: 29 kills, minutes)")
+    parser.addoption("--slurm-all", action="store_true", default=False,
+                     help="the SLURM test reruns one job of every rule kind, not only tests/test_slurm.py's CI_RULES")
     parser.addoption("--kills-record", default=None,
                      help="where the full kill harness writes its record (default results/benchmarks/kill_harness.json)")
 
@@ -172,7 +174,8 @@ def pytest_collection_modifyitems(config, items):
         factory = config._tmp_path_factory
         start_smoke_run(factory)
         if slurm:
-            background.start("slurm_run", lambda: slurm_after_smoke(factory))
+            every_rule = config.getoption("--slurm-all")
+            background.start("slurm_run", lambda: slurm_after_smoke(factory, every_rule))
     if config.getoption("--kills"):
         return
     skip = pytest.mark.skip(reason="the full kill harness runs with --kills (docs/testing.md)")
