@@ -285,6 +285,17 @@ def test_the_chosen_jobs_force_as_little_as_can_be():
     assert forced_counts(plan, chosen_jobs(plan)) == {"eval": 1, "train": 1, "prep": 1}
 
 
+def test_the_other_rules_choose_jobs_apart_from_the_own_groups_lineage_where_they_can():
+    """On a hand-made plan: the baseline (an OWN_GROUPS rule) takes b1; the search takes s2, on the other baseline,
+    not s1 on b1, whose group would have to wait for the baseline's; the evaluation, whose only job reads b1, takes
+    it all the same."""
+    plan = {"finetune_baseline": [(["b1"], "", []), (["b2"], "", [])],
+            "search": [(["s1"], "", ["b1"]), (["s2"], "", ["b2"])],
+            "evaluate": [(["e1"], "", ["b1"])]}
+    assert chosen_jobs(plan) == {"finetune_baseline": [(["b1"], "")], "search": [(["s2"], "")],
+                                 "evaluate": [(["e1"], "")]}
+
+
 def test_the_shared_groups_keep_dependent_rules_together_and_balance_the_rest():
     """On a hand-made plan: two chains (a -> b -> c, x -> y) and a lone job z; forcing one job of each rule runs the
     chains' jobs in one group each (a dependency never crosses groups), z joins the shorter: by jobs when no times

@@ -81,11 +81,14 @@ def forced_closure(chosen_ids: list, ancestors: dict) -> tuple[set, int]:
     return run_set, max((wave(j) for j in run_set), default=0)
 
 
-def _allowed(job: tuple[str, int], chosen_ids: list, ancestors: dict, own: Iterable[str]) -> bool:
-    """Not chosen yet, no ancestor of a job of the `own` rules, and for those rules themselves free of every chosen
-    job."""
+def _allowed(job: tuple[str, int], chosen_ids: list, ancestors: dict, own: Iterable[str],
+             strict: bool = True) -> bool:
+    """Not chosen yet, no ancestor of a job of the `own` rules — nor, when `strict`, a descendant of one (so that
+    the own rules' group jobs neither wait for the others nor hold them back) — and for those rules themselves free
+    of every chosen job."""
     own = set(own)
-    if job in chosen_ids or any(job in ancestors[p] for p in chosen_ids if p[0] in own):
+    if job in chosen_ids or any(job in ancestors[p] or (strict and p in ancestors[job])
+                                for p in chosen_ids if p[0] in own):
         return False
     return job[0] not in own or not any(c in ancestors[job] or job in ancestors[c] for c in chosen_ids)
 
@@ -101,7 +104,8 @@ def choose_jobs(plan: Plan, skip: Iterable[str] = (), own: Iterable[str] = (),
     """Per rule not in `skip`, the job(s) to rerun (``count[rule]`` of them, else one), chosen so that forcing them
     runs as few waves and as few jobs as can be. The `own` rules choose first, jobs that depend on none of each
     other; then the other rules, fewest jobs first (they have the least choice), each the job that adds the least
-    (first by outputs among equals) and is no ancestor of those first ones."""
+    (first by outputs among equals) and is neither an ancestor nor, where the rule has another, a descendant of those
+    first ones."""
     ancestors = lineage(plan)
     skip, own, count = set(skip), [r for r in own if r in plan], dict(count or {})
     chosen_ids: list[tuple[str, int]] = []
@@ -109,7 +113,8 @@ def choose_jobs(plan: Plan, skip: Iterable[str] = (), own: Iterable[str] = (),
     for rule in [*own, *rest]:
         order = sorted(range(len(plan[rule])), key=lambda i: plan[rule][i][0])
         for _ in range(count.get(rule, 1)):
-            candidates = [(rule, i) for i in order if _allowed((rule, i), chosen_ids, ancestors, own)]
+            candidates = ([(rule, i) for i in order if _allowed((rule, i), chosen_ids, ancestors, own)]
+                          or [(rule, i) for i in order if _allowed((rule, i), chosen_ids, ancestors, own, False)])
             if not candidates:
                 raise ValueError(f"no job of rule {rule} can be chosen")
             chosen_ids.append(min(candidates, key=lambda job: _added(job, chosen_ids, ancestors)))
