@@ -18,9 +18,9 @@ PACKAGE = "maskbench"
 
 # From the bottom up; a module may import its own layer and the layers below it. The first matching prefix wins.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("maskbench.cli", "maskbench.runtime", "maskbench.resume", "maskbench.stop", "maskbench.metrics",
-              "maskbench.objectives", "maskbench.config_checks", "maskbench.errors", "maskbench.precision",
-              "maskbench.progress", "maskbench._version")),
+    ("base", ("maskbench.cli", "maskbench.compute", "maskbench.runtime", "maskbench.resume", "maskbench.stop",
+              "maskbench.metrics", "maskbench.objectives", "maskbench.config_checks", "maskbench.errors",
+              "maskbench.precision", "maskbench.progress", "maskbench._version")),
     ("library", ("maskbench.data", "maskbench.masking", "maskbench.ffw", "maskbench.checkpoints", "maskbench.checkpoint_integrity",
                  "maskbench.train", "maskbench.hub", "maskbench.miniature", "maskbench.config_files")),
     ("shared", ("maskbench.text", "maskbench.report", "maskbench.matrix")),

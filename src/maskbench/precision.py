@@ -79,8 +79,8 @@ _current = FP32
 
 
 def use(precision: Precision) -> None:
-    """Make ``precision`` the process's default (a step calls this once, after reading ``--precision`` and
-    ``--tf32``, as it calls ``runtime.set_deterministic``): ``train.fit``, ``text.batches.predict_proba`` and the
+    """Make ``precision`` the process's default (a step's start-up, ``compute.start``, calls this once from its
+    ``--precision`` and ``--tf32``): ``train.fit``, ``text.batches.predict_proba`` and the
     tracks' scoring read it through ``current()`` unless given one. One step is one process and one setting, so the
     setting need not be threaded through every track's training and scoring functions."""
     global _current

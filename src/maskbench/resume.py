@@ -25,14 +25,14 @@ import logging
 import os
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from maskbench import runtime
-from maskbench.runtime import RECORDED_WHEN_SET, recorded_fields
+from maskbench.runtime import recorded_fields
 
 log = logging.getLogger(__name__)
 
@@ -147,14 +147,6 @@ def read_state(path: str | os.PathLike) -> dict:
 def previous_path(path: Path) -> Path:
     """Where the state before the last save is kept until the next one."""
     return path.with_name(path.name + ".prev")
-
-
-def checkpoint_every_field(what: str = "steps"):
-    """An entry point's ``--checkpoint-every`` added after its results existed: recorded in its outputs only when
-    set (``runtime.RECORDED_WHEN_SET``), so that at 0 they stay the bytes they were."""
-    return field(default=0, metadata={
-        "help": f"save the run's state every N {what} (and when told to stop) beside its output and resume from it "
-                "when rerun (0: never)", RECORDED_WHEN_SET: True})
 
 
 def resume_of(args, output: str | os.PathLike | None = None) -> Resume | None:

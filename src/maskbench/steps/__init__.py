@@ -1,7 +1,8 @@
 """The rule entry points, one module per step, grouped by track: `steps/nlu/` (papers A and C), `steps/gender/`
 (paper B), `steps/vision/` (paper D); `steps/prepare.py` serves both text tracks, `steps/fetch.py` and
-`steps/download.py` are the login node's downloads. Each parses its arguments, calls the library, writes its
-outputs and ends with `run_step(main)`; none imports another.
+`steps/download.py` are the login node's downloads. Each is its argument dataclass (its own fields, then the
+shared ones of maskbench/compute.py it names), a `main(args)` made into the entry point by `@step_main`, which
+calls the library and writes its outputs, and `run_step(main)` at the end; none imports another.
 
 Rules start a step through the launcher, `python -m maskbench.steps <track>.<step> ARGS` (steps/__main__.py), which
 hands the job to the warm runner (maskbench/workflow/warm.py) when one listens and otherwise runs it in its own process.
@@ -10,15 +11,50 @@ rule calls live in maskbench/tools/."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from maskbench import errors, stop
+from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.workflow import step_timing, warm
 
 _IMPORTED = time.time()
+T = TypeVar("T")
+
+
+def _step_module(function: Callable) -> str:
+    """The module a step's function is defined in, by its name also when it runs as ``__main__``."""
+    spec = function.__globals__.get("__spec__")
+    name = function.__globals__.get("__name__", "?")
+    return spec.name if name == "__main__" and spec is not None else name
+
+
+def step_main(arguments: type[T]) -> Callable[[Callable[[T], int | None]], Callable[..., int | None]]:
+    """Make a step's ``main(args)`` its entry point ``main(argv=None)``: logging set up, then ``arguments`` (a
+    dataclass) parsed from ``argv`` by ``cli.parse_dataclass`` with the usage ``python -m maskbench.steps
+    <track>.<step>`` and the first line of the step module's docstring, then ``main(args)`` called. The parser alone
+    is the entry point's ``parse_args(argv=None)``."""
+
+    def make(body: Callable[[T], int | None]) -> Callable[..., int | None]:
+        module = _step_module(body)
+        prog = "python -m maskbench.steps " + module.removeprefix("maskbench.steps.")
+        description = (body.__globals__.get("__doc__") or "").partition("\n")[0]
+
+        def parse_args(argv: list[str] | None = None) -> T:
+            return parse_dataclass(arguments, argv, prog, description)
+
+        @functools.wraps(body)
+        def main(argv: list[str] | None = None) -> int | None:
+            setup_logging()
+            return body(parse_args(argv))
+
+        main.parse_args = parse_args
+        return main
+
+    return make
 
 
 def run_step(main: Callable[[], int | None]) -> NoReturn:

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.gender.corpus import corpus_frame, cut_corpus, generate_sentences, read_text_lines
 from maskbench.tracks.gender.wordlists import read_word_list
 
@@ -74,9 +73,8 @@ def corpus_lines(source: str, out: Path, lists: tuple[list[str], list[str], list
     return read_text_lines(source)
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(GenderCorpusArgs, argv, "python -m maskbench.steps gender.corpus", __doc__.splitlines()[0])
+@step_main(GenderCorpusArgs)
+def main(args: GenderCorpusArgs) -> int:
     lists = tuple(read_word_list(p) for p in (args.male, args.female, args.stereotype))
     lines = corpus_lines(args.source, args.out, lists, args.seed, args.mixed, args.dataset_spec, args.local_file)
     cut = cut_corpus(lines, *lists, heldout=args.heldout, seed=args.seed, where=args.source)

@@ -17,16 +17,15 @@ import dataclasses
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
-from maskbench import precision, runtime
+from maskbench import runtime
 from maskbench.checkpoints import write_checkpoint
-from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.compute import Compute, start, step_arguments
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
-from maskbench.precision import precision_field, tf32_field
 from maskbench.resume import state_path_for
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.gender.corpus import read_corpus
 from maskbench.tracks.gender.encoding import encode_keyed
 from maskbench.tracks.gender.models import load_encoder
@@ -38,7 +37,7 @@ from maskbench.train import parse_hparams
 log = logging.getLogger("maskbench.steps.gender.debias")
 
 
-@dataclass
+@step_arguments(Compute)
 class GenderDebiasArgs:
     model: str = field(metadata={"help": "pre-trained encoder: Hub id, folder or package:<module>"})
     corpus: Path = field(metadata={"help": "corpus table (maskbench.steps.gender.corpus)"})
@@ -49,10 +48,6 @@ class GenderDebiasArgs:
     hparams: str = field(default="{}", metadata={"help": "JSON of TrainHParams fields"})
     checkpoint_every: int = field(default=0, metadata={
         "help": "save the run's state every N steps beside --out and resume from it when rerun (0: never)"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = precision_field()
-    tf32: bool = tf32_field()
 
 
 def parse_spec(text: str) -> DebiasSpec:
@@ -66,18 +61,15 @@ def parse_spec(text: str) -> DebiasSpec:
     return spec
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(GenderDebiasArgs, argv, "python -m maskbench.steps gender.debias", __doc__.splitlines()[0])
+@step_main(GenderDebiasArgs)
+def main(args: GenderDebiasArgs) -> int:
     spec, hp = parse_spec(args.spec), parse_hparams(args.hparams)
     writes_mask = spec.prunes and spec.freeze_weights
     if writes_mask != (args.out.suffix == ".mask"):
         raise ValueError(f"--out {args.out}: a run with frozen weights and pruning writes a .mask file, any other "
                          "a checkpoint folder (no .mask suffix)")
     corpus = read_corpus(args.corpus)
-    runtime.set_threads(args.threads)
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
+    device = start(args)
     model, tokenizer = load_encoder(args.model)
     keywords = sorted({w for rows in corpus.values() for r in rows for w in r.keywords})
     check_known_to(keywords, tokenizer, args.corpus)

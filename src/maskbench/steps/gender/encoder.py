@@ -20,8 +20,7 @@ import pandas as pd
 import torch
 
 from maskbench.checkpoints import write_checkpoint
-from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.text.models import data_vocab_tokenizer
 from maskbench.tracks.gender.seat import KEYS, read_seat
 
@@ -37,11 +36,10 @@ class GenderEncoderArgs:
     seed: int = field(default=0, metadata={"help": "initialises the weights"})
 
 
-def main(argv=None) -> int:
+@step_main(GenderEncoderArgs)
+def main(args: GenderEncoderArgs) -> int:
     from transformers import BertConfig, BertModel
 
-    setup_logging()
-    args = parse_dataclass(GenderEncoderArgs, argv, "python -m maskbench.steps gender.encoder", __doc__.splitlines()[0])
     tests = [read_seat(path) for path in args.tests]
     texts = list(pd.read_parquet(args.corpus)["text"])
     texts += [e for test in tests for key in KEYS for e in getattr(test, key).examples]

@@ -18,16 +18,15 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 
-from maskbench import precision, runtime
-from maskbench.cli import parse_dataclass, setup_logging
+from maskbench import runtime
+from maskbench.compute import Compute, GateCheckpoint, start, step_arguments
 from maskbench.ffw.core import mean_bias_accuracy, run_ffw
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
-from maskbench.precision import precision_field, tf32_field
-from maskbench.resume import checkpoint_every_field, resume_of
-from maskbench.steps import run_step
+from maskbench.resume import resume_of
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.gender.attribute import ATTRIBUTES, attribute_sentences
 from maskbench.tracks.gender.corpus import read_corpus
 from maskbench.tracks.gender.ffw import (
@@ -45,7 +44,7 @@ from maskbench.tracks.gender.wordlists import check_known_to
 log = logging.getLogger("maskbench.steps.gender.ffw")
 
 
-@dataclass
+@step_arguments(GateCheckpoint, Compute)
 class GenderFFWArgs:
     model: str = field(metadata={"help": "pre-trained encoder: Hub id, folder or package:<module>"})
     corpus: Path = field(metadata={"help": "corpus table (maskbench.steps.gender.corpus)"})
@@ -54,16 +53,10 @@ class GenderFFWArgs:
     seed: int = field(metadata={"help": "fixes the attribute balance, head initialisation and data order"})
     method: str = field(default="ffw", metadata={"help": "ffw (per weight) or ffw_structured (per head / neuron)"})
     settings: str = field(default="{}", metadata={"help": "JSON of GenderFFWSettings fields"})
-    checkpoint_every: int = checkpoint_every_field("gate steps")
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = precision_field()
-    tf32: bool = tf32_field()
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(GenderFFWArgs, argv, "python -m maskbench.steps gender.ffw", __doc__.splitlines()[0])
+@step_main(GenderFFWArgs)
+def main(args: GenderFFWArgs) -> int:
     if args.method not in METHODS:
         raise ValueError(f"--method {args.method!r} is unknown; choose one of {list(METHODS)}")
     values = json.loads(args.settings)
@@ -73,9 +66,7 @@ def main(argv=None) -> int:
     if args.out.suffix != ".mask":
         raise ValueError(f"--out {args.out}: FFW writes a .mask file")
     train_rows, heldout_rows = read_corpus(args.corpus, "train"), read_corpus(args.corpus, "heldout")
-    runtime.set_threads(args.threads)
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
+    device = start(args)
     model, tokenizer = load_encoder(args.model)
     keywords = sorted({w for part in (train_rows, heldout_rows) for name in ATTRIBUTES for r in part[name]
                        for w in r.keywords})

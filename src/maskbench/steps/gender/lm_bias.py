@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.steps import run_step
+from maskbench.compute import Device, step_arguments
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.gender.crows_pairs import crows_pairs, read_crows_pairs, subset
 from maskbench.tracks.gender.evaluation import load_run
 from maskbench.tracks.gender.mlm import head_from_model, load_head, masked_lm
@@ -33,7 +33,7 @@ log = logging.getLogger("maskbench.steps.gender.lm_bias")
 FROM_MODEL = "from-model"
 
 
-@dataclass
+@step_arguments(Device)
 class GenderLmBiasArgs:
     model: str = field(metadata={"help": "the pre-trained encoder the run started from"})
     head: str = field(metadata={"help": "head file from gender_mlm_head, or from-model"})
@@ -48,14 +48,10 @@ class GenderLmBiasArgs:
     batch_size: int = field(default=64, metadata={"help": "masked sequences a forward pass"})
     max_length: int = field(default=128, metadata={"help": "tokens a sequence at most"})
     seed: int = field(default=0, metadata={"help": "fixes the CrowS-Pairs subset"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(GenderLmBiasArgs, argv, "python -m maskbench.steps gender.lm_bias",
-                           __doc__.splitlines()[0])
+@step_main(GenderLmBiasArgs)
+def main(args: GenderLmBiasArgs) -> int:
     if args.crows is None and args.stereoset_intra is None and args.stereoset_inter is None:
         raise ValueError("give --crows, --stereoset-intra or --stereoset-inter (one at least)")
     # every input read and checked before the model

@@ -13,9 +13,8 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.matrix.cells import write_cells
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.gender.matrix_cells import gender_cells
 
 log = logging.getLogger("maskbench.steps.gender.matrix_cells")
@@ -30,10 +29,8 @@ class GenderMatrixCellsArgs:
     out: Path = field(metadata={"help": "the records CSV to write"})
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(GenderMatrixCellsArgs, argv, "python -m maskbench.steps gender.matrix_cells",
-                           __doc__.splitlines()[0])
+@step_main(GenderMatrixCellsArgs)
+def main(args: GenderMatrixCellsArgs) -> int:
     cells = gender_cells(json.loads(args.records), args.benchmarks, args.data, args.model)
     frame = write_cells(cells, args.out)
     log.info("wrote %s: %d cells", args.out, len(frame))

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.steps import run_step
+from maskbench.compute import Device, start, step_arguments
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.gender.corpus import read_corpus
 from maskbench.tracks.gender.mlm import evaluate_head, fit_head, head_from_model, save_head
 from maskbench.tracks.gender.models import load_encoder
@@ -32,7 +32,7 @@ NOTE_FIT = ("MLM head fitted with the encoder frozen (eval mode, no gradient, we
 NOTE_MODEL = "the trained masked-LM head the model ships (cls.predictions.*), not fitted here"
 
 
-@dataclass
+@step_arguments(Device)
 class GenderMlmHeadArgs:
     model: str = field(metadata={"help": "the pre-trained encoder (Hub id, folder or package:<module>)"})
     corpus: Path = field(metadata={"help": "corpus table from gender_corpus (its train / heldout splits)"})
@@ -46,23 +46,18 @@ class GenderMlmHeadArgs:
     log_every: int = field(default=10, metadata={"help": "steps a point of the loss curve"})
     heldout_seed: int = field(default=0, metadata={"help": "fixes the held-out masking"})
     seed: int = field(default=0, metadata={"help": "head init, order and masking"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
 
 def _texts(corpus, split: str) -> list[str]:
     return [row.text for rows in read_corpus(corpus, split).values() for row in rows]
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(GenderMlmHeadArgs, argv, "python -m maskbench.steps gender.mlm_head",
-                           __doc__.splitlines()[0])
+@step_main(GenderMlmHeadArgs)
+def main(args: GenderMlmHeadArgs) -> int:
     if args.source not in SOURCES:
         raise ValueError(f"--source {args.source!r}; expected one of {list(SOURCES)}")
     train, heldout = _texts(args.corpus, "train"), _texts(args.corpus, "heldout")
-    runtime.set_threads(args.threads)
-    device = runtime.pick_device(args.device)
+    device = start(args)
     encoder, tokenizer = load_encoder(args.model)
     encoder.to(device).eval()
     started = time.time()

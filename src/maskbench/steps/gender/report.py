@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.report.captions import labelled
 from maskbench.report.figure_files import save_figure
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.gender.report.figures import (
     build_heads_figure,
     build_layer_density_figure,
@@ -69,9 +68,8 @@ class GenderReportArgs:
     label: str | None = field(default=None, metadata={"help": "the config's label: the first line of each markdown table"})
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(GenderReportArgs, argv, "python -m maskbench.steps gender.report", __doc__.splitlines()[0])
+@step_main(GenderReportArgs)
+def main(args: GenderReportArgs) -> int:
     runs = json.loads(args.runs)
     summaries = [read_json(r["summary"]) for r in runs]
     seats = [read_json(r["seat"]) for r in runs]

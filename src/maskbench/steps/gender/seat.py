@@ -11,19 +11,19 @@ before the model is loaded.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.steps import run_step
+from maskbench.compute import Device, start, step_arguments
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.gender.evaluation import load_run, seat_scores
 from maskbench.tracks.gender.seat import read_seat
 
 log = logging.getLogger("maskbench.steps.gender.seat")
 
 
-@dataclass
+@step_arguments(Device)
 class GenderSeatArgs:
     model: str = field(metadata={"help": "the pre-trained encoder the run started from"})
     tests: list[Path] = field(metadata={"help": "SEAT files (sent-bias's JSON)"})
@@ -31,16 +31,12 @@ class GenderSeatArgs:
     run: Path | None = field(default=None, metadata={"help": "a gender_debias output: .mask file or checkpoint"})
     n_samples: int = field(default=100_000, metadata={"help": "permutations when an exact test is too large"})
     seed: int = field(default=0, metadata={"help": "fixes the sampled permutations"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(GenderSeatArgs, argv, "python -m maskbench.steps gender.seat", __doc__.splitlines()[0])
+@step_main(GenderSeatArgs)
+def main(args: GenderSeatArgs) -> int:
     tests = [read_seat(path) for path in args.tests]
-    runtime.set_threads(args.threads)
-    device = runtime.pick_device(args.device)
+    device = start(args)
     model, tokenizer = load_run(args.model, args.run)
     model.to(device)
     rows = seat_scores(model, tokenizer, tests, device, args.n_samples, args.seed)

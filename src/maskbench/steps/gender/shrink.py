@@ -26,9 +26,8 @@ from pathlib import Path
 import torch
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.gender.evaluation import load_run
 from maskbench.tracks.gender.shrink import count_parameters, encoder_latency, save_shrunk, shrink_encoder
 
@@ -153,9 +152,8 @@ def shrink_one(args: GenderShrinkArgs, path: Path) -> dict:
             "ffn_total": sum(r["ffn_neurons"] for r in summary), "layers": summary}
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(GenderShrinkArgs, argv, "python -m maskbench.steps gender.shrink", __doc__.splitlines()[0])
+@step_main(GenderShrinkArgs)
+def main(args: GenderShrinkArgs) -> int:
     check_masks(args.masks)
     if args.batch < 1 or args.length < 2 or args.repeats < 1 or args.rounds < 1:
         raise ValueError("--batch, --repeats and --rounds must be positive and --length at least 2")

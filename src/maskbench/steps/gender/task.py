@@ -18,17 +18,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
-from maskbench import precision, runtime
-from maskbench.cli import parse_dataclass, setup_logging
+from maskbench import runtime
+from maskbench.compute import Checkpoint, Compute, start, step_arguments
 from maskbench.data.schema import read_prepared
 from maskbench.metrics import GLUE_METRICS, glue_scores
 from maskbench.objectives.losses import get_loss
-from maskbench.precision import precision_field, tf32_field
-from maskbench.resume import checkpoint_every_field, resume_of
-from maskbench.steps import run_step
+from maskbench.resume import resume_of
+from maskbench.steps import run_step, step_main
 from maskbench.text.batches import EncodedPairs, predict_proba
 from maskbench.text.classifier_training import objective_and_groups, read_dev
 from maskbench.tracks.gender.downstream import (
@@ -44,7 +43,7 @@ from maskbench.train import fit, parse_hparams
 log = logging.getLogger("maskbench.steps.gender.task")
 
 
-@dataclass
+@step_arguments(Compute, Checkpoint)
 class GenderTaskArgs:
     model: str = field(metadata={"help": "the pre-trained encoder the run started from"})
     task: str = field(metadata={"help": "the task's name (the config's gender.performance.tasks key)"})
@@ -56,16 +55,10 @@ class GenderTaskArgs:
     hparams: str = field(default="{}", metadata={"help": "JSON of TrainHParams fields"})
     metric: str = field(default="accuracy", metadata={
         "help": "the dev metric: accuracy, matthews (CoLA) or f1_accuracy (MRPC, QQP: F1 of the second label)"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = precision_field()
-    tf32: bool = tf32_field()
-    checkpoint_every: int = checkpoint_every_field()
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(GenderTaskArgs, argv, "python -m maskbench.steps gender.task", __doc__.splitlines()[0])
+@step_main(GenderTaskArgs)
+def main(args: GenderTaskArgs) -> int:
     hp = parse_hparams(args.hparams)
     if args.metric not in GLUE_METRICS:
         raise ValueError(f"--metric {args.metric!r}: choose one of {list(GLUE_METRICS)}")
@@ -73,10 +66,7 @@ def main(argv=None) -> int:
     dev = read_dev(args.dev, labels)
     if args.run is not None and not args.run.exists():
         raise FileNotFoundError(f"--run {args.run}: no such mask file or checkpoint folder")
-    runtime.set_threads(args.threads)
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
-    runtime.seed_everything(args.seed)
+    device = start(args, seed=args.seed)
     encoder, tokenizer = load_run(args.model, args.run)
     model = classifier_from_encoder(encoder, labels)
     del encoder

@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.matrix.cells import read_cells
 from maskbench.matrix.figure import matrix_figure
 from maskbench.matrix.table import markdown, matrix_table
 from maskbench.report.captions import labelled
 from maskbench.report.figure_files import save_figure
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 
 log = logging.getLogger("maskbench.steps.matrix.report")
 
@@ -47,10 +46,8 @@ def caption(table, delta: float) -> str:
             "baseline say \"debiases\" or \"less bias\" only beyond 2 standard errors over at least 3 seeds.\n\n")
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(MatrixReportArgs, argv, "python -m maskbench.steps matrix.report",
-                           __doc__.splitlines()[0])
+@step_main(MatrixReportArgs)
+def main(args: MatrixReportArgs) -> int:
     if args.delta < 0:
         raise ValueError(f"--delta must be >= 0, got {args.delta}")
     cells = read_cells(args.cells)

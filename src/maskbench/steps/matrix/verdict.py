@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.matrix.cells import read_cells
 from maskbench.matrix.verdict import ID_COST_MAX, markdown, verdict_table
 from maskbench.report.captions import labelled
 from maskbench.report.evidence import MIN_SEEDS, NOISE_SE
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 
 
 @dataclass
@@ -57,9 +56,8 @@ def caption(table, priced_with: str = "") -> str:
             f"shown** = engaged, within {NOISE_SE:g} SE.{price}\n\n")
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(VerdictArgs, argv, "python -m maskbench.steps matrix.verdict", __doc__.splitlines()[0])
+@step_main(VerdictArgs)
+def main(args: VerdictArgs) -> int:
     if args.delta < 0:
         raise ValueError(f"--delta must be >= 0, got {args.delta}")
     prices, priced_with = read_prices(args.prices)

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.runtime import atomic_write_text
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 
 
 @dataclass
@@ -48,10 +47,8 @@ def curve_markdown(long: pd.DataFrame) -> str:
     return wide.reset_index().to_markdown(index=False) + "\n"
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(BaselineCurveArgs, argv, "python -m maskbench.steps nlu.baseline_curve",
-                           __doc__.splitlines()[0])
+@step_main(BaselineCurveArgs)
+def main(args: BaselineCurveArgs) -> int:
     if len(args.tasks) != len(args.models):
         raise ValueError(f"--tasks names {len(args.tasks)} tasks for {len(args.models)} --models")
     rows = [row for folder, task in zip(args.models, args.tasks, strict=True) for row in curve_rows(folder, task)]

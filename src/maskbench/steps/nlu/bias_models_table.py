@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.runtime import atomic_write_text
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 
 
 @dataclass
@@ -30,9 +29,8 @@ def bias_models_table(evals: list[dict]) -> pd.DataFrame:
     return table.rename(columns={"count": "n_seeds"}).reset_index()
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(BiasModelsTableArgs, argv, "python -m maskbench.steps nlu.bias_models_table")
+@step_main(BiasModelsTableArgs)
+def main(args: BiasModelsTableArgs) -> int:
     table = bias_models_table([json.loads(Path(p).read_text()) for p in args.evals])
     atomic_write_text(args.out, table.to_csv(index=False))
     return 0

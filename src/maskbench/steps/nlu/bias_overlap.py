@@ -16,9 +16,8 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import read_prepared
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.nlu.bias.overlap_features import (
     FEATURE_SETS,
     claim_features,
@@ -115,9 +114,8 @@ class BiasModel:
         return out
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(BiasOverlapArgs, argv, "python -m maskbench.steps nlu.bias_overlap", __doc__.splitlines()[0])
+@step_main(BiasOverlapArgs)
+def main(args: BiasOverlapArgs) -> int:
     train, labels, meta = read_prepared(args.train)
     loaded = load_eval_sets(parse_eval_sets(args.eval_sets, args.eval_data), labels)  # checked before fitting
     model = BiasModel(labels, args.binary_positive, args.solver, args.inverse_regularisation, args.class_weight)

@@ -14,13 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import DataError
 from maskbench.report import json_arg
 from maskbench.report.captions import labelled
 from maskbench.report.figure_files import save_figure
 from maskbench.runtime import atomic_path, atomic_write_text
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.nlu.report.budget_study import figure, markdown, study_table
 
 
@@ -37,10 +36,8 @@ class BudgetStudyArgs:
     label: str | None = field(default=None, metadata={"help": "the config's label: the first line"})
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(BudgetStudyArgs, argv, "python -m maskbench.steps nlu.budget_study",
-                           __doc__.splitlines()[0])
+@step_main(BudgetStudyArgs)
+def main(args: BudgetStudyArgs) -> int:
     runs = json_arg(args.runs)
     if not isinstance(runs, list) or not runs:
         raise DataError(f"--runs: expected a non-empty JSON list of runs, got {str(args.runs)[:80]!r}")

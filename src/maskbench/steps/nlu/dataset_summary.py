@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.runtime import atomic_write_text
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 
 
 @dataclass
@@ -34,9 +33,8 @@ def summary_row(path: Path) -> dict:
     }
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(DatasetSummaryArgs, argv, "python -m maskbench.steps nlu.dataset_summary")
+@step_main(DatasetSummaryArgs)
+def main(args: DatasetSummaryArgs) -> int:
     table = pd.DataFrame([summary_row(p) for p in args.summaries])
     atomic_write_text(args.out, table.to_csv(index=False))
     return 0

@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.schema import DataError
 from maskbench.report import engagement, json_arg
 from maskbench.report.captions import labelled
 from maskbench.runtime import atomic_path, atomic_write_text
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 
 KINDS = ("fine_tuning", "mask_search")
 
@@ -76,9 +75,8 @@ def markdown(rows: pd.DataFrame) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(EngagementArgs, argv, "python -m maskbench.steps nlu.engagement", __doc__.splitlines()[0])
+@step_main(EngagementArgs)
+def main(args: EngagementArgs) -> int:
     runs = json_arg(args.runs)
     if not runs:
         raise DataError("--runs: no run to read")

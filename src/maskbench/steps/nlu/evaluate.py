@@ -20,9 +20,9 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import precision, runtime
-from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
-from maskbench.steps import run_step
+from maskbench.cli import require_same_lengths
+from maskbench.compute import start
+from maskbench.steps import run_step, step_main
 from maskbench.text.models import load_classifier, model_labels
 from maskbench.tracks.nlu.evaluation import (
     EvalSetArgs,
@@ -45,9 +45,7 @@ def evaluate(args: EvaluateArgs) -> list[str]:
     """Score every model on every set; return the JSON paths written."""
     require_same_lengths(model_dirs=args.model_dirs, rows=args.rows, out_dirs=args.out_dirs)
     eval_sets = parse_eval_sets(args.eval_sets, args.data)
-    runtime.set_threads(args.threads)
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
+    device = start(args)
     written, loaded_for = [], {}
     for model_dir, row, out_dir in zip(args.model_dirs, args.rows, args.out_dirs, strict=True):
         model, tokenizer = load_classifier(model_dir)
@@ -59,9 +57,8 @@ def evaluate(args: EvaluateArgs) -> list[str]:
     return written
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(EvaluateArgs, argv, "python -m maskbench.steps nlu.evaluate", __doc__.splitlines()[0])
+@step_main(EvaluateArgs)
+def main(args: EvaluateArgs) -> int:
     evaluate(args)
     return 0
 

@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import precision, runtime
-from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
+from maskbench.cli import require_same_lengths
+from maskbench.compute import start
 from maskbench.masking.apply import MaskSet, MaskSwitch
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.text.models import load_classifier, model_labels
 from maskbench.tracks.nlu.evaluation import EvalSetArgs, load_eval_sets, parse_eval_sets, score_all
 
@@ -34,15 +34,12 @@ class EvaluateMasksArgs(EvalSetArgs):
     out_dirs: list[Path] = field(metadata={"help": "output folder of each mask, in the order of --masks"})
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(EvaluateMasksArgs, argv, "python -m maskbench.steps nlu.evaluate_masks", __doc__.splitlines()[0])
+@step_main(EvaluateMasksArgs)
+def main(args: EvaluateMasksArgs) -> int:
     require_same_lengths(masks=args.masks, rows=args.rows, out_dirs=args.out_dirs)
     eval_sets = parse_eval_sets(args.eval_sets, args.data)
     mask_sets = [MaskSet.load(path) for path in args.masks]  # a damaged mask file stops the job before the model
-    runtime.set_threads(args.threads)
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
+    device = start(args)
     model, tokenizer = load_classifier(args.model_dir)
     model.to(device)
     loaded = load_eval_sets(eval_sets, model_labels(model))

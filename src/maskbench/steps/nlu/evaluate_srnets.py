@@ -17,10 +17,10 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench import precision, runtime
-from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
+from maskbench.cli import require_same_lengths
+from maskbench.compute import start
 from maskbench.masking.apply import MaskSet, MaskSwitch
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.text.models import load_classifier, model_labels
 from maskbench.tracks.nlu.evaluation import EvalSetArgs, load_eval_sets, parse_eval_sets, score_all
 from maskbench.workflow import staging
@@ -50,14 +50,11 @@ def group_items(args: EvaluateSrnetsArgs) -> dict[Path, list[tuple[MaskSet | Non
     return groups
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(EvaluateSrnetsArgs, argv, "python -m maskbench.steps nlu.evaluate_srnets", __doc__.splitlines()[0])
+@step_main(EvaluateSrnetsArgs)
+def main(args: EvaluateSrnetsArgs) -> int:
     eval_sets = parse_eval_sets(args.eval_sets, args.data)
     groups = group_items(args)
-    runtime.set_threads(args.threads)
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
+    device = start(args)
     loaded_for: dict[tuple, list] = {}
     # first pass: every model's labels and masks checked before the first forward pass
     for model_dir, items in groups.items():

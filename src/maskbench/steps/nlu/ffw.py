@@ -16,20 +16,19 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 
 import numpy as np
 
-from maskbench import precision, runtime
-from maskbench.cli import parse_dataclass, setup_logging
+from maskbench import runtime
+from maskbench.compute import Compute, GateCheckpoint, start, step_arguments
 from maskbench.data.schema import read_prepared
 from maskbench.ffw.core import FFWSettings, run_ffw
 from maskbench.ffw.heads import bias_accuracy
 from maskbench.masking.apply import MaskSet, MaskSwitch, model_fingerprint
-from maskbench.precision import precision_field, tf32_field
-from maskbench.resume import checkpoint_every_field, resume_of
-from maskbench.steps import run_step
+from maskbench.resume import resume_of
+from maskbench.steps import run_step, step_main
 from maskbench.text.models import input_view, load_classifier
 from maskbench.tracks.nlu.bias.probs import read_probs
 from maskbench.tracks.nlu.ffw import (
@@ -45,7 +44,7 @@ log = logging.getLogger("maskbench.steps.nlu.ffw")
 SLICES = ("gate_train", "gate_val", "readout")
 
 
-@dataclass
+@step_arguments(GateCheckpoint, Compute)
 class NluFFWArgs:
     model_dir: Path = field(metadata={"help": "the fine-tuned baseline's folder (finetune, loss ce)"})
     train: Path = field(metadata={"help": "the task's prepared training parquet (the slices are cut from it)"})
@@ -62,11 +61,6 @@ class NluFFWArgs:
                                                               "batches sorted by length (0: random batches)"})
     method: str = field(default="ffw", metadata={"help": "the run's method name, recorded in the mask"})
     summary: Path | None = field(default=None, metadata={"help": "the run's JSON summary (default: --out with .json)"})
-    checkpoint_every: int = checkpoint_every_field("gate steps")
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = precision_field()
-    tf32: bool = tf32_field()
 
 
 def readout(adapter, model, data: dict, classes: int, settings: FFWSettings, seed: int) -> float:
@@ -76,9 +70,8 @@ def readout(adapter, model, data: dict, classes: int, settings: FFWSettings, see
     return bias_accuracy(adapter, model, train, test, [classes], settings.head, seed)["0"]
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(NluFFWArgs, argv, "python -m maskbench.steps nlu.ffw", __doc__.splitlines()[0])
+@step_main(NluFFWArgs)
+def main(args: NluFFWArgs) -> int:
     settings = FFWSettings.from_dict(json.loads(args.settings))
     sizes = {name: int(json.loads(args.examples)[name]) for name in SLICES}
     frame, labels, _ = read_prepared(args.train)
@@ -89,10 +82,7 @@ def main(argv=None) -> int:
         if len(np.unique(attribute[index])) < 2:
             raise ValueError(f"ffw.examples.{name}: the {len(index)} pairs of the slice hold one class of attribute "
                              f"{args.attribute!r} only; take a larger slice")
-    runtime.set_threads(args.threads)
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
-    runtime.seed_everything(args.seed)
+    device = start(args, seed=args.seed)
     args.out.unlink(missing_ok=True)
     summary_path = args.summary or args.out.with_suffix(".json")
     summary_path.unlink(missing_ok=True)

@@ -14,18 +14,17 @@ import json
 import logging
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import pandas as pd
 
-from maskbench import precision, runtime
+from maskbench import runtime
 from maskbench.checkpoints import sweep_staging, write_checkpoint
-from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.compute import Compute, Deterministic, start, step_arguments
 from maskbench.objectives.losses import get_loss
-from maskbench.precision import precision_field, tf32_field
 from maskbench.resume import Resume, run_key, state_path_for
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.text.batches import INPUT_VIEWS, EncodedPairs, predict_proba
 from maskbench.text.classifier_training import accuracy_on, objective_and_groups
 from maskbench.text.models import build_model_and_tokenizer
@@ -36,7 +35,7 @@ from maskbench.train import EarlyStop, TrainHParams, fit, parse_hparams, total_s
 log = logging.getLogger("maskbench.steps.nlu.finetune")
 
 
-@dataclass
+@step_arguments(Deterministic, Compute)
 class FinetuneArgs:
     train: Path = field(metadata={"help": "prepared training parquet"})
     out_dir: Path = field(metadata={"help": "checkpoint folder to write"})
@@ -65,16 +64,6 @@ class FinetuneArgs:
     snapshot_dir: Path | None = field(default=None, metadata={"help": "the folder of the --snapshot-steps"})
     checkpoint_every: int = field(default=0, metadata={
         "help": "save the run's state every N steps beside --out-dir and resume from it when rerun (0: never)"})
-    deterministic: int = field(default=0, metadata={
-        "help": "1: deterministic kernels only (repeatable bits on GPUs, some speed lost; CPU runs are already)"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = precision_field()
-    tf32: bool = tf32_field()
-
-
-def parse_args(argv=None) -> FinetuneArgs:
-    return parse_dataclass(FinetuneArgs, argv, "python -m maskbench.steps nlu.finetune", __doc__.splitlines()[0])
 
 
 def snapshot_hook(args: FinetuneArgs, model, tokenizer, n_examples: int, hp: TrainHParams, record: dict):
@@ -126,9 +115,8 @@ def resume_of(args: FinetuneArgs) -> Resume | None:
     return resume
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_args(argv)
+@step_main(FinetuneArgs)
+def main(args: FinetuneArgs) -> int:
     hp = parse_hparams(args.hparams)
     spec = json.loads(args.model_spec)
     loss_fn = get_loss(args.loss, **json.loads(args.loss_hparams))
@@ -146,11 +134,7 @@ def main(argv=None) -> int:
         rows = training_subset(len(train_df), args.train_subset, args.seed, str(args.train))
         train_df = train_df.iloc[rows].reset_index(drop=True)
         example_tensors = {k: v[rows] for k, v in example_tensors.items()}
-    runtime.set_threads(args.threads)
-    runtime.set_deterministic(bool(args.deterministic))
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
-    runtime.seed_everything(args.seed)
+    device = start(args, seed=args.seed)
     log.info("fine-tuning on %s (%d examples, labels %s) on %s, seed %d", args.train, len(train_df), labels,
              device, args.seed)
 

@@ -20,10 +20,9 @@ from pathlib import Path
 
 from maskbench import runtime
 from maskbench.checkpoints import sweep_staging, write_checkpoint
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.checksum import sha256_file
 from maskbench.data.schema import DataError, read_prepared
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.text.batches import EncodedPairs, predict_proba
 from maskbench.text.models import CheckpointError, model_labels, resolve_model_path
 from maskbench.tracks.nlu.bias.probs import write_probs
@@ -47,9 +46,8 @@ class ImportModelArgs:
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(ImportModelArgs, argv, "python -m maskbench.steps nlu.import_given_model", __doc__.splitlines()[0])
+@step_main(ImportModelArgs)
+def main(args: ImportModelArgs) -> int:
     train, labels, meta = read_prepared(args.train)
     folder = Path(resolve_model_path(args.path))  # offline, a Hub id is its snapshot in the Hub cache
     if not folder.is_dir():

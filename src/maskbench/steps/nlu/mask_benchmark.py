@@ -35,12 +35,11 @@ import numpy as np
 import torch
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, MaskSwitch, model_fingerprint
 from maskbench.masking.codec import entropy_bits, read_mask_file, read_mask_header, write_mask_file
 from maskbench.masking.engine import detach_parametrizations
 from maskbench.objectives.logits import logits_objective
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.text.batches import model_inputs
 from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec, attach_scores
 from maskbench.train import StepTimes, adamw, train_step
@@ -512,9 +511,8 @@ def run(args: MaskBenchmarkArgs) -> dict:
     return result
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(MaskBenchmarkArgs, argv, "python -m maskbench.steps nlu.mask_benchmark", __doc__.splitlines()[0])
+@step_main(MaskBenchmarkArgs)
+def main(args: MaskBenchmarkArgs) -> int:
     result = run(args)
     runtime.atomic_write_json(args.out, result)
     log.info("wrote %s in %.1fs: search step ratio %.3f, mask bytes / entropy %.4f, mask bytes / fp32 %.5f, "

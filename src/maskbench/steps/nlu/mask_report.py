@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, require_same_lengths, setup_logging
+from maskbench.cli import require_same_lengths
 from maskbench.masking.codec import read_mask_file
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.nlu.report.pruning_rates import (
     plot_pruning_heatmaps,
     pruning_rate_table,
@@ -44,9 +44,8 @@ def parse_key(key: str) -> dict:
     return {"task": parts[0], "row": parts[1], "seed": int(parts[2])}
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(MaskReportArgs, argv, "python -m maskbench.steps nlu.mask_report", __doc__.splitlines()[0])
+@step_main(MaskReportArgs)
+def main(args: MaskReportArgs) -> int:
     require_same_lengths(masks=args.masks, keys=args.keys)
     keys = [parse_key(k) for k in args.keys]
     records = []

@@ -10,14 +10,12 @@ fingerprint). Writes the mask file, then ``--summary`` (JSON: densities, trainin
 
 from __future__ import annotations
 
-from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.nlu.mask_search_run import MaskSearchArgs, run_mask_search
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(MaskSearchArgs, argv, "python -m maskbench.steps nlu.mask_search", __doc__.splitlines()[0])
+@step_main(MaskSearchArgs)
+def main(args: MaskSearchArgs) -> int:
     run_mask_search(args)
     return 0
 

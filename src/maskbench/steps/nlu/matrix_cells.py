@@ -25,10 +25,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.matrix.cells import Cell, write_cells
 from maskbench.report.captions import data_kind
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 
 log = logging.getLogger("maskbench.steps.nlu.matrix_cells")
 NAN = float("nan")
@@ -87,10 +86,8 @@ def cells_of(records: dict) -> list[Cell]:
     return cells
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(MatrixCellsArgs, argv, "python -m maskbench.steps nlu.matrix_cells",
-                           __doc__.splitlines()[0])
+@step_main(MatrixCellsArgs)
+def main(args: MatrixCellsArgs) -> int:
     cells = cells_of(json.loads(args.records))
     frame = write_cells(cells, args.out)
     log.info("wrote %d records to %s (%d with a bias readout)", len(frame), args.out,

@@ -20,10 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.data.local_source import read_local_table
 from maskbench.data.schema import DataError, read_prepared
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.nlu.bias.precomputed import checked_values, columns_of, probabilities
 from maskbench.tracks.nlu.bias.probs import write_probs
 
@@ -41,10 +40,8 @@ class PrecomputedBiasArgs:
     format: str | None = field(default=None, metadata={"help": "the file's format when its suffix does not say"})
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(PrecomputedBiasArgs, argv, "python -m maskbench.steps nlu.precomputed_bias",
-                           __doc__.splitlines()[0])
+@step_main(PrecomputedBiasArgs)
+def main(args: PrecomputedBiasArgs) -> int:
     spec = json.loads(args.source)
     if columns_of(spec, args.task) is None:
         raise DataError(f"bias.sources.{args.name}: field 'columns' names no column for task {args.task!r}")

@@ -31,10 +31,9 @@ from torch import nn
 
 from maskbench import resume, runtime
 from maskbench.checkpoints import write_checkpoint
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, model_fingerprint
 from maskbench.masking.codec import read_mask_file
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.text.models import load_classifier
 from maskbench.tracks.nlu.srnet_run import (
     SrnetArgs,
@@ -64,10 +63,6 @@ SUMMARY = "train_summary.json"
 @dataclass
 class ImpArgs(SrnetArgs):
     sweep_dir: Path | None = field(default=None, metadata={"help": "the folder of the levels (required)"})
-
-
-def parse_args(argv=None) -> ImpArgs:
-    return parse_dataclass(ImpArgs, argv, "python -m maskbench.steps nlu.srnet_imp", __doc__.splitlines()[0])
 
 
 def check(args: ImpArgs) -> ImpSpec:
@@ -187,10 +182,12 @@ def discard_level(folder: Path, key: str) -> None:
         (folder / ROUND_STATE).unlink(missing_ok=True)
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_args(argv)
+@step_main(ImpArgs)
+def main(args: ImpArgs) -> int:
     return run(args, check(args))
+
+
+parse_args = main.parse_args  # the parser alone (tests run a parsed IMP with their own hooks)
 
 
 if __name__ == "__main__":

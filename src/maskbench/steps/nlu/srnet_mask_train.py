@@ -33,10 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
 from maskbench.resume import run_key
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.nlu.paths import level_name
 from maskbench.tracks.nlu.srnet_run import (
     SrnetArgs,
@@ -72,11 +71,6 @@ class MaskTrainArgs(SrnetArgs):
                 "<--sweep-dir>/<N>/{mask.mask,search.json} (Table 5's schedules, the timing study's start "
                 "checkpoints)"})
     sweep_dir: Path | None = field(default=None, metadata={"help": "the folder of a sweep's runs"})
-
-
-def parse_args(argv=None) -> MaskTrainArgs:
-    return parse_dataclass(MaskTrainArgs, argv, "python -m maskbench.steps nlu.srnet_mask_train",
-                           __doc__.splitlines()[0])
 
 
 def parse_runs(args: MaskTrainArgs) -> dict[str, dict]:
@@ -195,9 +189,8 @@ def run(args: MaskTrainArgs, spec: MaskTrainingSpec) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_args(argv)
+@step_main(MaskTrainArgs)
+def main(args: MaskTrainArgs) -> int:
     runs = expand(args)
     sweep = bool(args.sparsities or args.runs)
     # a sweep cut off by the cluster's time limit: the runs it finished are staged outside the declared outputs

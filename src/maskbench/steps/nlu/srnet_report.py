@@ -23,10 +23,9 @@ from pathlib import Path
 import pandas as pd
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.codec import read_mask_header
 from maskbench.report.captions import labelled
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.nlu.report.sparsity_curves import (
     curve_table,
     plot_sparsity_curves,
@@ -69,9 +68,8 @@ def timing_record(result: dict, path: Path) -> dict:
             "start_step": int(meta["start_step"])}
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(SrnetReportArgs, argv, "python -m maskbench.steps nlu.srnet_report", __doc__.splitlines()[0])
+@step_main(SrnetReportArgs)
+def main(args: SrnetReportArgs) -> int:
     runs, metrics, t5 = json.loads(args.runs), json.loads(args.metrics), json.loads(args.table5)
     variants = t5.get("variants", {})
     curves, t5_records, timing, results = [], [], [], []

@@ -25,11 +25,10 @@ from pathlib import Path
 
 from maskbench import runtime
 from maskbench.checkpoints import write_checkpoint
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskMismatchError, MaskSet, model_fingerprint
 from maskbench.masking.codec import read_mask_header
 from maskbench.masking.selectors import module_kind
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.nlu.srnet_run import (
     SrnetArgs,
     check_common,
@@ -61,10 +60,6 @@ class RetrainArgs(SrnetArgs):
         "help": "sweep: one run per mask file, written to <--sweep-dir>/sparsity~<s>/ with s the mask's sparsity "
                 "(instead of --mask, --out-dir)"})
     sweep_dir: Path | None = field(default=None, metadata={"help": "the folder of a sweep's runs"})
-
-
-def parse_args(argv=None) -> RetrainArgs:
-    return parse_dataclass(RetrainArgs, argv, "python -m maskbench.steps nlu.srnet_retrain", __doc__.splitlines()[0])
 
 
 def expand(args: RetrainArgs) -> tuple[list[RetrainArgs], RetrainSpec]:
@@ -143,9 +138,9 @@ def run(args: RetrainArgs, spec: RetrainSpec) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    runs, spec = expand(parse_args(argv))
+@step_main(RetrainArgs)
+def main(args: RetrainArgs) -> int:
+    runs, spec = expand(args)
     for run_args in runs:
         run(run_args, spec)
     return 0

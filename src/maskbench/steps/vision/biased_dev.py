@@ -14,8 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.biased_dev import DEV_FROM, biased_dev_split
 from maskbench.tracks.vision.data import read_digits, read_split
 from maskbench.tracks.vision.images import write_images
@@ -37,10 +36,8 @@ class BiasedDevArgs:
     mirror: str = field(default="", metadata={"help": "hf: a local folder mirroring the Hub dataset"})
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(BiasedDevArgs, argv, "python -m maskbench.steps vision.biased_dev",
-                           __doc__.splitlines()[0])
+@step_main(BiasedDevArgs)
+def main(args: BiasedDevArgs) -> int:
     spec = json.loads(args.spec)
     levels = {str(k): v for k, v in spec["levels"].items()}
     if args.level not in levels:

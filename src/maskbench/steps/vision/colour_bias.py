@@ -17,8 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.colour_bias import (
     ColourModelSettings,
     accuracy,
@@ -41,10 +40,8 @@ class ColourBiasArgs:
     settings: str = field(default="{}", metadata={"help": "JSON of ColourModelSettings (config vision.masks.colour_model)"})
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(ColourBiasArgs, argv, "python -m maskbench.steps vision.colour_bias",
-                           __doc__.splitlines()[0])
+@step_main(ColourBiasArgs)
+def main(args: ColourBiasArgs) -> int:
     settings = ColourModelSettings(**json.loads(args.settings))
     train, test, biased_test = read_split(args.train), read_split(args.test), read_split(args.biased_test)
     for path in (args.probs, args.summary):

@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import numpy as np
 
-from maskbench import precision, runtime
-from maskbench.cli import parse_dataclass, setup_logging
+from maskbench import runtime
+from maskbench.compute import Compute, start, step_arguments
 from maskbench.ffw.heads import HeadSettings
 from maskbench.masking.apply import MaskSet, MaskSwitch, model_fingerprint
-from maskbench.precision import precision_field, tf32_field
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.data import image_dataset, load_run_model, loader, read_split
 from maskbench.tracks.vision.debias_masks import METHODS, MaskSettings, ProbImages, run_mask
 from maskbench.tracks.vision.evaluation import matrix_readout, sparsity_report
@@ -33,7 +32,7 @@ from maskbench.tracks.vision.ffw import gate_targets
 log = logging.getLogger("maskbench.steps.vision.debias_mask")
 
 
-@dataclass
+@step_arguments(Compute)
 class DebiasMaskArgs:
     model_dir: Path = field(metadata={"help": "the vanilla model's folder (vision_train)"})
     train: Path = field(metadata={"help": "the biased training split (the masks train on it)"})
@@ -49,16 +48,10 @@ class DebiasMaskArgs:
     record: Path = field(metadata={"help": "the run's JSON record (written last)"})
     settings: str = field(default="{}", metadata={"help": "JSON of MaskSettings (config vision.masks)"})
     head_settings: str = field(default="{}", metadata={"help": "JSON of HeadSettings (config vision.ffw.head)"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = precision_field()
-    tf32: bool = tf32_field()
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(DebiasMaskArgs, argv, "python -m maskbench.steps vision.debias_mask",
-                           __doc__.splitlines()[0])
+@step_main(DebiasMaskArgs)
+def main(args: DebiasMaskArgs) -> int:
     settings = MaskSettings(**json.loads(args.settings))
     settings.loss_of(args.method)  # an unknown method fails here
     head_settings = HeadSettings(**json.loads(args.head_settings))
@@ -72,10 +65,7 @@ def main(argv=None) -> int:
         path.unlink(missing_ok=True)
     model, meta = load_run_model(args.model_dir)
     spec = meta["model_spec"]
-    runtime.set_threads(args.threads)
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
-    runtime.seed_everything(args.seed)
+    device = start(args, seed=args.seed)
     fingerprint = model_fingerprint(model)
     data = ProbImages(image_dataset(splits["train"], spec), probs)
     log.info("%s at sparsity %g on %s: %d biased training images", args.method, args.sparsity, args.model_dir,

@@ -8,32 +8,29 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
+from maskbench.compute import Threads, start, step_arguments
 from maskbench.masking.apply import MaskSet, MaskSwitch
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.data import image_dataset, load_run_model, loader, read_split
 from maskbench.tracks.vision.evaluation import task_accuracy
 
 log = logging.getLogger("maskbench.steps.vision.dev_scores")
 
 
-@dataclass
+@step_arguments(Threads)
 class DevScoresArgs:
     runs: str = field(metadata={"help": "JSON list of {name, model_dir, mask (or null), params}, one model"})
     biased_dev: Path = field(metadata={"help": "the biased dev split"})
     seed: int = field(metadata={"help": "recorded"})
     out: Path = field(metadata={"help": "the JSON to write"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(DevScoresArgs, argv, "python -m maskbench.steps vision.dev_scores",
-                           __doc__.splitlines()[0])
+@step_main(DevScoresArgs)
+def main(args: DevScoresArgs) -> int:
     runs = json.loads(args.runs)
     folders = {run["model_dir"] for run in runs}
     if not runs or len(folders) != 1:
@@ -41,7 +38,7 @@ def main(argv=None) -> int:
     dev = read_split(args.biased_dev)
     masks = {run["name"]: MaskSet.load(run["mask"]) for run in runs if run.get("mask")}
     args.out.unlink(missing_ok=True)
-    runtime.set_threads(args.threads)
+    start(args)
     model, meta = load_run_model(folders.pop())
     model.eval()
     data = loader(image_dataset(dev, meta["model_spec"]), 500)

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
-from maskbench import precision, runtime
-from maskbench.cli import parse_dataclass, setup_logging
+from maskbench import runtime
+from maskbench.compute import Compute, start, step_arguments
 from maskbench.ffw.heads import HeadSettings
 from maskbench.masking.apply import MaskSet, MaskSwitch
-from maskbench.precision import precision_field, tf32_field
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.data import image_dataset, load_run_model, loader, read_split
 from maskbench.tracks.vision.evaluation import (
     bias_accuracy,
@@ -37,7 +36,7 @@ from maskbench.tracks.vision.ffw import gate_targets
 log = logging.getLogger("maskbench.steps.vision.evaluate")
 
 
-@dataclass
+@step_arguments(Compute)
 class VisionEvaluateArgs:
     runs: str = field(metadata={"help": "JSON list of {name, model_dir, mask, params}"})
     head_train: Path = field(metadata={"help": "unbiased training split: the fresh bias heads train on it"})
@@ -48,10 +47,6 @@ class VisionEvaluateArgs:
     level: str = field(default="", metadata={"help": "the dataset level, recorded"})
     biased_test: Path | None = field(default=None, metadata={"help": "test split biased as the training data"})
     head_settings: str = field(default="{}", metadata={"help": "JSON of HeadSettings fields (config vision.ffw.head)"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = precision_field()
-    tf32: bool = tf32_field()
 
 
 def parse_runs(text: str) -> list[dict]:
@@ -67,18 +62,14 @@ def parse_runs(text: str) -> list[dict]:
     return runs
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(VisionEvaluateArgs, argv, "python -m maskbench.steps vision.evaluate",
-                           __doc__.splitlines()[0])
+@step_main(VisionEvaluateArgs)
+def main(args: VisionEvaluateArgs) -> int:
     runs = parse_runs(args.runs)
     head_settings = HeadSettings(**json.loads(args.head_settings))
     head_train, test = read_split(args.head_train), read_split(args.test)
     biased_test = read_split(args.biased_test) if args.biased_test else None
     masks = {run["name"]: MaskSet.load(run["mask"]) for run in runs if run.get("mask")}
-    runtime.set_threads(args.threads)
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
+    device = start(args)
     args.out.unlink(missing_ok=True)
     models: dict[str, tuple] = {}
     records = []

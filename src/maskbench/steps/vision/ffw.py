@@ -13,22 +13,21 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 
-from maskbench import precision, runtime
-from maskbench.cli import parse_dataclass, setup_logging
+from maskbench import runtime
+from maskbench.compute import Compute, GateCheckpoint, start, step_arguments
 from maskbench.masking.apply import MaskSet, model_fingerprint
-from maskbench.precision import precision_field, tf32_field
-from maskbench.resume import checkpoint_every_field, resume_of
-from maskbench.steps import run_step
+from maskbench.resume import resume_of
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.data import image_dataset, load_run_model, read_split
 from maskbench.tracks.vision.ffw import FFWSettings, run_ffw
 
 log = logging.getLogger("maskbench.steps.vision.ffw")
 
 
-@dataclass
+@step_arguments(GateCheckpoint, Compute)
 class VisionFFWArgs:
     model_dir: Path = field(metadata={"help": "the trained model's folder (vision_train)"})
     train: Path = field(metadata={"help": "unbiased training split with bias labels (the gates train on it)"})
@@ -38,20 +37,14 @@ class VisionFFWArgs:
     settings: str = field(default="{}", metadata={"help": "JSON of FFWSettings fields (config vision.ffw + gamma)"})
     method: str = field(default="ffw", metadata={"help": "the run's method name, recorded in the mask"})
     summary: Path | None = field(default=None, metadata={"help": "the run's JSON summary (default: --out with .json)"})
-    checkpoint_every: int = checkpoint_every_field("gate steps")
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = precision_field()
-    tf32: bool = tf32_field()
 
 
 def summary_path(args: VisionFFWArgs) -> Path:
     return args.summary or args.out.with_suffix(".json")
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(VisionFFWArgs, argv, "python -m maskbench.steps vision.ffw", __doc__.splitlines()[0])
+@step_main(VisionFFWArgs)
+def main(args: VisionFFWArgs) -> int:
     settings = FFWSettings.from_dict(json.loads(args.settings))
     train, val = read_split(args.train), read_split(args.val)
     if train.bias_classes != val.bias_classes:
@@ -59,10 +52,7 @@ def main(argv=None) -> int:
                          f"{train.bias_classes}")
     model, meta = load_run_model(args.model_dir)
     spec = meta["model_spec"]
-    runtime.set_threads(args.threads)
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
-    runtime.seed_everything(args.seed)
+    device = start(args, seed=args.seed)
     args.out.unlink(missing_ok=True)
     summary_path(args).unlink(missing_ok=True)
     fingerprint = model_fingerprint(model)

@@ -12,9 +12,8 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, model_fingerprint
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.data import load_run_model
 from maskbench.tracks.vision.ffw import gate_targets
 from maskbench.tracks.vision.training import magnitude_masks
@@ -33,10 +32,8 @@ def mask_path(out_dir: Path, sparsity: float) -> Path:
     return out_dir / f"sparsity~{sparsity:g}.mask"
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(VisionMagnitudeArgs, argv, "python -m maskbench.steps vision.magnitude",
-                           __doc__.splitlines()[0])
+@step_main(VisionMagnitudeArgs)
+def main(args: VisionMagnitudeArgs) -> int:
     bad = [s for s in args.sparsities if not 0 < s < 1]
     if not args.sparsities or bad:
         raise ValueError(f"--sparsities {args.sparsities}: give one or more fractions strictly between 0 and 1")

@@ -20,9 +20,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.matrix.cells import BASELINE, Cell, write_cells
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 
 log = logging.getLogger("maskbench.steps.vision.matrix_cells")
 
@@ -93,10 +92,8 @@ def benchmark_cells(name: str, spec: dict) -> list[Cell]:
     return cells
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(MatrixCellsArgs, argv, "python -m maskbench.steps vision.matrix_cells",
-                           __doc__.splitlines()[0])
+@step_main(MatrixCellsArgs)
+def main(args: MatrixCellsArgs) -> int:
     manifest = json.loads(args.manifest)
     cells = [cell for name, spec in manifest.items() for cell in benchmark_cells(name, spec)]
     frame = write_cells(cells, args.out)

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.biased_mnist import GENERATORS, SplitSizes, derived_seed, paper_d_splits
 from maskbench.tracks.vision.data import read_digits
 from maskbench.tracks.vision.images import write_images
@@ -100,10 +99,8 @@ def external_splits(generator: str, source: str, mirror: str, options: dict, see
     return splits
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(VisionPrepareArgs, argv, "python -m maskbench.steps vision.prepare",
-                           __doc__.splitlines()[0])
+@step_main(VisionPrepareArgs)
+def main(args: VisionPrepareArgs) -> int:
     spec = json.loads(args.spec)
     levels = {str(k): v for k, v in spec["levels"].items()}
     if args.level not in levels:

@@ -22,9 +22,8 @@ from pathlib import Path
 import pandas as pd
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.report.captions import labelled
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.report.figures import plot_layer_sparsity, plot_magnitude_vs_ffw, plot_samples
 from maskbench.tracks.vision.report.tables import (
     TITLES,
@@ -120,9 +119,8 @@ def layer_frame(runs_json: list[dict], vision: dict) -> pd.DataFrame:
     return grouped.agg(["mean", "std"]).reset_index()
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(VisionReportArgs, argv, "python -m maskbench.steps vision.report", __doc__.splitlines()[0])
+@step_main(VisionReportArgs)
+def main(args: VisionReportArgs) -> int:
     vision = json.loads(args.config)
     evals = []
     for path in args.evals:

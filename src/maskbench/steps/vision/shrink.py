@@ -21,9 +21,8 @@ from pathlib import Path
 import torch
 
 from maskbench import runtime
-from maskbench.cli import parse_dataclass, setup_logging
 from maskbench.masking.apply import MaskSet, MaskSwitch
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.data import image_dataset, load_run_model, loader, read_split
 from maskbench.tracks.vision.models import save_model
 from maskbench.tracks.vision.shrink import count_parameters, cpu_latency, shrink
@@ -47,9 +46,8 @@ def logits_of(model, data) -> torch.Tensor:
     return torch.cat([model(batch["image"]) for batch in data])
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(VisionShrinkArgs, argv, "python -m maskbench.steps vision.shrink", __doc__.splitlines()[0])
+@step_main(VisionShrinkArgs)
+def main(args: VisionShrinkArgs) -> int:
     masks = [MaskSet.load(path) for path in args.masks]
     for path, mask in zip(args.masks, masks, strict=True):
         if not mask.meta.get("structured"):

@@ -17,14 +17,13 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
-from maskbench import precision, runtime
-from maskbench.cli import parse_dataclass, setup_logging
-from maskbench.precision import precision_field, tf32_field
+from maskbench import runtime
+from maskbench.compute import Compute, start, step_arguments
 from maskbench.resume import Resume, run_key, state_path_for
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.data import image_dataset, loader, read_split, save_run_model
 from maskbench.tracks.vision.evaluation import task_accuracy, task_loss
 from maskbench.tracks.vision.models import build_model
@@ -34,7 +33,7 @@ from maskbench.train import Hook, LRPlateau, TrainHParams
 log = logging.getLogger("maskbench.steps.vision.train")
 
 
-@dataclass
+@step_arguments(Compute)
 class VisionTrainArgs:
     train: Path = field(metadata={"help": "the biased training split (prepared images)"})
     out_dir: Path = field(metadata={"help": "model folder to write"})
@@ -47,10 +46,6 @@ class VisionTrainArgs:
     checkpoint_every: int = field(default=0, metadata={
         "help": "save the run's state every N steps beside --out-dir and resume from it when rerun (0: never)"})
     deterministic: int = field(default=0, metadata={"help": "1: deterministic kernels only"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = precision_field()
-    tf32: bool = tf32_field()
 
 
 class EpochSnapshots(Hook):
@@ -67,9 +62,8 @@ class EpochSnapshots(Hook):
         return False
 
 
-def main(argv=None) -> int:
-    setup_logging()
-    args = parse_dataclass(VisionTrainArgs, argv, "python -m maskbench.steps vision.train", __doc__.splitlines()[0])
+@step_main(VisionTrainArgs)
+def main(args: VisionTrainArgs) -> int:
     hp_values = json.loads(args.hparams)
     plateau_settings = hp_values.pop("plateau", None)
     hp = TrainHParams(**{**hp_values, "milestones": tuple(hp_values.get("milestones", ()))})
@@ -85,11 +79,7 @@ def main(argv=None) -> int:
     bad = [e for e in args.snapshot_epochs if not 1 <= e < epochs]
     if bad:
         raise ValueError(f"--snapshot-epochs {bad}: each must lie in 1..{epochs - 1} (the run has {epochs} epochs)")
-    runtime.set_threads(args.threads)
-    runtime.set_deterministic(bool(args.deterministic))
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
-    runtime.seed_everything(args.seed)
+    device = start(args, seed=args.seed)
     summary_path = args.out_dir / "train_summary.json"
     summary_path.unlink(missing_ok=True)
     shape = train.images.shape[1:]

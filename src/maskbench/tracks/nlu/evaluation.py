@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from maskbench import runtime
+from maskbench.compute import Compute, step_arguments
 from maskbench.data.schema import DataError, read_prepared
 from maskbench.metrics import compute_metrics
-from maskbench.precision import precision_field, tf32_field
 from maskbench.text.batches import EncodedPairs, predict_proba
 from maskbench.text.models import input_view, model_labels
 
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 GROUP_COLUMNS = ("heuristic", "subcase")
 
 
-@dataclass(kw_only=True)
+@step_arguments(Compute, kw_only=True)
 class EvalSetArgs:
     """The arguments every evaluation entry point shares: the sets, how to score them, what to record."""
 
@@ -36,10 +36,6 @@ class EvalSetArgs:
     batch_size: int = field(default=256, metadata={"help": "evaluation batch size"})
     length_sorted: bool = field(default=False, metadata={"help": "score in batches of similar length (faster; the "
                                                                  "same predictions up to float-sum order)"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = precision_field()
-    tf32: bool = tf32_field()
 
 
 @dataclass

@@ -9,14 +9,14 @@ import dataclasses
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
-from maskbench import precision, runtime
+from maskbench import runtime
+from maskbench.compute import Compute, Deterministic, start, step_arguments
 from maskbench.data.schema import DataError
 from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_fingerprint
 from maskbench.objectives.losses import get_loss
-from maskbench.precision import precision_field, tf32_field
 from maskbench.resume import Resume, run_key, state_path_for
 from maskbench.text.batches import EncodedPairs
 from maskbench.text.classifier_training import accuracy_on, objective_and_groups
@@ -47,7 +47,7 @@ def search_settings(section: dict | None) -> tuple[dict, dict]:
     return spec, hparams
 
 
-@dataclass
+@step_arguments(Deterministic, Compute)
 class MaskSearchArgs:
     model_dir: Path = field(metadata={"help": "fine-tuned checkpoint to search a mask in (weights stay frozen)"})
     train: Path = field(metadata={"help": "prepared training parquet"})
@@ -63,12 +63,6 @@ class MaskSearchArgs:
     teacher_probs: Path | None = field(default=None, metadata={"help": "teacher probabilities of the training set"})
     checkpoint_every: int = field(default=0, metadata={
         "help": "save the search's state every N steps beside --out and resume from it when rerun (0: never)"})
-    deterministic: int = field(default=0, metadata={
-        "help": "1: deterministic kernels only (repeatable bits on GPUs, some speed lost; CPU runs are already)"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = precision_field()
-    tf32: bool = tf32_field()
 
 
 def run_mask_search(args: MaskSearchArgs) -> tuple[MaskSet, dict]:
@@ -81,10 +75,7 @@ def run_mask_search(args: MaskSearchArgs) -> tuple[MaskSet, dict]:
     hp = parse_hparams(args.hparams)
     loss_fn = get_loss(args.loss, **json.loads(args.loss_hparams))
     train_df, labels, train_meta, example_tensors, dev = read_training_inputs(args)
-    runtime.set_threads(args.threads)
-    runtime.set_deterministic(bool(args.deterministic))
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
+    device = start(args)
     model, tokenizer = load_classifier(args.model_dir)
     if model_labels(model) != labels:
         raise DataError(f"{args.train}: field 'labels' is {labels}, but the model in {args.model_dir} predicts "

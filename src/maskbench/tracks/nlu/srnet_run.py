@@ -17,14 +17,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from maskbench import precision, resume, runtime
+from maskbench import resume
+from maskbench.compute import Compute, Deterministic, start, step_arguments
 from maskbench.data.mixing import mix_training_sets, parse_mix
 from maskbench.data.schema import DataError
 from maskbench.masking.apply import model_fingerprint
 from maskbench.masking.codec import read_mask_file
 from maskbench.masking.selectors import select_linear
 from maskbench.objectives.losses import NEEDS, get_loss
-from maskbench.precision import precision_field, tf32_field
 from maskbench.resume import Resume
 from maskbench.text.batches import EncodedPairs
 from maskbench.text.classifier_training import accuracy_on
@@ -36,7 +36,7 @@ from maskbench.train import LR_SCHEDULES, TrainHParams, parse_hparams, total_ste
 log = logging.getLogger("maskbench.steps.nlu.srnet")
 
 
-@dataclass
+@step_arguments(Deterministic, Compute)
 class SrnetArgs:
     """The arguments of every paper C step (each step adds its own outputs)."""
 
@@ -61,12 +61,6 @@ class SrnetArgs:
     checkpoint_every: int = field(default=0, metadata={
         "help": "save the run's state every N steps beside its output and resume from it when rerun (0: never; IMP "
                 "keeps its finished levels instead, and restarts a round)"})
-    deterministic: int = field(default=0, metadata={
-        "help": "1: deterministic kernels only (repeatable bits on GPUs, some speed lost; CPU runs are already)"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
-    precision: str = precision_field()
-    tf32: bool = tf32_field()
 
 
 def flag(name: str) -> str:
@@ -150,11 +144,7 @@ def read_inputs(args: SrnetArgs, mask: Path | None = None) -> Inputs:
 
 def load_start(args: SrnetArgs, inputs: Inputs):
     """Threads, determinism, device and seed set, then the start model: (model, tokenizer, device)."""
-    runtime.set_threads(args.threads)
-    runtime.set_deterministic(bool(args.deterministic))
-    precision.use_args(args)
-    device = runtime.pick_device(args.device)
-    runtime.seed_everything(args.seed)  # before loading: a checkpoint without a head gets a seeded one
+    device = start(args, seed=args.seed)  # seeded before loading: a checkpoint without a head gets a seeded one
     model, tokenizer = load_classifier(args.start_dir)
     if model_labels(model) != inputs.labels:
         raise DataError(f"{args.train}: field 'labels' is {inputs.labels}, but the model in {args.start_dir} "
