@@ -16,15 +16,14 @@ pretrained encoder with a new head, which times the same.
 
 from __future__ import annotations
 
-import json
 import platform
 import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from maskbench.benchmarks import show_and_write
 from maskbench.cli import parse_dataclass
-from maskbench.runtime import atomic_write_text
 
 
 @dataclass
@@ -100,11 +99,7 @@ def measure(args: EvalBatchArgs) -> dict:
 
 def main(argv=None) -> int:
     args = parse_dataclass(EvalBatchArgs, argv, "python -m maskbench.benchmarks.eval_batch_size", __doc__)
-    text = json.dumps(measure(args), indent=1)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.out, text + "\n")
+    show_and_write(measure(args), args.out)
     return 0
 
 

@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from maskbench.benchmarks import show_and_write
 from maskbench.cli import parse_dataclass
-from maskbench.runtime import atomic_write_text
 
 
 @dataclass
@@ -170,11 +170,7 @@ def main(argv=None) -> int:
             each = [json.loads(p.communicate()[0])["step_s"] for p in procs]
             name = f"two 1-thread processes side by side,max_length={max_length}"
             record["step_s"][name + (f",length_grouped={args.length_grouped}" if grouped else "")] = each
-    text = json.dumps(record, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.out, text + "\n")
+    show_and_write(record, args.out, indent=2)
     return 0
 
 
