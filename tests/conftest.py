@@ -64,7 +64,7 @@ def start_smoke_run(factory) -> None:
 def smoke_run(tmp_path_factory):
     """The smoke DAG's local run, once per session (started in the background at collection, or here when it was
     not): tests/test_workflow.py checks its outputs and tests/test_slurm.py compares the SLURM run's outputs with
-    it. About 3.5 minutes alone on 2 cores (258 jobs, forked from the warm runner); the limit only catches a hang."""
+    it. About 3.5 minutes alone on 2 cores (259 jobs, forked from the warm runner); the limit only catches a hang."""
     import subprocess
 
     if "process" not in SMOKE:
@@ -168,9 +168,9 @@ def pytest_collection_modifyitems(config, items):
     reads_smoke = [item for item in items if "smoke_run" in getattr(item, "fixturenames", ())]
     if reads_smoke and not config.option.collectonly:
         slurm = [item for item in reads_smoke if "slurm_run" in item.fixturenames]
-        rest = set(reads_smoke)
-        items[:] = ([item for item in items if item not in rest] + slurm
-                    + [item for item in reads_smoke if item not in set(slurm)])
+        later = set(reads_smoke)
+        items[:] = ([item for item in items if item not in later] + slurm
+                    + [item for item in reads_smoke if "slurm_run" not in item.fixturenames])
         factory = config._tmp_path_factory
         start_smoke_run(factory)
         if slurm:
