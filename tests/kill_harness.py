@@ -30,7 +30,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRESS = re.compile(r"progress train: step (\d+)/(\d+)")
-RESUMED = re.compile(r"resuming from (\S+) at step (\d+)")
+EVALUATE_PROGRESS = re.compile(r"progress evaluate: batch (\d+)/(\d+)")
+RESUMED = re.compile(r"resuming from (\S+) at (?:step|set) (\d+)")
 
 TINY_BERT = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
              "bert_config": {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -58,6 +59,10 @@ class Kind:
     final: tuple[str, ...]
     resumes: bool = True
     state: str | None = None  # the output whose ``.<name>.resume.pt`` holds the state
+    progress: re.Pattern = PROGRESS  # the lines counted to pick the kill point
+    # where a rerun goes on from: a saved training state (after SIGKILL the last periodic one, every
+    # CHECKPOINT_EVERY steps) or the evaluation sets finished before the kill
+    resumes_at: str = "saved step"
 
 
 @dataclass
@@ -95,7 +100,7 @@ def run_step(kind: Kind, out: Path, log: Path, kill_at: int | None = None, signu
         deadline = time.monotonic() + timeout
         for line in process.stderr:
             sink.write(line)
-            if PROGRESS.search(line):
+            if kind.progress.search(line):
                 seen += 1
                 if kill_at is not None and seen == kill_at:
                     process.send_signal(signum)
@@ -142,7 +147,7 @@ def kill_once(kind: Kind, straight: Path, lines: int, work: Path, name: str, sig
     kill.rerun_exit, _ = run_step(kind, out, work / f"{name}.rerun.log")
     kill.resumed_from = resumed_from(work / f"{name}.rerun.log")
     kill.differences = compare(straight, out) if kill.rerun_exit == 0 else ["the rerun failed"]
-    kill.states_left = sorted(str(p.relative_to(out)) for p in out.rglob(".*resume*"))
+    kill.states_left = sorted(str(p.relative_to(out)) for p in [*out.rglob(".*resume*"), *out.rglob(".*.staged-*")])
     kill.bit_equal = not kill.differences
     kill.seconds = round(time.perf_counter() - started, 1)
     out.rename(work / name)
@@ -210,6 +215,9 @@ def kinds(inputs: Path) -> dict[str, Kind]:
     vision = ["--train", str(inputs / "vision" / "train.safetensors"),
               "--val", str(inputs / "vision" / "val.safetensors")]
     corpus, encoder = inputs / "gender" / "corpus.parquet", inputs / "gender" / "encoder"
+    evaluated = ["--data", str(nli / "dev.parquet"), str(nli / "train.parquet"), "--eval-sets",
+                 json.dumps([{"name": "dev"}, {"name": "train"}]), "--task", "mnli", "--seed", "1",
+                 "--threads", "1", "--batch-size", "4"]
     return {k.name: k for k in [
         Kind("fine-tuning", "maskbench.steps.nlu.finetune",
              lambda out: [*common, "--model-spec", json.dumps(TINY_BERT), "--hparams", json.dumps(FT_HP),
@@ -261,6 +269,16 @@ def kinds(inputs: Path) -> dict[str, Kind]:
                                                     "gamma": 10, "head": {"max_epochs": 2}}),
                           "--examples", json.dumps({"gate_train": 48, "gate_val": 24, "readout": 24}),
                           "--max-length", "64", "--out", str(out / "n.mask"), *every], ("n.mask", "n.json")),
+        # an evaluation job of two models on two sets (four parts, each staged when scored), and one of two masks
+        Kind("evaluation", "maskbench.steps.nlu.evaluate",
+             lambda out: ["--model-dirs", str(inputs / "ft"), str(inputs / "init"), "--rows", "a", "b",
+                          "--out-dirs", str(out / "a"), str(out / "b"), *evaluated],
+             ("b/train.json",), progress=EVALUATE_PROGRESS, resumes_at="finished set"),
+        Kind("evaluation under masks", "maskbench.steps.nlu.evaluate_masks",
+             lambda out: ["--model-dir", str(inputs / "ft"), "--masks", str(inputs / "m50.mask"),
+                          str(inputs / "m50.mask"), "--rows", "a", "b", "--out-dirs", str(out / "a"), str(out / "b"),
+                          *evaluated],
+             ("b/train.json",), progress=EVALUATE_PROGRESS, resumes_at="finished set"),
         Kind("FFW on the gender encoder", "maskbench.steps.gender.ffw",
              lambda out: ["--model", str(encoder), "--corpus", str(corpus), "--seed", "1", "--threads", "1",
                           "--settings", json.dumps({"max_gate_epochs": 4, "gate_patience": 0, "batch_size": 16,
@@ -342,6 +360,7 @@ def record(kills: list[Kill], every: dict[str, Kind], straight_seconds: dict, se
         mine = [k for k in kills if k.kind == name]
         per_kind[name] = {
             "resumes_mid_run": every[name].resumes,
+            "resumes_at": every[name].resumes_at if every[name].resumes else None,
             "kills": len(mine),
             "sigterm": sum(k.signal == "SIGTERM" for k in mine),
             "sigkill": sum(k.signal == "SIGKILL" for k in mine),

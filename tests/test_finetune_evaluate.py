@@ -98,6 +98,61 @@ def test_evaluate_writes_one_json_and_predictions_per_set(data_dir, checkpoint, 
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)
 
 
+def test_an_evaluation_stopped_between_sets_keeps_them_and_its_rerun_scores_only_the_rest(data_dir, checkpoint,
+                                                                                          tmp_path, caplog):
+    """SIGTERM (here the flag its handler sets) while a set is scored: the job ends after that set with the set
+    staged (snakemake then deletes the declared outputs); the rerun puts it back, scores the other three and ends
+    bit-equal to an uninterrupted run, with no staged copy left. A staged part of other inputs is never put back."""
+    import shutil
+
+    from maskbench import stop
+    from maskbench.tools.compare_results import compare_file
+
+    sets = [{"name": "dev", "metric": "accuracy"}, {"name": "train", "metric": "accuracy"}]
+    out = tmp_path / "run"
+
+    def run():
+        return evaluate_cli.main([
+            "--model-dirs", str(checkpoint), str(checkpoint), "--rows", "baseline", "again",
+            "--out-dirs", str(out / "a"), str(out / "b"), "--data", str(data_dir / "dev.parquet"),
+            str(data_dir / "train.parquet"), "--eval-sets", json.dumps(sets), "--task", "mnli", "--seed", "1",
+            "--threads", "1"])
+
+    assert run() == 0
+    straight = tmp_path / "straight"
+    out.rename(straight)
+    stop.request("SIGTERM")
+    try:
+        with pytest.raises(stop.StopRequested, match="after set 1 of 4"):
+            run()
+    finally:
+        stop.clear()
+    assert sorted(p.name for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")) == [
+        "dev.json", "dev.predictions.parquet"]
+    assert len(list(out.rglob(".dev.json.staged-*"))) == 1
+    for path in out.rglob("*"):  # snakemake deletes a failed job's declared outputs, not the staged copies
+        if path.is_file() and not path.name.startswith("."):
+            path.unlink()
+    caplog.set_level("INFO", logger="maskbench.steps.nlu.staged_evaluation")
+    assert run() == 0
+    assert "at set 1 of 4" in caplog.text and "scored 3 of 4 (item, set) parts (1 put back" in caplog.text
+    files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(straight) for p in straight.rglob("*") if p.is_file())  # nothing staged left
+    assert [rel for rel in files if compare_file(straight / rel, out / rel)[1] is not None] == []
+    # a part staged from other inputs is scored again: the model's weights rewritten since the cut-off
+    shutil.rmtree(out)
+    stop.request("SIGTERM")
+    try:
+        with pytest.raises(stop.StopRequested):
+            run()
+    finally:
+        stop.clear()
+    weights = checkpoint / "model.safetensors"
+    weights.write_bytes(weights.read_bytes())
+    caplog.clear()
+    assert run() == 0
+    assert "scored 4 of 4 (item, set) parts (0 put back" in caplog.text
+
 def test_map_predictions_merges_and_refuses_unreachable_labels():
     mapped = map_predictions(["entailment", "neutral", "contradiction"],
                              {"neutral": "non-entailment", "contradiction": "non-entailment"},

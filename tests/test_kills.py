@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from kill_harness import CHECKPOINT_EVERY, REPO, run_harness
 
-# the full harness: kind -> the signals of its kills. Kinds that resume mid-run get three kills (SIGTERM, SIGKILL,
-# SIGTERM), the one that restarts (IMP) two
+# the full harness: kind -> the signals of its kills. Most kinds that resume mid-run get three kills (SIGTERM, SIGKILL,
+# SIGTERM); IMP (restarts its round), the matrix's FFW kinds and the evaluations (resume at a finished set) two
 FULL_PLAN = {
     "fine-tuning": ("SIGTERM", "SIGKILL", "SIGTERM"),
     "mask search": ("SIGTERM", "SIGKILL", "SIGTERM"),
@@ -31,6 +31,8 @@ FULL_PLAN = {
     "paper D FFW, online heads": ("SIGTERM", "SIGKILL"),
     "FFW on the gender encoder": ("SIGTERM", "SIGKILL"),
     "FFW on the NLU baseline": ("SIGTERM", "SIGKILL"),
+    "evaluation": ("SIGTERM", "SIGKILL"),
+    "evaluation under masks": ("SIGTERM", "SIGKILL"),
 }
 
 
@@ -46,7 +48,8 @@ def check(record: dict) -> None:
             assert run["resumed_from"] is None, where
         elif run["signal"] == "SIGTERM":
             assert run["resumed_from"] is not None and run["resumed_from"] >= 1, where  # the step the stop saved
-        else:  # SIGKILL: from the last periodic state, or from step 0 when killed before the first
+        elif record["kinds"][run["kind"]]["resumes_at"] == "saved step":
+            # SIGKILL: from the last periodic state, or from step 0 when killed before the first
             assert run["resumed_from"] is None or run["resumed_from"] % int(CHECKPOINT_EVERY) == 0, where
 
 
@@ -106,4 +109,4 @@ def test_the_cost_of_a_kill_is_the_interval_times_the_step_time(tmp_path):
     assert "| 12.5 | 1,000 steps = 1.3 min |" in text  # 1000 / 12.5 = 80 s
     assert "| 9.0 | 1,000 steps = 1.9 min |" in text  # the A100 assumption: 1000 / 9 = 111 s
     assert "**1.31 GB**, saved (checksum, fsync, rename) in **4.2 s**" in text
-    assert "| fine-tuning | yes | 1 (1 / 0) | 1 of 1 | 1 | 1 | 0 | 1 of 1 |" in text
+    assert "| fine-tuning | yes (saved steps) | 1 (1 / 0) | 1 of 1 | 1 | 1 | 0 | 1 of 1 |" in text

@@ -13,7 +13,8 @@ step (``requested``, ``take_save_request``), saves the state (``maskbench.resume
 output has been written at that point (every step writes its outputs after training, through a temporary name), so
 snakemake treats the job as failed: it deletes partial outputs and resubmits it (the profile's ``retries``) or
 reruns it (``--rerun-incomplete``), and the step goes on from the saved state. Outside a training loop the signals
-keep their usual meaning (SIGTERM ends the process), so a job scoring an evaluation stops at once. A stop received
+keep their usual meaning (SIGTERM ends the process), except in the NLU evaluations, which stop after the set they
+are scoring (maskbench/steps/nlu/staged_evaluation.py). A stop received
 once stays for the rest of the process: a sweep whose run is finishing when it arrives stops before the next run.
 
 Standard library only: the step launcher imports it before torch.
@@ -39,11 +40,11 @@ class StopRequested(BaseException):
     """Raised by the training loop once the state is saved (or, without a resume state, at once). A BaseException,
     as KeyboardInterrupt: no ``except Exception`` on the way may swallow it."""
 
-    def __init__(self, signal_name: str, step: int, total: int, state: str | None):
+    def __init__(self, signal_name: str, step: int, total: int, state: str | None, unit: str = "step"):
         self.signal_name, self.step, self.total, self.state = signal_name, step, total, state
-        where = (f"state saved to {state}; a rerun goes on from step {step}" if state is not None
+        where = (f"state saved to {state}; a rerun goes on from {unit} {step}" if state is not None
                  else "no resume state (checkpoint_every 0): a rerun starts from step 0")
-        super().__init__(f"stopped on {signal_name} after step {step} of {total}: {where}")
+        super().__init__(f"stopped on {signal_name} after {unit} {step} of {total}: {where}")
 
 
 def requested() -> str | None:

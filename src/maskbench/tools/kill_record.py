@@ -143,15 +143,17 @@ def section(record: dict, record_path: str, paper_config: Path, gpu_check: Path,
               f"loses at most those {minutes(warning)}; a SIGKILL with no warning (a node failure, an out-of-memory "
               "kill) loses the steps since the last periodic state, the table above.", ""]
     lines += ["**Reliability**: real step processes on tiny CPU data (tests/kill_harness.py), each killed once at a "
-              "seeded random training step, then run again to the end and compared with an uninterrupted run "
+              "seeded random training step (an evaluation: batch), then run again to the end and compared with an uninterrupted run "
               f"({record['kills']} kills; a state every {record.get('checkpoint_every', 5)} steps, so a SIGKILL "
               "before the first one restarts from step 0)" + (f". {record['notes']}" if record.get("notes") else "")
               + ":", ""]
     lines += ["| step kind | mid-run state | kills (SIGTERM / SIGKILL) | SIGTERM: stopped with its state (exit 75) | "
-              "nothing complete-looking left | rerun resumed from a saved step | restarted from 0 | "
+              "nothing complete-looking left | rerun resumed (from a saved step or the finished sets) | restarted from 0 | "
               "bit-equal to the uninterrupted run |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for name, kind in record["kinds"].items():
-        lines.append(f"| {name} | {'yes' if kind['resumes_mid_run'] else 'no (restarts)'} | {kind['kills']} "
+        state = (f"yes ({'finished sets' if kind.get('resumes_at') == 'finished set' else 'saved steps'})"
+                 if kind["resumes_mid_run"] else "no (restarts)")
+        lines.append(f"| {name} | {state} | {kind['kills']} "
                      f"({kind['sigterm']} / {kind['sigkill']}) | {kind['stopped_with_exit_75']} of "
                      f"{kind['sigterm']} | {kind['nothing_complete_after_kill']} | {kind['resumed']} | "
                      f"{kind['restarted']} | {kind['bit_equal']} of {kind['kills']} |")

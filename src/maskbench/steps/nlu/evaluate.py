@@ -11,7 +11,8 @@ writes, for each model, ``<out-dir>/<name>.json`` (metrics) and ``<out-dir>/<nam
 each set. A model predicts in its own label space; ``merge`` maps its label names onto the evaluation set's (HANS
 has only entailment / non-entailment, FEVER-Symmetric no NOT ENOUGH INFO). The sets are read once and checked
 against a model before its first forward pass. One process scores several models (e.g. every row of a seed),
-paying the start-up (~6 s of imports) once.
+paying the start-up (~6 s of imports) once. Each finished (model, set) is kept across a kill or a time limit, and a
+rerun scores only the rest (maskbench/steps/nlu/staged_evaluation.py).
 """
 
 from __future__ import annotations
@@ -20,16 +21,13 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from maskbench import stop
 from maskbench.cli import require_same_lengths
 from maskbench.compute import start
 from maskbench.steps import run_step, step_main
+from maskbench.steps.nlu.staged_evaluation import StagedSets
 from maskbench.text.models import load_classifier, model_labels
-from maskbench.tracks.nlu.evaluation import (
-    EvalSetArgs,
-    load_eval_sets,
-    parse_eval_sets,
-    score_all,
-)
+from maskbench.tracks.nlu.evaluation import EvalSetArgs, load_eval_sets, parse_eval_sets
 
 log = logging.getLogger("maskbench.steps.nlu.evaluate")
 
@@ -42,18 +40,25 @@ class EvaluateArgs(EvalSetArgs):
 
 
 def evaluate(args: EvaluateArgs) -> list[str]:
-    """Score every model on every set; return the JSON paths written."""
+    """Score every model on every set (each set staged across a cut-off: maskbench/steps/nlu/staged_evaluation.py);
+    return the JSON paths written."""
     require_same_lengths(model_dirs=args.model_dirs, rows=args.rows, out_dirs=args.out_dirs)
     eval_sets = parse_eval_sets(args.eval_sets, args.data)
     device = start(args)
+    staged = StagedSets(("evaluate", args.task, args.seed, args.eval_sets, [str(d) for d in args.data],
+                         args.max_length, args.batch_size, args.length_sorted),
+                        len(args.model_dirs) * len(eval_sets))
     written, loaded_for = [], {}
-    for model_dir, row, out_dir in zip(args.model_dirs, args.rows, args.out_dirs, strict=True):
-        model, tokenizer = load_classifier(model_dir)
-        labels = tuple(model_labels(model))
-        if labels not in loaded_for:  # read and checked once per label set, before that model's first forward
-            loaded_for[labels] = load_eval_sets(eval_sets, list(labels))
-        written += score_all(model, tokenizer, loaded_for[labels], args, device, out_dir,
-                             {"task": args.task, "row": row, "seed": args.seed}, model_dir)
+    with stop.stop_signals():
+        for model_dir, row, out_dir in zip(args.model_dirs, args.rows, args.out_dirs, strict=True):
+            model, tokenizer = load_classifier(model_dir)
+            labels = tuple(model_labels(model))
+            if labels not in loaded_for:  # read and checked once per label set, before that model's first forward
+                loaded_for[labels] = load_eval_sets(eval_sets, list(labels))
+            written += staged.score(model, tokenizer, loaded_for[labels], args, device, out_dir,
+                                    {"task": args.task, "row": row, "seed": args.seed}, model_dir,
+                                    [model_dir, *args.data])
+    staged.finish()
     return written
 
 

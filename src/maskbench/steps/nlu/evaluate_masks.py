@@ -6,7 +6,8 @@
 
 Every mask's header is checked against the model (fingerprint, module names, shapes) and every evaluation set
 is read before the first forward pass. For each mask the outputs are those of ``maskbench.steps.nlu.evaluate``, plus the
-mask's density in the JSON.
+mask's density in the JSON; each finished (mask, set) is kept across a kill or a time limit
+(maskbench/steps/nlu/staged_evaluation.py).
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from maskbench import stop
 from maskbench.cli import require_same_lengths
 from maskbench.compute import start
 from maskbench.masking.apply import MaskSet, MaskSwitch
 from maskbench.steps import run_step, step_main
+from maskbench.steps.nlu.staged_evaluation import StagedSets
 from maskbench.text.models import load_classifier, model_labels
-from maskbench.tracks.nlu.evaluation import EvalSetArgs, load_eval_sets, parse_eval_sets, score_all
+from maskbench.tracks.nlu.evaluation import EvalSetArgs, load_eval_sets, parse_eval_sets
 
 log = logging.getLogger("maskbench.steps.nlu.evaluate_masks")
 
@@ -46,15 +49,21 @@ def main(args: EvaluateMasksArgs) -> int:
     switch = MaskSwitch(model)
     for mask_set in mask_sets:  # refuse a foreign mask before any work
         switch.check(mask_set)
-    for mask_set, row, out_dir in zip(mask_sets, args.rows, args.out_dirs, strict=True):
-        started = time.perf_counter()
-        switch.apply(mask_set)
-        log.info("%s: mask %s applied in %.1f ms (%.2f%% pruned)", row, mask_set.path,
-                 1000 * (time.perf_counter() - started), 100 * (1 - mask_set.density()))
-        score_all(model, tokenizer, loaded, args, device, out_dir,
-                  {"task": args.task, "row": row, "seed": args.seed, "mask": str(mask_set.path),
-                   "mask_density": mask_set.density()}, args.model_dir)
+    staged = StagedSets(("evaluate_masks", args.task, args.seed, args.eval_sets, [str(d) for d in args.data],
+                         args.max_length, args.batch_size, args.length_sorted),
+                        len(mask_sets) * len(eval_sets))
+    with stop.stop_signals():
+        for mask_set, row, out_dir in zip(mask_sets, args.rows, args.out_dirs, strict=True):
+            started = time.perf_counter()
+            switch.apply(mask_set)
+            log.info("%s: mask %s applied in %.1f ms (%.2f%% pruned)", row, mask_set.path,
+                     1000 * (time.perf_counter() - started), 100 * (1 - mask_set.density()))
+            staged.score(model, tokenizer, loaded, args, device, out_dir,
+                         {"task": args.task, "row": row, "seed": args.seed, "mask": str(mask_set.path),
+                          "mask_density": mask_set.density()}, args.model_dir,
+                         [args.model_dir, mask_set.path, *args.data])
     switch.revert()
+    staged.finish()
     return 0
 
 
