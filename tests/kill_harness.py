@@ -3,7 +3,7 @@
 Each step kind is a command line of `python -m maskbench.steps.<track>.<step>` writing its outputs into one folder.
 For every kill the harness starts the step in its own process (progress lines every step:
 ``MASKBENCH_PROGRESS_SECONDS=0``), reads its log until the K-th training progress line (K drawn from a seeded
-generator among the first 70 % of the lines an uninterrupted run writes), sends SIGTERM (a time limit, a
+generator among the first 70 % of the lines an uninterrupted run writes; an evaluation's: 60 %, before its last set), sends SIGTERM (a time limit, a
 pre-emption: the step should save its state and exit 75) or SIGKILL (no warning: the last periodic state is all
 there is), and waits for it. Then it checks that nothing complete-looking is left (none of the kind's final files),
 runs the step again to the end, reads from its log the step it resumed from (``resuming from ... at step N``), and
@@ -63,6 +63,9 @@ class Kind:
     # where a rerun goes on from: a saved training state (after SIGKILL the last periodic one, every
     # CHECKPOINT_EVERY steps) or the evaluation sets finished before the kill
     resumes_at: str = "saved step"
+    # the kill point is drawn among the first ``window`` of the progress lines an uninterrupted run writes (an
+    # evaluation's: before its last set, as a SIGTERM during the last set lets the job end complete)
+    window: float = 0.7
 
 
 @dataclass
@@ -138,7 +141,7 @@ def compare(straight: Path, resumed: Path) -> list[str]:
 
 def kill_once(kind: Kind, straight: Path, lines: int, work: Path, name: str, signame: str,
               rng: random.Random) -> Kill:
-    at = rng.randint(1, max(1, int(0.7 * lines)))
+    at = rng.randint(1, max(1, int(kind.window * lines)))
     kill = Kill(kind.name, signame, at)
     started = time.perf_counter()
     out = work / RUN  # the uninterrupted run's folder: outputs record their own paths
@@ -269,16 +272,17 @@ def kinds(inputs: Path) -> dict[str, Kind]:
                                                     "gamma": 10, "head": {"max_epochs": 2}}),
                           "--examples", json.dumps({"gate_train": 48, "gate_val": 24, "readout": 24}),
                           "--max-length", "64", "--out", str(out / "n.mask"), *every], ("n.mask", "n.json")),
-        # an evaluation job of two models on two sets (four parts, each staged when scored), and one of two masks
+        # an evaluation job of two models on two sets (four parts, each staged when scored; 6 + 24 batches a model, so
+        # the last set starts after 60 % of the lines), and one of two masks
         Kind("evaluation", "maskbench.steps.nlu.evaluate",
              lambda out: ["--model-dirs", str(inputs / "ft"), str(inputs / "init"), "--rows", "a", "b",
                           "--out-dirs", str(out / "a"), str(out / "b"), *evaluated],
-             ("b/train.json",), progress=EVALUATE_PROGRESS, resumes_at="finished set"),
+             ("b/train.json",), progress=EVALUATE_PROGRESS, resumes_at="finished set", window=0.6),
         Kind("evaluation under masks", "maskbench.steps.nlu.evaluate_masks",
              lambda out: ["--model-dir", str(inputs / "ft"), "--masks", str(inputs / "m50.mask"),
                           str(inputs / "m50.mask"), "--rows", "a", "b", "--out-dirs", str(out / "a"), str(out / "b"),
                           *evaluated],
-             ("b/train.json",), progress=EVALUATE_PROGRESS, resumes_at="finished set"),
+             ("b/train.json",), progress=EVALUATE_PROGRESS, resumes_at="finished set", window=0.6),
         Kind("FFW on the gender encoder", "maskbench.steps.gender.ffw",
              lambda out: ["--model", str(encoder), "--corpus", str(corpus), "--seed", "1", "--threads", "1",
                           "--settings", json.dumps({"max_gate_epochs": 4, "gate_patience": 0, "batch_size": 16,

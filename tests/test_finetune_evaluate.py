@@ -99,14 +99,22 @@ def test_evaluate_writes_one_json_and_predictions_per_set(data_dir, checkpoint, 
 
 
 def test_an_evaluation_stopped_between_sets_keeps_them_and_its_rerun_scores_only_the_rest(data_dir, checkpoint,
-                                                                                          tmp_path, caplog):
+                                                                                          tmp_path, caplog, monkeypatch):
     """SIGTERM (here the flag its handler sets) while a set is scored: the job ends after that set with the set
     staged (snakemake then deletes the declared outputs); the rerun puts it back, scores the other three and ends
     bit-equal to an uninterrupted run, with no staged copy left. A staged part of other inputs is never put back."""
     import shutil
 
     from maskbench import stop
+    from maskbench.steps.nlu import staged_evaluation
     from maskbench.tools.compare_results import compare_file
+
+    score_all = staged_evaluation.score_all
+
+    def stop_during_the_first_set(*args, **kwargs):
+        written = score_all(*args, **kwargs)
+        stop.request("SIGTERM")
+        return written
 
     sets = [{"name": "dev", "metric": "accuracy"}, {"name": "train", "metric": "accuracy"}]
     out = tmp_path / "run"
@@ -121,12 +129,13 @@ def test_an_evaluation_stopped_between_sets_keeps_them_and_its_rerun_scores_only
     assert run() == 0
     straight = tmp_path / "straight"
     out.rename(straight)
-    stop.request("SIGTERM")
+    monkeypatch.setattr(staged_evaluation, "score_all", stop_during_the_first_set)
     try:
         with pytest.raises(stop.StopRequested, match="after set 1 of 4"):
             run()
     finally:
         stop.clear()
+    monkeypatch.undo()
     assert sorted(p.name for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")) == [
         "dev.json", "dev.predictions.parquet"]
     assert len(list(out.rglob(".dev.json.staged-*"))) == 1
@@ -141,17 +150,35 @@ def test_an_evaluation_stopped_between_sets_keeps_them_and_its_rerun_scores_only
     assert [rel for rel in files if compare_file(straight / rel, out / rel)[1] is not None] == []
     # a part staged from other inputs is scored again: the model's weights rewritten since the cut-off
     shutil.rmtree(out)
-    stop.request("SIGTERM")
+    monkeypatch.setattr(staged_evaluation, "score_all", stop_during_the_first_set)
     try:
         with pytest.raises(stop.StopRequested):
             run()
     finally:
         stop.clear()
+    monkeypatch.undo()
     weights = checkpoint / "model.safetensors"
     weights.write_bytes(weights.read_bytes())
     caplog.clear()
     assert run() == 0
     assert "scored 4 of 4 (item, set) parts (0 put back" in caplog.text
+    # a stop during the job's last set: nothing is left to score, the job ends complete
+    shutil.rmtree(out)
+    calls = []
+
+    def stop_during_the_last_set(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:
+            stop.request("SIGTERM")
+        return score_all(*args, **kwargs)
+
+    monkeypatch.setattr(staged_evaluation, "score_all", stop_during_the_last_set)
+    try:
+        assert run() == 0
+    finally:
+        stop.clear()
+    assert [rel for rel in files if compare_file(straight / rel, out / rel)[1] is not None] == []
+    assert not list(out.rglob(".*.staged-*"))
 
 def test_map_predictions_merges_and_refuses_unreachable_labels():
     mapped = map_predictions(["entailment", "neutral", "contradiction"],

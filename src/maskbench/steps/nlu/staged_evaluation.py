@@ -6,8 +6,9 @@ snakemake deletes a failed job's declared outputs); when the job runs again the 
 put back and only the rest are scored. The key of a part holds the job's arguments, the item's output folder, the
 set's name and the size and time of every input, so a part of other inputs or arguments is never put back.
 
-SIGTERM (or SLURM's warning) during scoring ends the job after the set being scored, with exit status 75
-(``maskbench.stop``); SIGKILL loses only that set. The staged copies are removed when the job is complete.
+SIGTERM during scoring ends the job after the set being scored, with exit status 75 (``maskbench.stop``), unless
+that set was its last (then the job is complete); SIGKILL loses only that set; SLURM's warning (SIGUSR1) changes
+nothing, every finished set being staged already. The staged copies are removed when the job is complete.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ class StagedSets:
     def score(self, model, tokenizer, loaded: list[tuple], args, device, out_dir: Path, record: dict,
               model_dir: Path, inputs: list) -> list[str]:
         """``score_all`` set by set: a set staged by an earlier try is put back, the others are scored and staged;
-        a stop request is honoured after each scored set. ``inputs``: the files the item's scores derive from."""
+        a stop request is honoured before the next set is scored (one that comes during the job's last set lets the
+        job end complete). ``inputs``: the files the item's scores derive from."""
         stamp = staging.inputs_stamp(inputs)
         written = []
         for entry in loaded:
@@ -45,12 +47,12 @@ class StagedSets:
             if staging.restore(files, key):
                 self.restored += 1
             else:
+                self._stop_if_asked()
                 if self.restored and not self.scored:
                     self._log_resume(out_dir)
                 score_all(model, tokenizer, [entry], args, device, out_dir, record, model_dir)
                 staging.keep(files, key)
                 self.scored += 1
-                self._stop_if_asked()
             written.append(str(files[0]))
         return written
 
