@@ -1,5 +1,9 @@
 """Session work started in the background while other tests run (tests/conftest.py starts it; a fixture takes its
-result, or does the work itself when nothing started it)."""
+result, or does the work itself when nothing started it).
+
+``start`` runs one piece of work in a thread of its own (the SLURM run, which waits for the smoke run); ``start_lane``
+runs several, one after the other, in one thread: the session's heavy subprocess work (planning the paper config,
+the paper miniature's partial run, ...), so that it uses the core the unit tests leave free without crowding it."""
 
 from __future__ import annotations
 
@@ -9,20 +13,32 @@ from collections.abc import Callable
 STARTED: dict[str, dict] = {}
 
 
-def start(name: str, work: Callable[[], object]) -> None:
-    """Run ``work`` in a thread; its result, or what it raised (a skip or a failed assertion too), is kept for
-    ``result``."""
-    state: dict = {}
+def _run(state: dict, work: Callable[[], object]) -> None:
+    try:
+        state["value"] = work()
+    except BaseException as err:  # noqa: BLE001 (re-raised in the fixture that takes the result)
+        state["error"] = err
+    finally:
+        state["done"].set()
+
+
+def start_lane(name: str, works: list[tuple[str, Callable[[], object]]]) -> None:
+    """Run each ``(name, work)`` in order in one thread; each result, or what it raised (a skip or a failed assertion
+    too), is kept for ``result`` under its name."""
+    states = [(work_name, {"done": threading.Event()}, work) for work_name, work in works]
+    for work_name, state, _ in states:
+        STARTED[work_name] = state
 
     def target():
-        try:
-            state["value"] = work()
-        except BaseException as err:  # noqa: BLE001 (re-raised in the fixture that takes the result)
-            state["error"] = err
+        for _, state, work in states:
+            _run(state, work)
 
-    state["thread"] = threading.Thread(target=target, name=f"background {name}", daemon=True)
-    STARTED[name] = state
-    state["thread"].start()
+    threading.Thread(target=target, name=f"background {name}", daemon=True).start()
+
+
+def start(name: str, work: Callable[[], object]) -> None:
+    """Run ``work`` in a thread of its own; its result, or what it raised, is kept for ``result``."""
+    start_lane(name, [(name, work)])
 
 
 def result(name: str, work: Callable[[], object]):
@@ -30,7 +46,7 @@ def result(name: str, work: Callable[[], object]):
     state = STARTED.get(name)
     if state is None:
         return work()
-    state["thread"].join()
+    state["done"].wait()
     if "error" in state:
         raise state["error"]
     return state["value"]

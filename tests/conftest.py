@@ -122,20 +122,47 @@ def dry_run(tmp_path_factory):
     return run
 
 
-@pytest.fixture(scope="session")
-def paper_dry_run(tmp_path_factory):
-    """`snakemake -n` of the paper config with the SLURM profile (site facts from the environment), once per
-    session, as from a fresh clone: without the files and folders its user supplies (planning does not need them;
-    FEVER-Symmetric is found in the project's data/nli/)."""
+def plan_paper(factory):
+    """`snakemake -n` of the paper config with the SLURM profile (site facts from the environment), as from a fresh
+    clone: without the files and folders its user supplies (planning does not need them; FEVER-Symmetric is found in
+    the project's data/nli/)."""
     from test_workflow import REPO, snakemake
 
     env = {"MASKBENCH_SLURM_ACCOUNT": "acct", "MASKBENCH_SLURM_PARTITION": "cpu",
            "MASKBENCH_SLURM_GPU_PARTITION": "gpu"}
-    workdir = tmp_path_factory.mktemp("paper")
+    workdir = factory.mktemp("paper")
     result = snakemake("-n", "--configfile", str(REPO / "configs/paper.yaml"), "--profile",
                        str(REPO / "profiles/slurm"), workdir=workdir, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
+
+
+@pytest.fixture(scope="session")
+def paper_dry_run(tmp_path_factory):
+    """The paper config's plan (``plan_paper``), once per session, from the background lane."""
+    return background.result("paper_dry_run", lambda: plan_paper(tmp_path_factory))
+
+
+# The background lane (tests/background.py): the session's heavy work that runs subprocesses, each piece started in
+# turn at collection when a selected test uses its fixture, in the order the tests need them. Fixture -> (test module,
+# or None for this one; its function of the session's tmp_path_factory).
+LANE = (("paper_dry_run", None, "plan_paper"),
+        ("env_pins_report", "test_environment", "resolve_env_pins"),
+        ("one_kill_record", "test_kills", "kill_one_fine_tuning"),
+        ("partial_run", "test_paper_miniature_run", "run_partial"),
+        ("your_model_run", "test_your_model_page", "run_the_page"))
+
+
+def start_lane(factory, items) -> None:
+    import functools
+    import importlib
+
+    used = {name for item in items for name in getattr(item, "fixturenames", ())}
+    works = [(name, functools.partial(getattr(importlib.import_module(module), function) if module else
+                                      globals()[function], factory))
+             for name, module, function in LANE if name in used]
+    if works:
+        background.start_lane("lane", works)
 
 
 @pytest.fixture(scope="session")
@@ -153,7 +180,7 @@ def smoke_report(smoke_run, deps_only_python):
 
 def pytest_addoption(parser):
     parser.addoption("--kills", action="store_true", default=False,
-                     help="run the full kill harness (tests/test_kills.py, marker `kills`: 29 kills, minutes)")
+                     help="run the full kill harness (tests/test_kills.py, marker `kills`: 33 kills, minutes)")
     parser.addoption("--slurm-all", action="store_true", default=False,
                      help="the SLURM test reruns one job of every rule kind, not only tests/test_slurm.py's CI_RULES")
     parser.addoption("--kills-record", default=None,
@@ -162,9 +189,11 @@ def pytest_addoption(parser):
 
 @pytest.hookimpl(trylast=True)  # after -k / -m have deselected
 def pytest_collection_modifyitems(config, items):
-    # the tests that read the smoke run go last (in their order), and the run starts now, in the background; the
-    # SLURM run's tests before the other smoke tests: it copies the smoke run's folder, which one of those changes
-    # for a while; it starts when the smoke run ends, in the background too
+    # the background lane's work starts now; the tests that read the smoke run go last (in their order), and the run
+    # starts now, in the background; the SLURM run's tests before the other smoke tests: it copies the smoke run's
+    # folder, which one of those changes for a while; it starts when the smoke run ends, in the background too
+    if not config.option.collectonly:
+        start_lane(config._tmp_path_factory, items)
     reads_smoke = [item for item in items if "smoke_run" in getattr(item, "fixturenames", ())]
     if reads_smoke and not config.option.collectonly:
         slurm = [item for item in reads_smoke if "slurm_run" in item.fixturenames]

@@ -14,6 +14,7 @@ import sys
 import tomllib
 from urllib.parse import urlparse
 
+import background
 import pytest
 import yaml
 from packaging.requirements import Requirement
@@ -74,24 +75,35 @@ def reachable(url: str) -> bool:
     return True
 
 
-def test_env_file_pins_resolve_on_the_package_index(tmp_path):
-    """Each pinned requirement exists on the index for the env's Python (pip's dry run, no dependencies: about 4 s;
-    with them 17 s, too slow for CI)."""
+def resolve_env_pins(factory) -> dict:
+    """pip's report of the env file's pins resolved on the index for the env's Python (a dry run, no dependencies:
+    about 4 s alone, with them 17 s; run in the background lane, tests/conftest.py)."""
+    import json
+
     if not reachable(index_url()):
         pytest.skip(f"the package index {index_url()} is unreachable from here")
+    folder = factory.mktemp("pins")
     python = next(str(d) for d in env_file()["dependencies"] if str(d).startswith("python="))
-    requirements = tmp_path / "requirements.txt"
+    requirements = folder / "requirements.txt"
     requirements.write_text("\n".join(pip_lines()) + "\n")
     result = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps", "--quiet",
-         "--only-binary=:all:", "--python-version", python.removeprefix("python="), "--target", str(tmp_path / "t"),
-         "--report", str(tmp_path / "report.json"), "-r", str(requirements)],
+         "--only-binary=:all:", "--python-version", python.removeprefix("python="), "--target", str(folder / "t"),
+         "--report", str(folder / "report.json"), "-r", str(requirements)],
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    import json
+    return json.loads((folder / "report.json").read_text())
 
+
+@pytest.fixture
+def env_pins_report(tmp_path_factory):
+    return background.result("env_pins_report", lambda: resolve_env_pins(tmp_path_factory))
+
+
+def test_env_file_pins_resolve_on_the_package_index(env_pins_report):
+    """Each pinned requirement exists on the index for the env's Python."""
     resolved = {canonicalize_name(i["metadata"]["name"]): i["metadata"]["version"]
-                for i in json.loads((tmp_path / "report.json").read_text())["install"]}
+                for i in env_pins_report["install"]}
     # a local build (torch's +cpu) is the pinned release
     assert {n: re.sub(r"\+.*", "", v) for n, v in resolved.items()} == \
         {n: next(iter(r.specifier)).version for n, r in pins().items()}

@@ -14,6 +14,7 @@ import json
 import re
 from pathlib import Path
 
+import background
 import pytest
 from kill_harness import CHECKPOINT_EVERY, REPO, run_harness
 
@@ -53,10 +54,19 @@ def check(record: dict) -> None:
             assert run["resumed_from"] is None or run["resumed_from"] % int(CHECKPOINT_EVERY) == 0, where
 
 
-def test_a_fine_tuning_sent_sigterm_stops_with_its_state_and_resumes_bit_identically(tmp_path):
-    record = run_harness(tmp_path, {"fine-tuning": ("SIGTERM",)}, seed=1)
-    check(record)
-    run = record["runs"][0]
+def kill_one_fine_tuning(factory) -> dict:
+    """The default run's record: one fine-tuning killed with SIGTERM (in the background lane, tests/conftest.py)."""
+    return run_harness(factory.mktemp("kill"), {"fine-tuning": ("SIGTERM",)}, seed=1)
+
+
+@pytest.fixture
+def one_kill_record(tmp_path_factory):
+    return background.result("one_kill_record", lambda: kill_one_fine_tuning(tmp_path_factory))
+
+
+def test_a_fine_tuning_sent_sigterm_stops_with_its_state_and_resumes_bit_identically(one_kill_record):
+    check(one_kill_record)
+    run = one_kill_record["runs"][0]
     assert run["resumed_from"] >= 1
 
 

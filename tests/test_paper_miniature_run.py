@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 
+import background
 import pytest
 from test_workflow import REPO
 
@@ -21,9 +22,10 @@ RULES = ["prepare_dataset", "negation_subset", "prepare_vision", "gender_task_da
          "gender_mlm_head", "finetune_baseline"]
 
 
-@pytest.fixture(scope="module")
-def partial_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("paper-mini")
+def run_partial(factory):
+    """The miniature's inputs, its plan, then its preparations and baselines run (in the background lane,
+    tests/conftest.py); the folder it ran in."""
+    workdir = factory.mktemp("paper-mini")
     inputs = subprocess.run([sys.executable, "-m", "maskbench.tools.miniature", "--workdir", str(workdir),
                              "--inputs-only"], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert inputs.returncode == 0, inputs.stderr[-3000:]
@@ -37,6 +39,11 @@ def partial_run(tmp_path_factory):
     result = subprocess.run(command, capture_output=True, text=True, timeout=1200, cwd=REPO)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return workdir
+
+
+@pytest.fixture(scope="module")
+def partial_run(tmp_path_factory):
+    return background.result("partial_run", lambda: run_partial(tmp_path_factory))
 
 
 def test_the_fetch_finds_every_hub_repo_and_the_corpus_in_the_fixture_cache(partial_run):

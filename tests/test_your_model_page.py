@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import background
 import numpy as np
 import pandas as pd
 import pytest
@@ -67,14 +68,10 @@ def tiny_checkpoint(folder: Path, texts: list[str]) -> None:
 
 
 @pytest.mark.slow
-def test_the_page_runs_verbatim_on_a_fresh_clone(tmp_path):
-    import torch
-    from safetensors.torch import load_file
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    from maskbench.masking.codec import read_mask_header
-    from maskbench.tracks.nlu.bias.probs import read_probs
-
+def run_the_page(factory) -> Path:
+    """The page's commands run as written in a fresh clone, with the user's files outside it (in the background
+    lane, tests/conftest.py); the folder holding both."""
+    tmp_path = factory.mktemp("your-model")
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
     commands = code_block((clone / "docs/your-model.md").read_text(encoding="utf-8"), "## From a fresh clone")
@@ -94,7 +91,25 @@ def test_the_page_runs_verbatim_on_a_fresh_clone(tmp_path):
         done = subprocess.run(["bash", "-c", command], cwd=clone, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"`{command}` failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     print(f"docs/your-model.md steps 2-4: {time.perf_counter() - started:.1f} s")
+    return tmp_path
 
+
+@pytest.fixture
+def your_model_run(tmp_path_factory):
+    return background.result("your_model_run", lambda: run_the_page(tmp_path_factory))
+
+
+def test_the_page_runs_verbatim_on_a_fresh_clone(your_model_run):
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from maskbench.masking.codec import read_mask_header
+    from maskbench.tracks.nlu.bias.probs import read_probs
+
+    clone, mine = your_model_run / "clone", your_model_run / "mine"
+    examples = clone / "data/your-model"
+    train = read_jsonl(examples / "train.jsonl")
     out = clone / "results/your-model"
     # taken in bit for bit: the model every search starts from is the user's, never trained again
     given = load_file(str(out / "nlu/claims/your-model/models/method~given/model.safetensors"))

@@ -60,6 +60,7 @@ def measure_bert_base_save(folder: Path) -> dict:
     from maskbench.resume import read_state, rng_state, write_state
     from maskbench.train import linear_schedule
 
+    load = os.getloadavg()[0]  # the one-minute load average: whether other work shared the machine
     torch.manual_seed(0)
     model = BertForSequenceClassification(BertConfig(num_labels=3))
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
@@ -81,7 +82,7 @@ def measure_bert_base_save(folder: Path) -> dict:
     loaded = time.perf_counter() - started
     return {"parameters": sum(p.numel() for p in model.parameters()), "bytes": size,
             "save_seconds": round(saved, 2), "verified_load_seconds": round(loaded, 2),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores shared with other work, local disk",
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores at load average {load:.1f} before it, local disk",
             "torch": torch.__version__}
 
 
