@@ -2,7 +2,7 @@
 leaves nothing that looks finished, and its rerun resumes and ends bit-identical to an uninterrupted run.
 
 The default run kills one fine-tuning (three step processes: the uninterrupted run, the killed one, its rerun). The full harness — every step kind, SIGTERM
-and SIGKILL at seeded random steps, 29 kills — runs with ``--kills`` (docs/testing.md) and writes its record, from
+and SIGKILL at seeded random steps, 33 kills — runs with ``--kills`` (docs/testing.md) and writes its record, from
 which ``python -m maskbench.tools.kill_record`` writes the reliability table of docs/cluster.md:
 
     pytest tests/test_kills.py --kills -s [--kills-record results/benchmarks/kill_harness.json]
