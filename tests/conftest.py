@@ -194,6 +194,12 @@ def pytest_collection_modifyitems(config, items):
     # folder, which one of those changes for a while; it starts when the smoke run ends, in the background too
     if not config.option.collectonly:
         start_lane(config._tmp_path_factory, items)
+        # the modules that take the lane's results go after the others, giving the lane time (whole modules: their
+        # module-scoped fixtures are made once)
+        lane = {name for name, _, _ in LANE}
+        waiting = {item.nodeid.split("::")[0] for item in items if lane & set(getattr(item, "fixturenames", ()))}
+        items[:] = ([item for item in items if item.nodeid.split("::")[0] not in waiting]
+                    + [item for item in items if item.nodeid.split("::")[0] in waiting])
     reads_smoke = [item for item in items if "smoke_run" in getattr(item, "fixturenames", ())]
     if reads_smoke and not config.option.collectonly:
         slurm = [item for item in reads_smoke if "slurm_run" in item.fixturenames]

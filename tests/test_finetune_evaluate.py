@@ -106,8 +106,8 @@ def test_an_evaluation_stopped_between_sets_keeps_them_and_its_rerun_scores_only
     import shutil
 
     from maskbench import stop
-    from maskbench.steps.nlu import staged_evaluation
     from maskbench.tools.compare_results import compare_file
+    from maskbench.workflow import staged_evaluation
 
     score_all = staged_evaluation.score_all
 
@@ -142,7 +142,7 @@ def test_an_evaluation_stopped_between_sets_keeps_them_and_its_rerun_scores_only
     for path in out.rglob("*"):  # snakemake deletes a failed job's declared outputs, not the staged copies
         if path.is_file() and not path.name.startswith("."):
             path.unlink()
-    caplog.set_level("INFO", logger="maskbench.steps.nlu.staged_evaluation")
+    caplog.set_level("INFO", logger="maskbench.workflow.staged_evaluation")
     assert run() == 0
     assert "at set 1 of 4" in caplog.text and "scored 3 of 4 (item, set) parts (1 put back" in caplog.text
     files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())

@@ -67,7 +67,6 @@ def tiny_checkpoint(folder: Path, texts: list[str]) -> None:
     tokenizer.save_pretrained(str(folder))
 
 
-@pytest.mark.slow
 def run_the_page(factory) -> Path:
     """The page's commands run as written in a fresh clone, with the user's files outside it (in the background
     lane, tests/conftest.py); the folder holding both."""
@@ -79,7 +78,11 @@ def run_the_page(factory) -> Path:
     examples = clone / "data/your-model"
     train = read_jsonl(examples / "train.jsonl")
     mine = tmp_path / "mine"  # the user's files, outside the clone
-    tiny_checkpoint(mine / "checkpoint", [*train.claim, *train.evidence])
+    # in a process of its own: its seed must not move the random generators of the tests running meanwhile
+    subprocess.run([sys.executable, "-c", "import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+                    "from test_your_model_page import tiny_checkpoint; tiny_checkpoint(Path(sys.argv[2]), "
+                    "json.loads(sys.argv[3]))", str(Path(__file__).parent), str(mine / "checkpoint"),
+                    json.dumps([*train.claim, *train.evidence])], check=True)
     (mine / "train.jsonl").write_bytes((examples / "train.jsonl").read_bytes())
     paths = {"/path/to/your/checkpoint": str(mine / "checkpoint"), "/path/to/your/train.jsonl": str(mine / "train.jsonl")}
     env = {**os.environ, "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]),
@@ -99,6 +102,7 @@ def your_model_run(tmp_path_factory):
     return background.result("your_model_run", lambda: run_the_page(tmp_path_factory))
 
 
+@pytest.mark.slow
 def test_the_page_runs_verbatim_on_a_fresh_clone(your_model_run):
     import torch
     from safetensors.torch import load_file

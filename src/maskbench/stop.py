@@ -14,7 +14,7 @@ output has been written at that point (every step writes its outputs after train
 snakemake treats the job as failed: it deletes partial outputs and resubmits it (the profile's ``retries``) or
 reruns it (``--rerun-incomplete``), and the step goes on from the saved state. Outside a training loop the signals
 keep their usual meaning (SIGTERM ends the process), except in the NLU evaluations, which stop after the set they
-are scoring (maskbench/steps/nlu/staged_evaluation.py). A stop received
+are scoring (maskbench/workflow/staged_evaluation.py). A stop received
 once stays for the rest of the process: a sweep whose run is finishing when it arrives stops before the next run.
 
 Standard library only: the step launcher imports it before torch.

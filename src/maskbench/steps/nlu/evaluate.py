@@ -12,7 +12,7 @@ each set. A model predicts in its own label space; ``merge`` maps its label name
 has only entailment / non-entailment, FEVER-Symmetric no NOT ENOUGH INFO). The sets are read once and checked
 against a model before its first forward pass. One process scores several models (e.g. every row of a seed),
 paying the start-up (~6 s of imports) once. Each finished (model, set) is kept across a kill or a time limit, and a
-rerun scores only the rest (maskbench/steps/nlu/staged_evaluation.py).
+rerun scores only the rest (maskbench/workflow/staged_evaluation.py).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from maskbench import stop
 from maskbench.cli import require_same_lengths
 from maskbench.compute import start
 from maskbench.steps import run_step, step_main
-from maskbench.steps.nlu.staged_evaluation import StagedSets
 from maskbench.text.models import load_classifier, model_labels
 from maskbench.tracks.nlu.evaluation import EvalSetArgs, load_eval_sets, parse_eval_sets
+from maskbench.workflow.staged_evaluation import StagedSets
 
 log = logging.getLogger("maskbench.steps.nlu.evaluate")
 
@@ -40,7 +40,7 @@ class EvaluateArgs(EvalSetArgs):
 
 
 def evaluate(args: EvaluateArgs) -> list[str]:
-    """Score every model on every set (each set staged across a cut-off: maskbench/steps/nlu/staged_evaluation.py);
+    """Score every model on every set (each set staged across a cut-off: maskbench/workflow/staged_evaluation.py);
     return the JSON paths written."""
     require_same_lengths(model_dirs=args.model_dirs, rows=args.rows, out_dirs=args.out_dirs)
     eval_sets = parse_eval_sets(args.eval_sets, args.data)

@@ -7,7 +7,7 @@
 Every mask's header is checked against the model (fingerprint, module names, shapes) and every evaluation set
 is read before the first forward pass. For each mask the outputs are those of ``maskbench.steps.nlu.evaluate``, plus the
 mask's density in the JSON; each finished (mask, set) is kept across a kill or a time limit
-(maskbench/steps/nlu/staged_evaluation.py).
+(maskbench/workflow/staged_evaluation.py).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from maskbench.cli import require_same_lengths
 from maskbench.compute import start
 from maskbench.masking.apply import MaskSet, MaskSwitch
 from maskbench.steps import run_step, step_main
-from maskbench.steps.nlu.staged_evaluation import StagedSets
 from maskbench.text.models import load_classifier, model_labels
 from maskbench.tracks.nlu.evaluation import EvalSetArgs, load_eval_sets, parse_eval_sets
+from maskbench.workflow.staged_evaluation import StagedSets
 
 log = logging.getLogger("maskbench.steps.nlu.evaluate_masks")
 

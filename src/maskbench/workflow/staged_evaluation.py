@@ -20,7 +20,7 @@ from maskbench import stop
 from maskbench.tracks.nlu.evaluation import score_all
 from maskbench.workflow import staging
 
-log = logging.getLogger("maskbench.steps.nlu.staged_evaluation")
+log = logging.getLogger("maskbench.workflow.staged_evaluation")
 
 
 class StagedSets:
