@@ -1,7 +1,6 @@
 """Fixtures shared by test modules."""
 
 import os
-import threading
 
 import background
 import pytest
@@ -104,66 +103,23 @@ def pytest_sessionfinish(session, exitstatus):
                 process.kill()
 
 
-PLANNED: dict = {}  # config (None: config.yaml) -> the Future of its `snakemake -n` stdout
-PLANNED_LOCK = threading.Lock()
-
-
-def planned(factory, configfile: str | None) -> str:
-    """The stdout of `snakemake -n --cores 2` of a config in a fresh folder, once per session whichever thread asks
-    first (the test's or the background lane's); the other waits for it."""
-    from concurrent.futures import Future
-
-    from test_workflow import REPO, snakemake
-
-    with PLANNED_LOCK:
-        future, mine = PLANNED.get(configfile), False
-        if future is None:
-            future, mine = PLANNED.setdefault(configfile, Future()), True
-    if mine:
-        try:
-            args = ["-n", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
-            result = snakemake(*args, workdir=factory.mktemp("dry"))
-            assert result.returncode == 0, result.stderr[-3000:]
-            future.set_result(result.stdout)
-        except BaseException as err:  # noqa: BLE001 (raised in every test that asks for this plan)
-            future.set_exception(err)
-    return future.result()
-
-
 @pytest.fixture(scope="session")
 def dry_run(tmp_path_factory):
     """`dry_run(configfile)`: the stdout of `snakemake -n --cores 2` of a config (None: config.yaml) in a fresh
-    folder, planned once per session (``planned``, most of them in the background lane) and shared by the workflow
-    tests and the docs test."""
-    return lambda configfile: planned(tmp_path_factory, configfile)
+    folder, planned once per session and shared by the workflow tests and the docs test."""
+    from test_workflow import REPO, snakemake
 
+    planned: dict[str | None, str] = {}
 
-def configs_of(items) -> list[str | None]:
-    """The configs the selected tests that take ``dry_run`` name in their parameters (a command without
-    --configfile: config.yaml), in order; those it misses are planned when a test asks."""
-    import re
+    def run(configfile: str | None) -> str:
+        if configfile not in planned:
+            args = ["-n", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
+            result = snakemake(*args, workdir=tmp_path_factory.mktemp("dry"))
+            assert result.returncode == 0, result.stderr[-3000:]
+            planned[configfile] = result.stdout
+        return planned[configfile]
 
-    found: dict[str | None, None] = {}
-    for item in items:
-        if "dry_run" not in getattr(item, "fixturenames", ()) or not hasattr(item, "callspec"):
-            continue
-        for value in item.callspec.params.values():
-            if not isinstance(value, str):
-                continue
-            named = re.findall(r"configs/[\w.-]+\.yaml|(?<![\w/])config\.yaml", value)
-            if value.startswith("snakemake") and "--configfile" not in value:
-                named = [None]
-            for config in named:
-                found[None if config == "config.yaml" else config] = None
-    return [config for config in found if config not in ("configs/paper.yaml", "configs/paper-miniature.yaml")]
-
-
-def plan_configs(factory, configs) -> None:
-    for configfile in configs:
-        try:
-            planned(factory, configfile)
-        except BaseException:  # noqa: BLE001, S112 (the test that asks for it raises it)
-            continue
+    return run
 
 
 def plan_paper(factory):
@@ -205,8 +161,6 @@ def start_lane(factory, items) -> None:
     works = [(name, functools.partial(getattr(importlib.import_module(module), function) if module else
                                       globals()[function], factory))
              for name, module, function in LANE if name in used]
-    if "dry_run" in used:
-        works.append(("dry_runs", functools.partial(plan_configs, factory, configs_of(items))))
     if works:
         background.start_lane("lane", works)
 
@@ -242,7 +196,7 @@ def pytest_collection_modifyitems(config, items):
         start_lane(config._tmp_path_factory, items)
         # the modules that take the lane's results go after the others, giving the lane time (whole modules: their
         # module-scoped fixtures are made once)
-        lane = {name for name, _, _ in LANE} | {"dry_run"}
+        lane = {name for name, _, _ in LANE}
         waiting = {item.nodeid.split("::")[0] for item in items if lane & set(getattr(item, "fixturenames", ()))}
         items[:] = ([item for item in items if item.nodeid.split("::")[0] not in waiting]
                     + [item for item in items if item.nodeid.split("::")[0] in waiting])
