@@ -23,12 +23,19 @@ from maskbench.workflow import staging
 log = logging.getLogger("maskbench.workflow.staged_evaluation")
 
 
-class StagedSets:
-    """The (item, set) parts of one evaluation job. ``common``: the job's arguments that shape every part;
-    ``total``: the number of parts the job scores (items × sets), for the log and the stop message."""
+def job_fields(step: str, args) -> tuple:
+    """What shapes every scored part of an evaluation job: its step's name and its evaluation arguments
+    (``EvalSetArgs``), a part of a staging key (``maskbench.workflow.staging.part_key``)."""
+    return (step, args.task, args.seed, args.eval_sets, [str(d) for d in args.data], args.max_length,
+            args.batch_size, args.length_sorted)
 
-    def __init__(self, common, total: int):
-        self.common, self.total = common, total
+
+class StagedSets:
+    """The (item, set) parts of one evaluation job of step ``step`` with arguments ``args``; ``total``: the number
+    of parts the job scores (items × sets), for the log and the stop message."""
+
+    def __init__(self, step: str, args, total: int):
+        self.common, self.total = job_fields(step, args), total
         self.parts: list[tuple[list[Path], str]] = []
         self.restored = self.scored = 0
 

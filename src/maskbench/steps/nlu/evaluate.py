@@ -45,9 +45,7 @@ def evaluate(args: EvaluateArgs) -> list[str]:
     require_same_lengths(model_dirs=args.model_dirs, rows=args.rows, out_dirs=args.out_dirs)
     eval_sets = parse_eval_sets(args.eval_sets, args.data)
     device = start(args)
-    staged = StagedSets(("evaluate", args.task, args.seed, args.eval_sets, [str(d) for d in args.data],
-                         args.max_length, args.batch_size, args.length_sorted),
-                        len(args.model_dirs) * len(eval_sets))
+    staged = StagedSets("evaluate", args, len(args.model_dirs) * len(eval_sets))
     written, loaded_for = [], {}
     with stop.stop_signals():
         for model_dir, row, out_dir in zip(args.model_dirs, args.rows, args.out_dirs, strict=True):

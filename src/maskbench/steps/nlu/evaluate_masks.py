@@ -49,9 +49,7 @@ def main(args: EvaluateMasksArgs) -> int:
     switch = MaskSwitch(model)
     for mask_set in mask_sets:  # refuse a foreign mask before any work
         switch.check(mask_set)
-    staged = StagedSets(("evaluate_masks", args.task, args.seed, args.eval_sets, [str(d) for d in args.data],
-                         args.max_length, args.batch_size, args.length_sorted),
-                        len(mask_sets) * len(eval_sets))
+    staged = StagedSets("evaluate_masks", args, len(mask_sets) * len(eval_sets))
     with stop.stop_signals():
         for mask_set, row, out_dir in zip(mask_sets, args.rows, args.out_dirs, strict=True):
             started = time.perf_counter()

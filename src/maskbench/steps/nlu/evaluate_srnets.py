@@ -24,6 +24,7 @@ from maskbench.steps import run_step, step_main
 from maskbench.text.models import load_classifier, model_labels
 from maskbench.tracks.nlu.evaluation import EvalSetArgs, load_eval_sets, parse_eval_sets, score_all
 from maskbench.workflow import staging
+from maskbench.workflow.staged_evaluation import job_fields
 
 log = logging.getLogger("maskbench.steps.nlu.evaluate_srnets")
 
@@ -69,8 +70,7 @@ def main(args: EvaluateSrnetsArgs) -> int:
     # a job cut off by the cluster's time limit: the items it scored are staged outside the declared outputs
     # (which snakemake deletes) and put back when it runs again, so that only the rest are scored
     names = [e.name for e in eval_sets]
-    common = (args.task, args.seed, args.eval_sets, [str(d) for d in args.data], args.max_length, args.batch_size,
-              args.length_sorted)
+    common = job_fields("evaluate_srnets", args)
 
     def part(model_dir, mask_set, row, out_dir):
         files = [out_dir / f"{name}{suffix}" for name in names for suffix in (".json", ".predictions.parquet")]
