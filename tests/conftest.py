@@ -193,6 +193,9 @@ def pytest_collection_modifyitems(config, items):
     # starts now, in the background; the SLURM run's tests before the other smoke tests: it copies the smoke run's
     # folder, which one of those changes for a while; it starts when the smoke run ends, in the background too
     if not config.option.collectonly:
+        # the session's base folder made here, before any thread: pytest makes it on first use, unlocked, and two
+        # threads at once make two (a mktemp in one then fails "not a normalized and relative path", seen in CI)
+        config._tmp_path_factory.getbasetemp()
         start_lane(config._tmp_path_factory, items)
         # the modules that take the lane's results go after the others, giving the lane time (whole modules: their
         # module-scoped fixtures are made once)
