@@ -143,6 +143,13 @@ def paper_dry_run(tmp_path_factory):
     return background.result("paper_dry_run", lambda: plan_paper(tmp_path_factory))
 
 
+@pytest.fixture(scope="session")
+def wrong_config_plans():
+    """The plans of tests/test_workflow.py's wrong configs (``plan_wrong_configs``) from the background lane: case ->
+    (exit code, output, results/ made); empty when the lane did not start (each test then plans its own)."""
+    return background.result("wrong_config_plans", dict)
+
+
 # The background lane (tests/background.py): the session's heavy work that runs subprocesses, each piece started in
 # turn at collection when a selected test uses its fixture, in the order the tests need them. Fixture -> (test module,
 # or None for this one; its function of the session's tmp_path_factory).
@@ -150,17 +157,23 @@ LANE = (("paper_dry_run", None, "plan_paper"),
         ("env_pins_report", "test_environment", "resolve_env_pins"),
         ("one_kill_record", "test_kills", "kill_one_fine_tuning"),
         ("partial_run", "test_paper_miniature_run", "run_partial"),
-        ("your_model_run", "test_your_model_page", "run_the_page"))
+        ("your_model_run", "test_your_model_page", "run_the_page"),
+        ("wrong_config_plans", "test_workflow", "plan_wrong_configs"))
 
 
 def start_lane(factory, items) -> None:
     import functools
     import importlib
+    import inspect
 
     used = {name for item in items for name in getattr(item, "fixturenames", ())}
-    works = [(name, functools.partial(getattr(importlib.import_module(module), function) if module else
-                                      globals()[function], factory))
-             for name, module, function in LANE if name in used]
+    nodeids = [item.nodeid for item in items]
+    works = []
+    for name, module, function in LANE:
+        if name in used:  # a work with a parameter `nodeids` also gets the selected tests' ids (to do only theirs)
+            work = getattr(importlib.import_module(module), function) if module else globals()[function]
+            extra = {"nodeids": nodeids} if "nodeids" in inspect.signature(work).parameters else {}
+            works.append((name, functools.partial(work, factory, **extra)))
     if works:
         background.start_lane("lane", works)
 

@@ -412,24 +412,6 @@ def write_config(tmp_path, edit) -> Path:
     return path
 
 
-@pytest.mark.parametrize("edit,named", [
-    (lambda c: c["finetune"].update(epochs="three"), "epochs"),
-    (lambda c: c.update(finetun={"epochs": 1}), "finetun"),
-    (lambda c: c["datasets"]["hans"].update(source="ftp:hans"), "source"),
-    (lambda c: c["tasks"]["mnli"].update(train="mnli_trian"), "tasks.mnli.train"),
-    (lambda c: c["tasks"]["mnli"]["eval_sets"]["hans"].update(metric="f2"), "metric"),
-])
-def test_a_wrong_config_stops_before_any_job_naming_the_key(tmp_path, edit, named):
-    assert_stops_at_config_check(tmp_path, edit, named)
-
-
-def assert_stops_at_config_check(tmp_path, edit, named):
-    result = snakemake("-n", "--cores", "1", "--configfile", str(write_config(tmp_path, edit)), workdir=tmp_path)
-    assert result.returncode != 0
-    assert named in result.stdout + result.stderr
-    assert not (tmp_path / "results").exists()
-
-
 def srn(path: str, value):
     """An edit setting srnets.<path> (keys joined by "/") to value, creating the blocks on the way."""
     def edit(config):
@@ -441,40 +423,69 @@ def srn(path: str, value):
     return edit
 
 
-# paper C's knobs, one per key family: a bad value stops the config check, with the key's path in the message
-@pytest.mark.parametrize("edit,named", [
-    (srn("mask_training/hparams/epochs", -3), "['srnets']['mask_training']['hparams']['epochs']"),
-    (srn("imp/hparams/learning_rat", 1e-3), "'learning_rat' was unexpected"),
-    (srn("retrain/tasks/mnli/hparams/batch_size", 0), "['srnets']['retrain']['tasks']['mnli']['hparams']['batch_size']"),
-    (srn("mask_training/tasks/mnli/reset_every", 0), "['srnets']['mask_training']['tasks']['mnli']['reset_every']"),
-    (srn("mask_training/alpha", 1.0), "['srnets']['mask_training']['alpha']"),
-    (srn("ood_informed/hparams/learning_rate", 0), "['srnets']['ood_informed']['hparams']['learning_rate']"),
-    (srn("table5/sparsity", 1.5), "['srnets']['table5']['sparsity']"),
-    (srn("table5/variants/gradual_0.7/initial_sparsity", 0), "['srnets']['table5']['variants']['gradual_0.7']"),
-    (srn("timing/sparsity", {"mnli": 1.0}), "['srnets']['timing']['sparsity']"),
-    (srn("sparsities", [0.5, 0]), "['srnets']['sparsities'][1]"),
-    (srn("theta_ft/hparams/warmup", -1), "['srnets']['theta_ft']['hparams']['warmup']"),
-    (srn("theta_ft/tasks/mnlx/hparams/epochs", 1), "srnets.theta_ft.tasks.mnlx is not a task"),
-    (srn("theta_ft/debiased_epochs", {"mnli": 0}), "['srnets']['theta_ft']['debiased_epochs']['mnli']"),
-    (srn("debias/imp_losses", ["poe", "poe"]), "['srnets']['debias']['imp_losses']"),
-    (srn("debias/debiased_start", "focall"), "['srnets']['debias']['debiased_start']"),
-])
-def test_a_wrong_paper_c_value_stops_before_any_job_naming_its_path(tmp_path, edit, named):
-    assert_stops_at_config_check(tmp_path, edit, named)
+# Configs with one wrong value, each (edit of the smoke config, what the message must name): each stops at the config
+# check, before any job, naming the key. Group -> cases; planned in the background lane (`plan_wrong_configs`).
+WRONG_CONFIGS = {
+    "key": [
+        (lambda c: c["finetune"].update(epochs="three"), "epochs"),
+        (lambda c: c.update(finetun={"epochs": 1}), "finetun"),
+        (lambda c: c["datasets"]["hans"].update(source="ftp:hans"), "source"),
+        (lambda c: c["tasks"]["mnli"].update(train="mnli_trian"), "tasks.mnli.train"),
+        (lambda c: c["tasks"]["mnli"]["eval_sets"]["hans"].update(metric="f2"), "metric"),
+    ],
+    # paper C's knobs, one per key family: the key's path in the message
+    "paper_c": [
+        (srn("mask_training/hparams/epochs", -3), "['srnets']['mask_training']['hparams']['epochs']"),
+        (srn("imp/hparams/learning_rat", 1e-3), "'learning_rat' was unexpected"),
+        (srn("retrain/tasks/mnli/hparams/batch_size", 0),
+         "['srnets']['retrain']['tasks']['mnli']['hparams']['batch_size']"),
+        (srn("mask_training/tasks/mnli/reset_every", 0), "['srnets']['mask_training']['tasks']['mnli']['reset_every']"),
+        (srn("mask_training/alpha", 1.0), "['srnets']['mask_training']['alpha']"),
+        (srn("ood_informed/hparams/learning_rate", 0), "['srnets']['ood_informed']['hparams']['learning_rate']"),
+        (srn("table5/sparsity", 1.5), "['srnets']['table5']['sparsity']"),
+        (srn("table5/variants/gradual_0.7/initial_sparsity", 0), "['srnets']['table5']['variants']['gradual_0.7']"),
+        (srn("timing/sparsity", {"mnli": 1.0}), "['srnets']['timing']['sparsity']"),
+        (srn("sparsities", [0.5, 0]), "['srnets']['sparsities'][1]"),
+        (srn("theta_ft/hparams/warmup", -1), "['srnets']['theta_ft']['hparams']['warmup']"),
+        (srn("theta_ft/tasks/mnlx/hparams/epochs", 1), "srnets.theta_ft.tasks.mnlx is not a task"),
+        (srn("theta_ft/debiased_epochs", {"mnli": 0}), "['srnets']['theta_ft']['debiased_epochs']['mnli']"),
+        (srn("debias/imp_losses", ["poe", "poe"]), "['srnets']['debias']['imp_losses']"),
+        (srn("debias/debiased_start", "focall"), "['srnets']['debias']['debiased_start']"),
+    ],
+    # the recipe knobs of paper A's baselines and weak learners (issue 15: its code's settings, selectable)
+    "recipe": [
+        (lambda c: c["finetune"].update(train_classifier="no"), "['finetune']['train_classifier']"),
+        (lambda c: c["finetune"].update(tasks={"mnlx": {"warmup": 0}}), "finetune.tasks.mnlx is not a task"),
+        (lambda c: c["finetune"].update(tasks={"mnli": {"warmup": -5}}), "['finetune']['tasks']['mnli']['warmup']"),
+        (lambda c: c["bias"]["sources"]["underparam"].update(hparams={"learning_rat": 2e-5}),
+         "'learning_rat' was unexpected"),
+        (lambda c: c["bias"]["sources"]["underparam"].update(tasks={"fevr": {"hparams": {"warmup": 0}}}),
+         "bias.sources.underparam.tasks.fevr is not a task"),
+    ],
+}
 
 
-# the recipe knobs of paper A's baselines and weak learners (issue 15: its code's settings, selectable)
-@pytest.mark.parametrize("edit,named", [
-    (lambda c: c["finetune"].update(train_classifier="no"), "['finetune']['train_classifier']"),
-    (lambda c: c["finetune"].update(tasks={"mnlx": {"warmup": 0}}), "finetune.tasks.mnlx is not a task"),
-    (lambda c: c["finetune"].update(tasks={"mnli": {"warmup": -5}}), "['finetune']['tasks']['mnli']['warmup']"),
-    (lambda c: c["bias"]["sources"]["underparam"].update(hparams={"learning_rat": 2e-5}),
-     "'learning_rat' was unexpected"),
-    (lambda c: c["bias"]["sources"]["underparam"].update(tasks={"fevr": {"hparams": {"warmup": 0}}}),
-     "bias.sources.underparam.tasks.fevr is not a task"),
-])
-def test_a_wrong_recipe_knob_stops_before_any_job_naming_its_path(tmp_path, edit, named):
-    assert_stops_at_config_check(tmp_path, edit, named)
+def plan_wrong_config(workdir: Path, group: str, index: int) -> tuple[int, str, bool]:
+    """`snakemake -n` of one WRONG_CONFIGS case in its own folder: (exit code, its output, whether results/ exists)."""
+    result = snakemake("-n", "--cores", "1", "--configfile",
+                       str(write_config(workdir, WRONG_CONFIGS[group][index][0])), workdir=workdir)
+    return result.returncode, result.stdout + result.stderr, (workdir / "results").exists()
+
+
+def plan_wrong_configs(factory, nodeids) -> dict[tuple[str, int], tuple[int, str, bool]]:
+    """Every WRONG_CONFIGS case a selected test (``nodeids``) checks, planned one after the other."""
+    cases = [(group, index) for group, edits in WRONG_CONFIGS.items() for index in range(len(edits))
+             if any(f"test_a_wrong_config_stops_before_any_job_naming_the_key[{group}-{index}]" in n for n in nodeids)]
+    return {case: plan_wrong_config(factory.mktemp("wrong-config"), *case) for case in cases}
+
+
+@pytest.mark.parametrize("group,index", [(group, index) for group, edits in WRONG_CONFIGS.items()
+                                         for index in range(len(edits))])
+def test_a_wrong_config_stops_before_any_job_naming_the_key(wrong_config_plans, tmp_path, group, index):
+    code, output, results_made = wrong_config_plans.get((group, index)) or plan_wrong_config(tmp_path, group, index)
+    assert code != 0
+    assert WRONG_CONFIGS[group][index][1] in output
+    assert not results_made
 
 
 def test_recipe_knobs_reach_the_fine_tuning_commands(tmp_path):
