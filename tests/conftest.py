@@ -150,12 +150,39 @@ def wrong_config_plans():
     return background.result("wrong_config_plans", dict)
 
 
+@pytest.fixture(scope="session")
+def paper_targets(tmp_path_factory):
+    """tests/test_cost.py's plans (``plan_paper_targets``), from the background lane."""
+    from test_cost import plan_paper_targets
+
+    return background.result("paper_targets", lambda: plan_paper_targets(tmp_path_factory))
+
+
+@pytest.fixture(scope="session")
+def quick_gpu_check(tmp_path_factory):
+    """The GPU check's quick run on the CPU (tests/test_gpu_check.py ``run_quick_check``), from the background lane."""
+    from test_gpu_check import run_quick_check
+
+    return background.result("quick_gpu_check", lambda: run_quick_check(tmp_path_factory))
+
+
+@pytest.fixture(scope="session")
+def hosted_and_direct_plans(tmp_path_factory):
+    """tests/test_module.py's two plans of the smoke config (``plan_hosted_and_direct``), from the background lane."""
+    from test_module import plan_hosted_and_direct
+
+    return background.result("hosted_and_direct_plans", lambda: plan_hosted_and_direct(tmp_path_factory))
+
+
 # The background lane (tests/background.py): the session's heavy work that runs subprocesses, each piece started in
 # turn at collection when a selected test uses its fixture, in the order the tests need them. Fixture -> (test module,
 # or None for this one; its function of the session's tmp_path_factory).
 LANE = (("paper_dry_run", None, "plan_paper"),
+        ("paper_targets", "test_cost", "plan_paper_targets"),
         ("env_pins_report", "test_environment", "resolve_env_pins"),
+        ("quick_gpu_check", "test_gpu_check", "run_quick_check"),
         ("one_kill_record", "test_kills", "kill_one_fine_tuning"),
+        ("hosted_and_direct_plans", "test_module", "plan_hosted_and_direct"),
         ("partial_run", "test_paper_miniature_run", "run_partial"),
         ("your_model_run", "test_your_model_page", "run_the_page"),
         ("wrong_config_plans", "test_workflow", "plan_wrong_configs"))

@@ -177,18 +177,28 @@ PAPER_TARGETS = ["paper_a_table1", "paper_a_tradeoff", "paper_a_pruning_rates", 
                  "paper_d_table2", "paper_d_table3", "paper_d_table4", "paper_d_table5", "paper_d", "matrix"]
 
 
-def test_every_per_paper_target_is_a_rule_of_the_paper_config_and_paper_a_plans_on_the_real_one(tmp_path):
+def plan_paper_targets(factory):
+    """The paper config's target rules (`snakemake --list-target-rules`) and the offline real config's plan of
+    paper_a_table1 (the background lane runs it, tests/conftest.py)."""
+    from test_workflow import REPO, snakemake
+
+    folder = factory.mktemp("paper-targets")
+    listed = snakemake("--list-target-rules", "--configfile", str(REPO / "configs/paper.yaml"), workdir=folder)
+    (folder / "real").mkdir()
+    real = snakemake("-n", "paper_a_table1", "--configfile", str(REPO / "configs/real.yaml"), workdir=folder / "real")
+    return listed, real
+
+
+def test_every_per_paper_target_is_a_rule_of_the_paper_config_and_paper_a_plans_on_the_real_one(paper_targets):
     """Every per-paper and per-table target is a target rule of configs/paper.yaml (its cost per target in
     docs/cluster.md comes from planning each with `python -m maskbench.tools.cost`), and paper A's Table 1 plans on the
     offline real config without the trade-off sweeps (table1_paper_rows renders the paper's rows without the
     sweeps'); planning the whole paper DAG once more here would cost CI about 15 s."""
-    from test_workflow import REPO, planned_jobs, snakemake
+    from test_workflow import planned_jobs
 
-    listed = snakemake("--list-target-rules", "--configfile", str(REPO / "configs/paper.yaml"), workdir=tmp_path)
+    listed, real = paper_targets
     assert listed.returncode == 0, listed.stderr[-3000:]
     assert set(PAPER_TARGETS) <= set(listed.stdout.split()), set(PAPER_TARGETS) - set(listed.stdout.split())
-    (tmp_path / "real").mkdir()
-    real = snakemake("-n", "paper_a_table1", "--configfile", str(REPO / "configs/real.yaml"), workdir=tmp_path / "real")
     assert real.returncode == 0, real.stderr[-3000:]
     jobs = planned_jobs(real.stdout)
     assert jobs["paper_a_table1"] == 1 and "search_mask_sweep" not in jobs and "finetune_sweep" not in jobs

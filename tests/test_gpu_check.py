@@ -15,16 +15,22 @@ REPO = Path(__file__).resolve().parents[1]
 CUDA_SECTIONS = ("finetune_steps", "mask_search_steps", "evaluation", "smoke_dag")
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="asserts the CPU skips")
-def test_quick_run_on_cpu(tmp_path):
-    """The whole check as the CLI runs it, in a fresh interpreter that must not import snakemake or datasets (the GPU
-    machine has neither)."""
-    out = tmp_path / "gpu_check.json"
+def run_quick_check(factory):
+    """The whole check as the CLI runs it (`--quick` on one thread), in a fresh interpreter that must not import
+    snakemake or datasets (the GPU machine has neither): its process and the JSON it wrote (the background lane runs
+    it, tests/conftest.py)."""
+    out = factory.mktemp("gpu-check") / "gpu_check.json"
     script = ("import sys; from maskbench.benchmarks import gpu_check; gpu_check.main(sys.argv[1:]); "
               "print(sorted({'snakemake', 'datasets'} & set(sys.modules)))")
     env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-c", script, "--quick", "--threads", "1", "--out", str(out)],
                           capture_output=True, text=True, timeout=120, env=env)
+    return done, out
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="asserts the CPU skips")
+def test_quick_run_on_cpu(quick_gpu_check):
+    done, out = quick_gpu_check
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
     assert lines[-1] == "[]"  # nothing unavailable on the GPU machine was imported

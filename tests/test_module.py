@@ -39,18 +39,26 @@ def planned_commands(stdout: str) -> Counter:
     return jobs
 
 
-def test_a_host_workflow_imports_maskbench_as_a_module_and_plans_the_same_jobs(tmp_path):
-    host = tmp_path / "host"
+def plan_hosted_and_direct(factory):
+    """The smoke config planned (`-n -p`) by a host workflow that imports maskbench's as a module, from the host's
+    own folder (no --snakefile: snakemake finds host/Snakefile), and directly (the background lane runs it,
+    tests/conftest.py)."""
+    folder = factory.mktemp("module")
+    host = folder / "host"
     host.mkdir()
     (host / "Snakefile").write_text(HOST_SNAKEFILE.format(config=str(REPO / "configs/smoke.yaml"),
                                                           snakefile=str(REPO / "Snakefile")))
-    # the host's own snakefile, from its own folder (no --snakefile: snakemake finds host/Snakefile)
     hosted = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "2"], cwd=host,
                             capture_output=True, text=True, timeout=600)
-    assert hosted.returncode == 0, hosted.stderr[-3000:]
-    (tmp_path / "direct").mkdir()
+    (folder / "direct").mkdir()
     direct = snakemake("-n", "-p", "--cores", "2", "--configfile", str(REPO / "configs/smoke.yaml"),
-                       workdir=tmp_path / "direct")
+                       workdir=folder / "direct")
+    return hosted, direct
+
+
+def test_a_host_workflow_imports_maskbench_as_a_module_and_plans_the_same_jobs(hosted_and_direct_plans):
+    hosted, direct = hosted_and_direct_plans
+    assert hosted.returncode == 0, hosted.stderr[-3000:]
     assert direct.returncode == 0, direct.stderr[-3000:]
     assert planned_jobs(hosted.stdout) == planned_jobs(direct.stdout)
     hosted_jobs, direct_jobs = planned_commands(hosted.stdout), planned_commands(direct.stdout)
