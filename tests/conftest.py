@@ -1,6 +1,9 @@
 """Fixtures shared by test modules."""
 
+import contextlib
+import functools
 import os
+import threading
 
 import background
 import pytest
@@ -103,23 +106,51 @@ def pytest_sessionfinish(session, exitstatus):
                 process.kill()
 
 
-@pytest.fixture(scope="session")
-def dry_run(tmp_path_factory):
-    """`dry_run(configfile)`: the stdout of `snakemake -n --cores 2` of a config (None: config.yaml) in a fresh
-    folder, planned once per session and shared by the workflow tests and the docs test."""
+# The configs `dry_run` plans in a whole session (tests/test_workflow.py's and the docs' commands): the background
+# lane plans them ahead, in this order (plan_configs)
+DRY_RUN_CONFIGS = (None, "configs/smoke.yaml", "configs/gender.yaml", "configs/vision.yaml", "configs/minilm.yaml",
+                   "configs/real.yaml", "configs/budget.yaml", "configs/budget-masks.yaml", "configs/matrix.yaml",
+                   "configs/quick.yaml", "configs/srnets.yaml", "configs/your-model.yaml")
+PLANS: dict = {"lock": threading.Lock()}  # configfile -> {"done": Event, then "value" or "error"}
+
+
+def planned_config(factory, configfile: str | None) -> str:
+    """The stdout of `snakemake -n --cores 2` of a config (None: config.yaml) in a fresh folder, planned once per
+    session by the first thread that asks (a test, or the lane); another that asks meanwhile waits for it."""
     from test_workflow import REPO, snakemake
 
-    planned: dict[str | None, str] = {}
-
-    def run(configfile: str | None) -> str:
-        if configfile not in planned:
+    with PLANS["lock"]:
+        entry, mine = PLANS.get(configfile), configfile not in PLANS
+        if mine:
+            entry = PLANS[configfile] = {"done": threading.Event()}
+    if mine:
+        try:
             args = ["-n", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
-            result = snakemake(*args, workdir=tmp_path_factory.mktemp("dry"))
+            result = snakemake(*args, workdir=factory.mktemp("dry"))
             assert result.returncode == 0, result.stderr[-3000:]
-            planned[configfile] = result.stdout
-        return planned[configfile]
+            entry["value"] = result.stdout
+        except BaseException as err:  # noqa: BLE001 (raised again to every test that asks for this plan)
+            entry["error"] = err
+        finally:
+            entry["done"].set()
+    entry["done"].wait()
+    if "error" in entry:
+        raise entry["error"]
+    return entry["value"]
 
-    return run
+
+def plan_configs(factory) -> None:
+    """Every DRY_RUN_CONFIGS plan, one after the other (a failed one is raised to the tests that ask for it)."""
+    for configfile in DRY_RUN_CONFIGS:
+        with contextlib.suppress(BaseException):
+            planned_config(factory, configfile)
+
+
+@pytest.fixture(scope="session")
+def dry_run(tmp_path_factory):
+    """`dry_run(configfile)`: the plan of a config (``planned_config``), shared by the workflow tests and the docs
+    test; the background lane plans DRY_RUN_CONFIGS ahead."""
+    return functools.partial(planned_config, tmp_path_factory)
 
 
 def plan_paper(factory):
@@ -179,17 +210,17 @@ def hosted_and_direct_plans(tmp_path_factory):
 # or None for this one; its function of the session's tmp_path_factory).
 LANE = (("paper_dry_run", None, "plan_paper"),
         ("paper_targets", "test_cost", "plan_paper_targets"),
+        ("dry_run", None, "plan_configs"),
         ("env_pins_report", "test_environment", "resolve_env_pins"),
         ("quick_gpu_check", "test_gpu_check", "run_quick_check"),
         ("one_kill_record", "test_kills", "kill_one_fine_tuning"),
         ("hosted_and_direct_plans", "test_module", "plan_hosted_and_direct"),
         ("partial_run", "test_paper_miniature_run", "run_partial"),
-        ("your_model_run", "test_your_model_page", "run_the_page"),
-        ("wrong_config_plans", "test_workflow", "plan_wrong_configs"))
+        ("wrong_config_plans", "test_workflow", "plan_wrong_configs"),
+        ("your_model_run", "test_your_model_page", "run_the_page"))
 
 
 def start_lane(factory, items) -> None:
-    import functools
     import importlib
     import inspect
 
