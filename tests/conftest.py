@@ -175,13 +175,6 @@ def paper_dry_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def wrong_config_plans():
-    """The plans of tests/test_workflow.py's wrong configs (``plan_wrong_configs``) from the background lane: case ->
-    (exit code, output, results/ made); empty when the lane did not start (each test then plans its own)."""
-    return background.result("wrong_config_plans", dict)
-
-
-@pytest.fixture(scope="session")
 def paper_targets(tmp_path_factory):
     """tests/test_cost.py's plans (``plan_paper_targets``), from the background lane."""
     from test_cost import plan_paper_targets
@@ -216,22 +209,16 @@ LANE = (("paper_dry_run", None, "plan_paper"),
         ("one_kill_record", "test_kills", "kill_one_fine_tuning"),
         ("hosted_and_direct_plans", "test_module", "plan_hosted_and_direct"),
         ("partial_run", "test_paper_miniature_run", "run_partial"),
-        ("wrong_config_plans", "test_workflow", "plan_wrong_configs"),
         ("your_model_run", "test_your_model_page", "run_the_page"))
 
 
 def start_lane(factory, items) -> None:
     import importlib
-    import inspect
 
     used = {name for item in items for name in getattr(item, "fixturenames", ())}
-    nodeids = [item.nodeid for item in items]
-    works = []
-    for name, module, function in LANE:
-        if name in used:  # a work with a parameter `nodeids` also gets the selected tests' ids (to do only theirs)
-            work = getattr(importlib.import_module(module), function) if module else globals()[function]
-            extra = {"nodeids": nodeids} if "nodeids" in inspect.signature(work).parameters else {}
-            works.append((name, functools.partial(work, factory, **extra)))
+    works = [(name, functools.partial(getattr(importlib.import_module(module), function) if module else
+                                      globals()[function], factory))
+             for name, module, function in LANE if name in used]
     if works:
         background.start_lane("lane", works)
 

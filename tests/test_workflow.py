@@ -424,7 +424,7 @@ def srn(path: str, value):
 
 
 # Configs with one wrong value, each (edit of the smoke config, what the message must name): each stops at the config
-# check, before any job, naming the key. Group -> cases; planned in the background lane (`plan_wrong_configs`).
+# check, before any job, naming the key. Group -> cases.
 WRONG_CONFIGS = {
     "key": [
         (lambda c: c["finetune"].update(epochs="three"), "epochs"),
@@ -465,27 +465,43 @@ WRONG_CONFIGS = {
 }
 
 
-def plan_wrong_config(workdir: Path, group: str, index: int) -> tuple[int, str, bool]:
-    """`snakemake -n` of one WRONG_CONFIGS case in its own folder: (exit code, its output, whether results/ exists)."""
-    result = snakemake("-n", "--cores", "1", "--configfile",
-                       str(write_config(workdir, WRONG_CONFIGS[group][index][0])), workdir=workdir)
-    return result.returncode, result.stdout + result.stderr, (workdir / "results").exists()
+def config_check_error(config: dict) -> str:
+    """The message of what the Snakefile's config check (rules/common.smk: renamed keys, the schemas, the
+    references) raises for a config, checked in this process; '' when it passes."""
+    from maskbench.workflow.config_schema import ValidationError, validate_config
+    from maskbench.workflow.workflow_config import check_references, check_renamed_keys
+
+    try:
+        check_renamed_keys(config)
+        validate_config(config, str(REPO / "schemas"))
+        check_references(config)
+    except (ValidationError, ValueError) as err:
+        return str(err)
+    return ""
 
 
-def plan_wrong_configs(factory, nodeids) -> dict[tuple[str, int], tuple[int, str, bool]]:
-    """Every WRONG_CONFIGS case a selected test (``nodeids``) checks, planned one after the other."""
-    cases = [(group, index) for group, edits in WRONG_CONFIGS.items() for index in range(len(edits))
-             if any(f"test_a_wrong_config_stops_before_any_job_naming_the_key[{group}-{index}]" in n for n in nodeids)]
-    return {case: plan_wrong_config(factory.mktemp("wrong-config"), *case) for case in cases}
+def test_config_check_passes_the_smoke_config():
+    assert config_check_error(yaml.safe_load((REPO / "configs/smoke.yaml").read_text())) == ""
 
 
 @pytest.mark.parametrize("group,index", [(group, index) for group, edits in WRONG_CONFIGS.items()
                                          for index in range(len(edits))])
-def test_a_wrong_config_stops_before_any_job_naming_the_key(wrong_config_plans, tmp_path, group, index):
-    code, output, results_made = wrong_config_plans.get((group, index)) or plan_wrong_config(tmp_path, group, index)
-    assert code != 0
-    assert WRONG_CONFIGS[group][index][1] in output
-    assert not results_made
+def test_a_wrong_config_fails_the_config_check_naming_the_key(group, index):
+    edit, named = WRONG_CONFIGS[group][index]
+    config = yaml.safe_load((REPO / "configs/smoke.yaml").read_text())
+    edit(config)
+    assert named in config_check_error(config)
+
+
+@pytest.mark.parametrize("group", list(WRONG_CONFIGS))
+def test_a_wrong_config_stops_the_workflow_before_any_job_naming_the_key(tmp_path, group):
+    """The same check as the workflow runs it, end to end for one case of each group: `snakemake -n` stops, naming
+    the key, and makes no results folder."""
+    edit, named = WRONG_CONFIGS[group][0]
+    result = snakemake("-n", "--cores", "1", "--configfile", str(write_config(tmp_path, edit)), workdir=tmp_path)
+    assert result.returncode != 0
+    assert named in result.stdout + result.stderr
+    assert not (tmp_path / "results").exists()
 
 
 def test_recipe_knobs_reach_the_fine_tuning_commands(tmp_path):
