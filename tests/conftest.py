@@ -174,30 +174,6 @@ def paper_dry_run(tmp_path_factory):
     return background.result("paper_dry_run", lambda: plan_paper(tmp_path_factory))
 
 
-@pytest.fixture(scope="session")
-def paper_targets(tmp_path_factory):
-    """tests/test_cost.py's plans (``plan_paper_targets``), from the background lane."""
-    from test_cost import plan_paper_targets
-
-    return background.result("paper_targets", lambda: plan_paper_targets(tmp_path_factory))
-
-
-@pytest.fixture(scope="session")
-def quick_gpu_check(tmp_path_factory):
-    """The GPU check's quick run on the CPU (tests/test_gpu_check.py ``run_quick_check``), from the background lane."""
-    from test_gpu_check import run_quick_check
-
-    return background.result("quick_gpu_check", lambda: run_quick_check(tmp_path_factory))
-
-
-@pytest.fixture(scope="session")
-def hosted_and_direct_plans(tmp_path_factory):
-    """tests/test_module.py's two plans of the smoke config (``plan_hosted_and_direct``), from the background lane."""
-    from test_module import plan_hosted_and_direct
-
-    return background.result("hosted_and_direct_plans", lambda: plan_hosted_and_direct(tmp_path_factory))
-
-
 # The background lane (tests/background.py): the session's heavy work that runs subprocesses, each piece started in
 # turn at collection when a selected test uses its fixture, in the order the tests need them. Fixture -> (test module,
 # or None for this one; its function of the session's tmp_path_factory).
@@ -212,13 +188,17 @@ LANE = (("paper_dry_run", None, "plan_paper"),
         ("your_model_run", "test_your_model_page", "run_the_page"))
 
 
-def start_lane(factory, items) -> None:
+def lane_work(name: str):
+    """The function of the lane's work ``name`` (LANE), of the session's tmp_path_factory."""
     import importlib
 
+    module, function = next((module, function) for work, module, function in LANE if work == name)
+    return getattr(importlib.import_module(module), function) if module else globals()[function]
+
+
+def start_lane(factory, items) -> None:
     used = {name for item in items for name in getattr(item, "fixturenames", ())}
-    works = [(name, functools.partial(getattr(importlib.import_module(module), function) if module else
-                                      globals()[function], factory))
-             for name, module, function in LANE if name in used]
+    works = [(name, functools.partial(lane_work(name), factory)) for name, _, _ in LANE if name in used]
     if works:
         background.start_lane("lane", works)
 

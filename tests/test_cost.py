@@ -8,6 +8,7 @@ import json
 import math
 from pathlib import Path
 
+import background
 import pytest
 
 from maskbench.workflow.cost import assumptions, plan, sheet
@@ -187,6 +188,12 @@ def plan_paper_targets(factory):
     (folder / "real").mkdir()
     real = snakemake("-n", "paper_a_table1", "--configfile", str(REPO / "configs/real.yaml"), workdir=folder / "real")
     return listed, real
+
+
+@pytest.fixture(scope="session")
+def paper_targets(tmp_path_factory):
+    """The plans of ``plan_paper_targets``, from the background lane (tests/conftest.py)."""
+    return background.result("paper_targets", lambda: plan_paper_targets(tmp_path_factory))
 
 
 def test_every_per_paper_target_is_a_rule_of_the_paper_config_and_paper_a_plans_on_the_real_one(paper_targets):

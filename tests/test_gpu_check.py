@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import background
 import pytest
 import torch
 
@@ -26,6 +27,12 @@ def run_quick_check(factory):
     done = subprocess.run([sys.executable, "-c", script, "--quick", "--threads", "1", "--out", str(out)],
                           capture_output=True, text=True, timeout=120, env=env)
     return done, out
+
+
+@pytest.fixture(scope="session")
+def quick_gpu_check(tmp_path_factory):
+    """The quick run of ``run_quick_check``, from the background lane (tests/conftest.py)."""
+    return background.result("quick_gpu_check", lambda: run_quick_check(tmp_path_factory))
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="asserts the CPU skips")

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from collections import Counter
 
+import background
+import pytest
 from test_workflow import REPO, planned_jobs, snakemake
 
 HOST_SNAKEFILE = """\
@@ -54,6 +56,12 @@ def plan_hosted_and_direct(factory):
     direct = snakemake("-n", "-p", "--cores", "2", "--configfile", str(REPO / "configs/smoke.yaml"),
                        workdir=folder / "direct")
     return hosted, direct
+
+
+@pytest.fixture(scope="session")
+def hosted_and_direct_plans(tmp_path_factory):
+    """The two plans of ``plan_hosted_and_direct``, from the background lane (tests/conftest.py)."""
+    return background.result("hosted_and_direct_plans", lambda: plan_hosted_and_direct(tmp_path_factory))
 
 
 def test_a_host_workflow_imports_maskbench_as_a_module_and_plans_the_same_jobs(hosted_and_direct_plans):
