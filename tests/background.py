@@ -3,7 +3,8 @@ result, or does the work itself when nothing started it).
 
 ``start`` runs one piece of work in a thread of its own (the SLURM run, which waits for the smoke run); ``start_lane``
 runs several, one after the other, in one thread: the session's heavy subprocess work (planning the paper config,
-the paper miniature's partial run, ...), so that it uses the core the unit tests leave free without crowding it."""
+the paper miniature's partial run, ...), so that it uses the core the unit tests leave free without crowding it;
+``once`` runs a piece of work for whichever thread asks first (a lane or a test) and makes the others wait for it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import threading
 from collections.abc import Callable
 
 STARTED: dict[str, dict] = {}
+_CLAIM = threading.Lock()
 
 
 def _run(state: dict, work: Callable[[], object]) -> None:
@@ -50,3 +52,15 @@ def result(name: str, work: Callable[[], object]):
     if "error" in state:
         raise state["error"]
     return state["value"]
+
+
+def once(name: str, work: Callable[[], object]):
+    """The result of ``work``, run once per session under ``name`` by the first thread that asks (here, or a lane's
+    work); a thread that asks meanwhile waits for it, and what it raised is raised to each."""
+    with _CLAIM:
+        mine = name not in STARTED
+        if mine:
+            STARTED[name] = {"done": threading.Event()}
+    if mine:
+        _run(STARTED[name], work)
+    return result(name, work)

@@ -3,7 +3,6 @@
 import contextlib
 import functools
 import os
-import threading
 
 import background
 import pytest
@@ -111,32 +110,20 @@ def pytest_sessionfinish(session, exitstatus):
 DRY_RUN_CONFIGS = (None, "configs/smoke.yaml", "configs/gender.yaml", "configs/vision.yaml", "configs/minilm.yaml",
                    "configs/real.yaml", "configs/budget.yaml", "configs/budget-masks.yaml", "configs/matrix.yaml",
                    "configs/quick.yaml", "configs/srnets.yaml", "configs/your-model.yaml")
-PLANS: dict = {"lock": threading.Lock()}  # configfile -> {"done": Event, then "value" or "error"}
 
 
 def planned_config(factory, configfile: str | None) -> str:
     """The stdout of `snakemake -n --cores 2` of a config (None: config.yaml) in a fresh folder, planned once per
-    session by the first thread that asks (a test, or the lane); another that asks meanwhile waits for it."""
+    session by the first thread that asks (a test, or the lane: ``background.once``)."""
     from test_workflow import REPO, snakemake
 
-    with PLANS["lock"]:
-        entry, mine = PLANS.get(configfile), configfile not in PLANS
-        if mine:
-            entry = PLANS[configfile] = {"done": threading.Event()}
-    if mine:
-        try:
-            args = ["-n", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
-            result = snakemake(*args, workdir=factory.mktemp("dry"))
-            assert result.returncode == 0, result.stderr[-3000:]
-            entry["value"] = result.stdout
-        except BaseException as err:  # noqa: BLE001 (raised again to every test that asks for this plan)
-            entry["error"] = err
-        finally:
-            entry["done"].set()
-    entry["done"].wait()
-    if "error" in entry:
-        raise entry["error"]
-    return entry["value"]
+    def plan() -> str:
+        args = ["-n", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
+        result = snakemake(*args, workdir=factory.mktemp("dry"))
+        assert result.returncode == 0, result.stderr[-3000:]
+        return result.stdout
+
+    return background.once(f"dry run of {configfile or 'config.yaml'}", plan)
 
 
 def plan_configs(factory) -> None:
