@@ -31,7 +31,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PROGRESS = re.compile(r"progress train: step (\d+)/(\d+)")
 EVALUATE_PROGRESS = re.compile(r"progress evaluate: batch (\d+)/(\d+)")
-RESUMED = re.compile(r"resuming from (\S+) at (?:step|set) (\d+)")
+VISION_EVALUATE_PROGRESS = re.compile(r"progress (?:task accuracy|features): batch (\d+)/(\d+)")
+LM_BIAS_PROGRESS = re.compile(r"progress (?:pseudo-log-likelihood|fill probabilities): batch (\d+)/(\d+)")
+RESUMED = re.compile(r"resuming from (\S+) at (?:step|set|run|benchmark) (\d+)")
 
 TINY_BERT = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
              "bert_config": {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -191,6 +193,7 @@ def gender_inputs(folder: Path) -> tuple[Path, Path]:
     from transformers import BertConfig, BertModel
 
     from maskbench.steps.gender import corpus as gender_corpus
+    from maskbench.steps.gender import mlm_head as gender_mlm_head
     from maskbench.text.models import data_vocab_tokenizer
 
     data = REPO / "data/gender"
@@ -206,6 +209,16 @@ def gender_inputs(folder: Path) -> tuple[Path, Path]:
                                  num_attention_heads=2, intermediate_size=32, max_position_embeddings=64))
     model.save_pretrained(folder / "encoder")
     tokenizer.save_pretrained(folder / "encoder")
+    assert gender_mlm_head.main(["--model", str(folder / "encoder"), "--corpus", str(corpus), "--epochs", "1",
+                                 "--max-length", "24", "--out", str(folder / "head.safetensors")]) in (0, None)
+    # two gender items of StereoSet's intrasentence layout (the Hub's columns, one JSON object a line)
+    items = [{"id": f"g{i}", "target": target, "bias_type": "gender", "context": f"The {target} is BLANK.",
+              "sentences": {"sentence": [f"The {target} is {w}." for w in words], "id": ["a", "b", "c"],
+                            "labels": [{"label": [g, g], "human_id": ["h1", "h2"]} for g in (0, 1, 2)],
+                            "gold_label": [0, 1, 2]}}
+             for i, (target, words) in enumerate((("mother", ("caring", "rude", "fish")),
+                                                   ("father", ("strong", "gentle", "table"))))]
+    (folder / "intrasentence.jsonl").write_text("".join(json.dumps(item) + "\n" for item in items))
     return corpus, folder / "encoder"
 
 
@@ -283,12 +296,36 @@ def kinds(inputs: Path) -> dict[str, Kind]:
                           str(inputs / "m50.mask"), "--rows", "a", "b", "--out-dirs", str(out / "a"), str(out / "b"),
                           *evaluated],
              ("b/train.json",), progress=EVALUATE_PROGRESS, resumes_at="finished set", window=0.6),
+        # paper D's evaluation of a (dataset, level, seed): the vanilla model and two magnitude masks of it, a
+        # record per run (each staged when scored; the third run starts after about two thirds of the lines)
+        Kind("paper D evaluation", "maskbench.steps.vision.evaluate",
+             lambda out: ["--runs", json.dumps([{"name": "vanilla", "model_dir": str(inputs / "vision" / "model"),
+                                                 "mask": None}] +
+                                               [{"name": f"magnitude {s}", "model_dir": str(inputs / "vision" / "model"),
+                                                 "mask": str(inputs / "vision" / f"sparsity~{s}.mask")}
+                                                for s in ("0.5", "0.9")]),
+                          "--head-train", str(inputs / "vision" / "train.safetensors"),
+                          "--test", str(inputs / "vision" / "val.safetensors"),
+                          "--biased-test", str(inputs / "vision" / "train.safetensors"),
+                          "--head-settings", json.dumps({"max_epochs": 3}), "--seed", "1", "--threads", "1",
+                          "--out", str(out / "eval.json")],
+             ("eval.json",), progress=VISION_EVALUATE_PROGRESS, resumes_at="finished run", window=0.6),
         Kind("FFW on the gender encoder", "maskbench.steps.gender.ffw",
              lambda out: ["--model", str(encoder), "--corpus", str(corpus), "--seed", "1", "--threads", "1",
                           "--settings", json.dumps({"max_gate_epochs": 4, "gate_patience": 0, "batch_size": 16,
                                                     "head": {"max_epochs": 2}}),
                           "--out", str(out / "g.mask"), "--summary", str(out / "g.json"), *every],
              ("g.mask", "g.json")),
+        # paper B's masked-LM bias measures of the encoder: CrowS-Pairs (24 pairs, 4 sequences a batch: most of the
+        # lines) and StereoSet, a record each (staged when computed)
+        Kind("paper B masked-LM bias", "maskbench.steps.gender.lm_bias",
+             lambda out: ["--model", str(encoder), "--head", str(inputs / "gender" / "head.safetensors"),
+                          "--crows", str(REPO / "data/gender/crows_pairs_anonymized.csv"), "--crows-max-pairs", "24",
+                          "--stereoset-intra", str(inputs / "gender" / "intrasentence.jsonl"),
+                          "--batch-size", "4", "--max-length", "24", "--seed", "1", "--threads", "1",
+                          "--out", str(out / "lm_bias.json"), "--details", str(out / "lm_bias_details.json")],
+             ("lm_bias.json", "lm_bias_details.json"), progress=LM_BIAS_PROGRESS, resumes_at="finished benchmark",
+             window=0.6),
         Kind("paper B pruning", "maskbench.steps.gender.debias",
              lambda out: ["--model", str(encoder), "--corpus", str(corpus), "--seed", "1", "--threads", "1",
                           "--spec", json.dumps({"granularity": "block", "block": 8, "layers": "last",
@@ -304,6 +341,7 @@ def prepare_inputs(inputs: Path, nli_only: bool = False) -> None:
     with a trained MLP, a gender corpus and encoder (in this process: the kills are in the step processes);
     ``nli_only``: the NLI data alone (all fine-tuning needs)."""
     from maskbench.steps.nlu import finetune, srnet_mask_train
+    from maskbench.steps.vision import magnitude as vision_magnitude
     from maskbench.steps.vision import train as vision_train
 
     nli = nli_data(inputs / "nli")
@@ -326,6 +364,8 @@ def prepare_inputs(inputs: Path, nli_only: bool = False) -> None:
                               "--model-spec", json.dumps({**VISION_MLP, "train": VISION_HP}),
                               "--hparams", json.dumps({**VISION_HP, "epochs": 2}), "--seed", "4", "--threads", "1",
                               "--out-dir", str(vision / "model")]) == 0
+    assert vision_magnitude.main(["--model-dir", str(vision / "model"), "--sparsities", "0.5", "0.9",
+                                  "--out-dir", str(vision)]) == 0
     gender_inputs(inputs / "gender")
 
 

@@ -19,7 +19,8 @@ import pytest
 from kill_harness import CHECKPOINT_EVERY, REPO, run_harness
 
 # the full harness: kind -> the signals of its kills. Most kinds that resume mid-run get three kills (SIGTERM, SIGKILL,
-# SIGTERM); IMP (restarts its round), the matrix's FFW kinds and the evaluations (resume at a finished set) two
+# SIGTERM); IMP (restarts its round), the matrix's FFW kinds and the evaluations (resume at a finished set, run or
+# benchmark) two
 FULL_PLAN = {
     "fine-tuning": ("SIGTERM", "SIGKILL", "SIGTERM"),
     "mask search": ("SIGTERM", "SIGKILL", "SIGTERM"),
@@ -34,6 +35,8 @@ FULL_PLAN = {
     "FFW on the NLU baseline": ("SIGTERM", "SIGKILL"),
     "evaluation": ("SIGTERM", "SIGKILL"),
     "evaluation under masks": ("SIGTERM", "SIGKILL"),
+    "paper D evaluation": ("SIGTERM", "SIGKILL"),
+    "paper B masked-LM bias": ("SIGTERM", "SIGKILL"),
 }
 
 

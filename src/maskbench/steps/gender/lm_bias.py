@@ -11,7 +11,9 @@ embeddings. Without ``--run`` the pre-trained model itself is scored. CrowS-Pair
 one at least; a StereoSet source is a local parquet / json(l) file with the Hub's columns, ``hub``
 (McGill-NLP/stereoset) or ``hf:<hub id>``. Every input (files, columns, the gender subsets, the head file) is read
 and checked before the model is loaded. Intersentence StereoSet is scored by pseudo-log-likelihood, not by the
-next-sentence head of the original (MiniLM has none): the output says so.
+next-sentence head of the original (MiniLM has none): the output says so. Each benchmark's scores are kept across a
+kill or a time limit as soon as they are computed, and a rerun computes only the rest
+(maskbench/workflow/staged_records.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from maskbench.tracks.gender.crows_pairs import crows_pairs, read_crows_pairs, s
 from maskbench.tracks.gender.evaluation import load_run
 from maskbench.tracks.gender.mlm import head_from_model, load_head, masked_lm
 from maskbench.tracks.gender.stereoset import load_stereoset, stereoset
+from maskbench.workflow.staged_records import StagedRecords
 
 log = logging.getLogger("maskbench.steps.gender.lm_bias")
 FROM_MODEL = "from-model"
@@ -70,35 +73,60 @@ def main(args: GenderLmBiasArgs) -> int:
     result = {"model": args.model, "run": str(args.run) if args.run else None,
               "head": {"source": args.head, "fitted_on_frozen_encoder": args.head != FROM_MODEL}}
     details: dict = {}
-    if pairs is not None:
-        started = time.time()
-        summary, rows = crows_pairs(lm, tokenizer, pairs, args.batch_size, args.max_length)
-        result["crows_pairs"] = {"file": str(args.crows), "bias_type": "gender", **summary,
-                                 "max_pairs": args.crows_max_pairs or None, "subset_seed": args.seed,
-                                 "method": "pseudo-log-likelihood of the unmodified tokens (Nangia et al. 2020); "
-                                           "score = % of pairs with sent_more more likely, 50 = unbiased",
-                                 "seconds": time.time() - started}
-        details["crows_pairs"] = rows
-        log.info("CrowS-Pairs gender: %.2f over %d pairs (%.0f s)", summary["score"], summary["n"],
-                 result["crows_pairs"]["seconds"])
-    if intra is not None or inter is not None:
-        started = time.time()
-        summary, rows = stereoset(lm, tokenizer, intra[0] if intra else None, inter[0] if inter else None,
-                                  args.batch_size, args.max_length)
-        for name, loaded in (("intrasentence", intra), ("intersentence", inter)):
-            if loaded:
-                summary[name]["source"] = loaded[1]
-        result["stereoset"] = {"bias_type": "gender", **summary, "seconds": time.time() - started}
-        details["stereoset"] = rows
-        for name in ("intrasentence", "intersentence", "overall"):
-            if name in summary:
-                log.info("StereoSet %s: SS %.2f, LMS %.2f, ICAT %.2f over %d examples", name, summary[name]["ss"],
-                         summary[name]["lms"], summary[name]["icat"], summary[name]["n"])
+    # each benchmark's scores kept across a cut-off as soon as they are computed (maskbench/workflow/staged_records.py)
+    names = [name for name, given in (("crows_pairs", pairs is not None),
+                                      ("stereoset", intra is not None or inter is not None)) if given]
+    staged = StagedRecords(args.out, ("gender.lm_bias", vars_of(args)),
+                           [args.model if Path(args.model).exists() else None, args.run, args.crows,
+                            args.head if args.head != FROM_MODEL else None,
+                            *(s for s in (args.stereoset_intra, args.stereoset_inter) if s and Path(s).exists())],
+                           names, unit="benchmark")
+    with staged.signals():
+        for name in names:
+            record = staged.get(name)
+            if record is None:
+                scores = (crows_record(lm, tokenizer, pairs, args) if name == "crows_pairs"
+                          else stereoset_record(lm, tokenizer, intra, inter, args))
+                record = staged.put(name, scores)
+            result[name], details[name] = record["summary"], record["rows"]
     result["provenance"] = runtime.provenance(args, args.seed)
     runtime.atomic_write_json(args.out, result)
     if args.details is not None:
         runtime.atomic_write_json(args.details, details)
+    staged.finish()
     return 0
+
+
+def vars_of(args: GenderLmBiasArgs) -> dict:
+    """The arguments that shape the scores (a part of each staged record's key)."""
+    return {k: str(v) for k, v in vars(args).items() if k not in ("out", "details", "threads", "device")}
+
+
+def crows_record(lm, tokenizer, pairs, args: GenderLmBiasArgs) -> dict:
+    started = time.time()
+    summary, rows = crows_pairs(lm, tokenizer, pairs, args.batch_size, args.max_length)
+    summary = {"file": str(args.crows), "bias_type": "gender", **summary,
+               "max_pairs": args.crows_max_pairs or None, "subset_seed": args.seed,
+               "method": "pseudo-log-likelihood of the unmodified tokens (Nangia et al. 2020); "
+                         "score = % of pairs with sent_more more likely, 50 = unbiased",
+               "seconds": time.time() - started}
+    log.info("CrowS-Pairs gender: %.2f over %d pairs (%.0f s)", summary["score"], summary["n"], summary["seconds"])
+    return {"summary": summary, "rows": rows}
+
+
+def stereoset_record(lm, tokenizer, intra, inter, args: GenderLmBiasArgs) -> dict:
+    started = time.time()
+    summary, rows = stereoset(lm, tokenizer, intra[0] if intra else None, inter[0] if inter else None,
+                              args.batch_size, args.max_length)
+    for name, loaded in (("intrasentence", intra), ("intersentence", inter)):
+        if loaded:
+            summary[name]["source"] = loaded[1]
+    summary = {"bias_type": "gender", **summary, "seconds": time.time() - started}
+    for name in ("intrasentence", "intersentence", "overall"):
+        if name in summary:
+            log.info("StereoSet %s: SS %.2f, LMS %.2f, ICAT %.2f over %d examples", name, summary[name]["ss"],
+                     summary[name]["lms"], summary[name]["icat"], summary[name]["n"])
+    return {"summary": summary, "rows": rows}
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ task accuracy on the unbiased test split (pooled over the split, per bias-alignm
 the groups — paper D's "Unbiased" of Table 5), on the biased test split,
 bias accuracy (a fresh head per bias attribute trained on the model's features of the unbiased training split,
 scored on the unbiased test split; the mean over attributes) and sparsity over the gated layers (per layer too).
+Each run's record is kept across a kill or a time limit as soon as it is scored, and a rerun scores only the rest
+(maskbench/workflow/staged_records.py).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from maskbench.tracks.vision.evaluation import (
     task_accuracy,
 )
 from maskbench.tracks.vision.ffw import gate_targets
+from maskbench.workflow.staged_records import StagedRecords
 
 log = logging.getLogger("maskbench.steps.vision.evaluate")
 
@@ -62,6 +65,12 @@ def parse_runs(text: str) -> list[dict]:
     return runs
 
 
+def job_fields(args: VisionEvaluateArgs) -> tuple:
+    """What shapes every run's record besides the run itself: a part of its staging key."""
+    return ("vision.evaluate", str(args.head_train), str(args.test), str(args.biased_test), args.seed, args.name,
+            args.level, args.head_settings)
+
+
 @step_main(VisionEvaluateArgs)
 def main(args: VisionEvaluateArgs) -> int:
     runs = parse_runs(args.runs)
@@ -71,44 +80,63 @@ def main(args: VisionEvaluateArgs) -> int:
     masks = {run["name"]: MaskSet.load(run["mask"]) for run in runs if run.get("mask")}
     device = start(args)
     args.out.unlink(missing_ok=True)
+    # each run's record kept across a cut-off as soon as it is scored (maskbench/workflow/staged_records.py)
+    staged = StagedRecords(args.out, job_fields(args),
+                           [args.head_train, args.test, args.biased_test,
+                            *(p for run in runs for p in (run["model_dir"], run.get("mask")))],
+                           [json.dumps(run, sort_keys=True) for run in runs], unit="run")
     models: dict[str, tuple] = {}
     records = []
-    for run in runs:
-        folder = str(run["model_dir"])
-        if folder not in models:  # each model, and the splits as it sees them, built once
-            model, meta = load_run_model(folder)
-            spec = meta["model_spec"]
-            loaders = {name: loader(image_dataset(split, spec), 500)
-                       for name, split in (("head_train", head_train), ("test", test), ("biased_test", biased_test))
-                       if split is not None}
-            models[folder] = (model.to(device).eval(), MaskSwitch(model), loaders)
-        model, switch, loaders = models[folder]
-        mask = masks.get(run["name"])
-        if mask is not None:
-            switch.apply(mask)
-        else:
-            switch.revert()
-        runtime.seed_everything(args.seed)
-        accuracy, groups = task_accuracy(model, loaders["test"], test.bias_names)
-        result = {"run": run["name"], "params": run.get("params", {}), "model_dir": folder,
-                  "mask": run.get("mask"), "seed": args.seed, "dataset": test.dataset, "num_labels": test.num_classes,
-                  "task_accuracy": accuracy, "task_groups": groups,
-                  "unbiased_accuracy": group_mean_accuracy(groups),
-                  "biased_test_accuracy": task_accuracy(model, loaders["biased_test"])[0]
-                  if "biased_test" in loaders else None}
-        per_attr = bias_accuracy(model, loaders["head_train"], loaders["test"], test.bias_classes, head_settings,
-                                 args.seed)
-        result["bias_accuracy_per_attribute"] = dict(zip(test.bias_names, per_attr.values(), strict=True))
-        result["bias_accuracy"] = sum(per_attr.values()) / len(per_attr)
-        result.update(sparsity_report(mask.masks if mask is not None else None, model,
-                                      [n.replace("\\.", ".") for n in gate_targets(model, structured=False)]))
-        records.append(result)
-        log.info("%s: task %.2f (biased test %s), bias %.2f, sparsity %.2f %%", run["name"], accuracy,
-                 result["biased_test_accuracy"], result["bias_accuracy"], result["sparsity"])
+    with staged.signals():
+        for run in runs:
+            record = staged.get(json.dumps(run, sort_keys=True))
+            if record is None:
+                record = staged.put(json.dumps(run, sort_keys=True),
+                                    score_run(run, masks.get(run["name"]), models, args, device, head_settings,
+                                              (head_train, test, biased_test)))
+            records.append(record)
     runtime.atomic_write_json(args.out, {"runs": records, "dataset": args.name or test.dataset, "level": args.level,
                                          "generator": test.dataset, "seed": args.seed,
                                          "provenance": runtime.provenance(args, args.seed)})
+    staged.finish()
     return 0
+
+
+def score_run(run: dict, mask: MaskSet | None, models: dict, args: VisionEvaluateArgs, device,
+              head_settings: HeadSettings, splits: tuple) -> dict:
+    """The record of one run: its model (loaded once per folder, with the splits as it sees them, into
+    ``models``) under its mask, scored on the splits."""
+    head_train, test, biased_test = splits
+    folder = str(run["model_dir"])
+    if folder not in models:  # each model, and the splits as it sees them, built once
+        model, meta = load_run_model(folder)
+        spec = meta["model_spec"]
+        loaders = {name: loader(image_dataset(split, spec), 500)
+                   for name, split in (("head_train", head_train), ("test", test), ("biased_test", biased_test))
+                   if split is not None}
+        models[folder] = (model.to(device).eval(), MaskSwitch(model), loaders)
+    model, switch, loaders = models[folder]
+    if mask is not None:
+        switch.apply(mask)
+    else:
+        switch.revert()
+    runtime.seed_everything(args.seed)
+    accuracy, groups = task_accuracy(model, loaders["test"], test.bias_names)
+    result = {"run": run["name"], "params": run.get("params", {}), "model_dir": folder,
+              "mask": run.get("mask"), "seed": args.seed, "dataset": test.dataset, "num_labels": test.num_classes,
+              "task_accuracy": accuracy, "task_groups": groups,
+              "unbiased_accuracy": group_mean_accuracy(groups),
+              "biased_test_accuracy": task_accuracy(model, loaders["biased_test"])[0]
+              if "biased_test" in loaders else None}
+    per_attr = bias_accuracy(model, loaders["head_train"], loaders["test"], test.bias_classes, head_settings,
+                             args.seed)
+    result["bias_accuracy_per_attribute"] = dict(zip(test.bias_names, per_attr.values(), strict=True))
+    result["bias_accuracy"] = sum(per_attr.values()) / len(per_attr)
+    result.update(sparsity_report(mask.masks if mask is not None else None, model,
+                                  [n.replace("\\.", ".") for n in gate_targets(model, structured=False)]))
+    log.info("%s: task %.2f (biased test %s), bias %.2f, sparsity %.2f %%", run["name"], accuracy,
+             result["biased_test_accuracy"], result["bias_accuracy"], result["sparsity"])
+    return result
 
 
 if __name__ == "__main__":
