@@ -3,6 +3,7 @@
 import contextlib
 import functools
 import os
+import threading
 
 import background
 import pytest
@@ -53,6 +54,8 @@ def start_smoke_run(factory) -> None:
 
     from test_workflow import REPO, snakemake_command
 
+    if "process" in SMOKE:  # started at the session's start already
+        return
     python = _deps_only_python(factory)
     workdir = factory.mktemp("smoke")
     log = open(workdir.parent / f"{workdir.name}.log", "w+")  # noqa: SIM115 (read when the run ends)
@@ -78,17 +81,23 @@ def smoke_run(tmp_path_factory):
         raise
     SMOKE["log"].seek(0)
     assert code == 0, SMOKE["log"].read()[-5000:]
+    if "slurm_copied" in SMOKE:  # the SLURM run, in the background, copies the folder first: the tests wait for that
+        assert SMOKE["slurm_copied"].wait(timeout=1800), "the SLURM run did not copy the smoke run's folder"
     return SMOKE["workdir"]
 
 
 def slurm_after_smoke(factory, every_rule: bool):
-    """The SLURM run (tests/test_slurm.py), once the smoke run has ended well."""
+    """The SLURM run (tests/test_slurm.py), once the smoke run has ended well; it sets SMOKE["slurm_copied"] once it
+    has read what it needs of the smoke run's folder (or has ended)."""
     from test_slurm import run_slurm_smoke
 
-    SMOKE["process"].wait()
-    if SMOKE["process"].returncode != 0:
-        pytest.fail("the smoke run failed: no SLURM run on its outputs")
-    return run_slurm_smoke(factory, SMOKE["workdir"], every_rule)
+    try:
+        SMOKE["process"].wait()
+        if SMOKE["process"].returncode != 0:
+            pytest.fail("the smoke run failed: no SLURM run on its outputs")
+        return run_slurm_smoke(factory, SMOKE["workdir"], every_rule, SMOKE["slurm_copied"])
+    finally:
+        SMOKE["slurm_copied"].set()
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -212,11 +221,26 @@ def pytest_addoption(parser):
                      help="where the full kill harness writes its record (default results/benchmarks/kill_harness.json)")
 
 
+def whole_suite(config) -> bool:
+    """Whether this session runs the whole suite (the README's `pytest`, CI): no paths, no selection."""
+    return (config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.collectonly
+            and not config.option.keyword and not config.option.markexpr and not config.option.deselect
+            and not config.option.lf and not config.option.failedfirst)
+
+
+def pytest_sessionstart(session):
+    # the whole suite starts the smoke run before its tests are collected (about 25 s on one core: the other is
+    # free); collection stops it again if no test that reads it is selected
+    if whole_suite(session.config):
+        session.config._tmp_path_factory.getbasetemp()  # made before any thread (see below)
+        start_smoke_run(session.config._tmp_path_factory)
+
+
 @pytest.hookimpl(trylast=True)  # after -k / -m have deselected
 def pytest_collection_modifyitems(config, items):
     # the background lane's work starts now; the tests that read the smoke run go last (in their order), and the run
-    # starts now, in the background; the SLURM run's tests before the other smoke tests: it copies the smoke run's
-    # folder, which one of those changes for a while; it starts when the smoke run ends, in the background too
+    # starts now (unless the session's start did), in the background; the SLURM run starts when it ends, in the
+    # background too, and its tests go last of all
     if not config.option.collectonly:
         # the session's base folder made here, before any thread: pytest makes it on first use, unlocked, and two
         # threads at once make two (a mktemp in one then fails "not a normalized and relative path", seen in CI)
@@ -230,15 +254,21 @@ def pytest_collection_modifyitems(config, items):
                     + [item for item in items if item.nodeid.split("::")[0] in waiting])
     reads_smoke = [item for item in items if "smoke_run" in getattr(item, "fixturenames", ())]
     if reads_smoke and not config.option.collectonly:
+        # the other smoke tests, then the SLURM run's (last: it runs in the background meanwhile, having copied the
+        # smoke run's folder before they start, as they change it for a while)
         slurm = [item for item in reads_smoke if "slurm_run" in item.fixturenames]
         later = set(reads_smoke)
-        items[:] = ([item for item in items if item not in later] + slurm
-                    + [item for item in reads_smoke if "slurm_run" not in item.fixturenames])
+        items[:] = ([item for item in items if item not in later]
+                    + [item for item in reads_smoke if "slurm_run" not in item.fixturenames] + slurm)
         factory = config._tmp_path_factory
         start_smoke_run(factory)
         if slurm:
             every_rule = config.getoption("--slurm-all")
+            SMOKE["slurm_copied"] = threading.Event()
             background.start("slurm_run", lambda: slurm_after_smoke(factory, every_rule))
+    elif "process" in SMOKE:  # started at the session's start, and no selected test reads it
+        SMOKE["process"].terminate()
+        SMOKE["process"].wait()
     if config.getoption("--kills"):
         return
     skip = pytest.mark.skip(reason="the full kill harness runs with --kills (docs/testing.md)")

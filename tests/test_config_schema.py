@@ -5,6 +5,7 @@ import copy
 from pathlib import Path
 
 import pytest
+import snakemake.utils
 import yaml
 from jsonschema import ValidationError
 from snakemake.exceptions import WorkflowError
@@ -16,6 +17,26 @@ from maskbench.workflow.workflow_config import tracks_of
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "schemas"
+
+
+@pytest.fixture(autouse=True)
+def schema_files_read_once(monkeypatch):
+    """snakemake.utils.validate reads every schema file a $ref names again on each call, with the pure-Python YAML
+    loader (about a second a config here); the comparison reads each file once per session, a copy each time."""
+    read = _SCHEMA_FILES.setdefault("read", snakemake.utils._load_configfile)
+
+    def cached(source, filetype="Config"):
+        if not isinstance(source, str | Path):
+            return read(source, filetype=filetype)
+        key = (str(source), filetype)
+        if key not in _SCHEMA_FILES:
+            _SCHEMA_FILES[key] = read(source, filetype=filetype)
+        return copy.deepcopy(_SCHEMA_FILES[key])
+
+    monkeypatch.setattr(snakemake.utils, "_load_configfile", cached)
+
+
+_SCHEMA_FILES: dict = {}
 CONFIGS = ["config.yaml", "tests/configs/synthetic.yaml", *sorted(f"configs/{p.name}" for p in (REPO / "configs").glob("*.yaml"))]
 # the overlays, and the config each is given after on the command line (as its header says)
 OVERLAID_ON = {"configs/paper-miniature.yaml": "configs/paper.yaml"}

@@ -332,8 +332,18 @@ def slurm_run(tmp_path_factory, smoke_run, request):
     return result
 
 
-def run_slurm_smoke(tmp_path_factory, smoke_run, every_rule: bool) -> dict:
-    """The body of the slurm_run fixture (smoke_run: the local run's folder; every_rule: `--slurm-all`)."""
+def run_slurm_smoke(tmp_path_factory, smoke_run, every_rule: bool, copied=None) -> dict:
+    """The body of the slurm_run fixture (smoke_run: the local run's folder; every_rule: `--slurm-all`); ``copied``
+    (a threading.Event, or None) is set once nothing more is read from the local run's folder, which the other smoke
+    tests may then change for a while (tests/conftest.py), however this ends."""
+    try:
+        return _run_slurm_smoke(tmp_path_factory, smoke_run, every_rule, copied)
+    finally:
+        if copied is not None:
+            copied.set()
+
+
+def _run_slurm_smoke(tmp_path_factory, smoke_run, every_rule: bool, copied) -> dict:
     if not os.environ.get("MASKBENCH_SLURM_CLUSTER"):
         pytest.skip("no SLURM cluster: MASKBENCH_SLURM_CLUSTER is unset (as root: tests/slurm/start-cluster.sh DIR "
                     "and . DIR/env.sh)")
@@ -374,6 +384,7 @@ def run_slurm_smoke(tmp_path_factory, smoke_run, every_rule: bool) -> dict:
             if log:
                 (workdir / log).unlink(missing_ok=True)
     before = {path: digest(smoke_run / path) for path in targets if (smoke_run / path).is_file()}
+    local_mtimes = {path: (smoke_run / path).stat().st_mtime for path in targets if (smoke_run / path).is_file()}
     # what snakemake will run: the forced jobs and the few between two of them (chosen_jobs keeps them few)
     forced_plan = run(snakemake_cmd(workdir, "-n", *args, "--force", *targets), timeout=300)
     assert forced_plan.returncode == 0, forced_plan.stderr[-3000:]
@@ -385,6 +396,8 @@ def run_slurm_smoke(tmp_path_factory, smoke_run, every_rule: bool) -> dict:
     groups = shared_groups(planned_outputs(plan.stdout), chosen, SHARED_GROUPS, job_seconds(plan.stdout, smoke_run))
     assert set(groups) == set(remote), set(groups) ^ set(remote)
     args += smoke_group_args(remote, groups, node_cpus)
+    if copied is not None:
+        copied.set()  # the local run's folder is read no more
 
     log_path = workdir / "snakemake.log"
     start = time.monotonic()
@@ -436,7 +449,8 @@ def run_slurm_smoke(tmp_path_factory, smoke_run, every_rule: bool) -> dict:
     summary["rules"] = "every rule kind" if every_rule else "tests/test_slurm.py CI_RULES"
     (workdir / "slurm_run.json").write_text(json.dumps(summary, indent=1))
     return {"summary": summary, "workdir": workdir, "log": log, "own_lines": own_lines, "remote": remote, "local": local,
-            "records": records, "cancelled": cancelled, "chosen": chosen, "before": before}
+            "records": records, "cancelled": cancelled, "chosen": chosen, "before": before,
+            "local_mtimes": local_mtimes}
 
 
 @pytest.mark.slurm
@@ -497,7 +511,9 @@ def test_outputs_equal_those_of_a_local_run(slurm_run, smoke_run):
     counted = collections.Counter()
     for rel in outputs:
         ours, theirs = cluster / rel, local / rel
-        assert ours.exists() and ours.stat().st_mtime > theirs.stat().st_mtime, rel
+        # rewritten by its SLURM job (newer than the local file when the run copied it: the other smoke tests may
+        # have rewritten a local file since, with the same bytes)
+        assert ours.exists() and ours.stat().st_mtime > slurm_run["local_mtimes"][str(rel)], rel
         if ours.suffix == ".mask":
             assert digest(ours) == slurm_run["before"][str(rel)], rel
             counted["bytes"] += 1
