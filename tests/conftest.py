@@ -225,7 +225,7 @@ def whole_suite(config) -> bool:
     """Whether this session runs the whole suite (the README's `pytest`, CI): no paths, no selection."""
     return (config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.collectonly
             and not config.option.keyword and not config.option.markexpr and not config.option.deselect
-            and not config.option.lf and not config.option.failedfirst)
+            and not getattr(config.option, "lf", False) and not getattr(config.option, "failedfirst", False))
 
 
 def pytest_sessionstart(session):
