@@ -163,12 +163,16 @@ def test_a_precision_without_a_rate_is_refused_in_one_line():
 
 
 def test_temp_checkpoints_leave_only_the_masks_of_a_scored_sweep_on_disk():
+    """What is deleted is what the plan says its rule flags temp() (`Would remove temporary output`, printed once the
+    last job reading it is planned), not a list of rules: here one of the two checkpoints."""
     outputs = [f"s/sparsity~{s}/{name}" for s in (0.2, 0.3) for name in ("model.safetensors", "mask.mask",
                                                                            "train_summary.json")]
     command = finetune().replace("nlu.finetune", "nlu.srnet_retrain") + " --masks a.mask b.mask"
-    for flag, kept in ((False, 2 * 0.44 + 2 * 85e6 / 8 / 1e9), (True, 2 * 85e6 / 8 / 1e9)):
-        _, [cost] = priced(block("srnet_retrain", outputs, command),
-                           config={**CONFIG, "compute": {"temp_checkpoints": flag}})
+    removed = "Would remove temporary output s/sparsity~0.2/model.safetensors\n"
+    for after, kept in (("", 2 * 0.44 + 2 * 85e6 / 8 / 1e9), (removed, 0.44 + 2 * 85e6 / 8 / 1e9)):
+        # the line follows the block of the last job reading the file
+        jobs, [cost, _] = priced(block("srnet_retrain", outputs, command) + block("report", ["r.csv"], "true") + after)
+        assert jobs[0].temporary == (("s/sparsity~0.2/model.safetensors",) if after else ()) and jobs[1].temporary == ()
         assert cost.disk_gb == pytest.approx(2 * 0.44 + 2 * 85e6 / 8 / 1e9)  # two checkpoints and two masks written
         assert cost.kept_gb == pytest.approx(kept)
         assert cost.minutes == pytest.approx(2 * STEPS / 9 / 60)  # two masks retrained in turn
@@ -244,3 +248,20 @@ def test_a_mask_search_steps_at_the_measured_mask_search_rate(tmp_path):
     assert pricer.price(job).minutes == pytest.approx(STEPS / 10.0 / 60)  # not the fine-tuning's 24 steps/s
     [tune] = plan.parse_dry_run(block("f", ["m/model.safetensors"], finetune() + " --precision bf16"))
     assert pricer.price(tune).minutes == pytest.approx(STEPS / 24.0 / 60)
+
+
+def test_every_job_of_the_paper_config_that_asks_for_a_gpu_is_priced(paper_dry_run):
+    """A rule the sheet cannot price fails here, not in a reader's sum: every job of the paper config's plan (the
+    background lane's, through profiles/slurm) that asks for a GPU gets an estimate from its own command line."""
+    from maskbench.config_files import read_configs
+
+    repo = Path(__file__).resolve().parents[1]
+    jobs = plan.parse_dry_run(paper_dry_run.stdout)
+    pricer = sheet.Pricer(read_configs([repo / "configs/paper.yaml"]),
+                          assumptions.per_step_figures(gpu_check=Path("/nonexistent")))
+    gpu_jobs = [job for job in jobs if job.gpus]
+    assert len(gpu_jobs) > 3000 and all(job.step()[0] for job in gpu_jobs)  # the plan carries each job's command
+    unpriced = sorted({job.rule for job in gpu_jobs if pricer.price(job).minutes is None})
+    assert unpriced == []
+    # and the checkpoints its rules flag temp() are read from the plan: paper C's retraining and IMP, the sweeps
+    assert {job.rule for job in jobs if job.temporary} == {"finetune_sweep", "srnet_retrain", "srnet_imp"}

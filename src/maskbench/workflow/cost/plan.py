@@ -34,6 +34,7 @@ class PlannedJob:
     resources: Mapping[str, str] = field(default_factory=dict)
     command: str = ""
     local: bool = False
+    temporary: tuple[str, ...] = ()  # the outputs its rule flags temp(): deleted once every job reading them is done
 
     def resource(self, key: str, default: float = 0) -> float:
         value = self.resources.get(key)
@@ -76,6 +77,7 @@ def _options(words: list[str]) -> dict[str, list[str]]:
 
 
 _HEAD = re.compile(r"^\s*(localrule|rule|checkpoint) (\w+):\s*$", re.M)
+_TEMPORARY = re.compile(r"^Would remove temporary output (.+)$", re.M)
 
 
 def _pairs(text: str) -> dict[str, str]:
@@ -88,7 +90,9 @@ def _pairs(text: str) -> dict[str, str]:
 
 
 def parse_dry_run(stdout: str) -> list[PlannedJob]:
-    """Every job block of a dry run's output (group jobs' members included), in the order printed."""
+    """Every job block of a dry run's output (group jobs' members included), in the order printed; each job's
+    temporary outputs from the run's `Would remove temporary output` lines (the rules' own temp() flags)."""
+    temporary = set(_TEMPORARY.findall(stdout))
     jobs = []
     heads = list(_HEAD.finditer(stdout))
     for head, after in zip(heads, [*heads[1:], None], strict=True):
@@ -105,7 +109,8 @@ def parse_dry_run(stdout: str) -> list[PlannedJob]:
             inputs=tuple(inputs.split(", ")) if inputs else (), wildcards=_pairs(line("wildcards")),
             threads=int(line("threads") or 1), resources=_pairs(line("resources")),
             command=command.group(1) if command and command.group(1) != "None" else "",
-            local=head.group(1) == "localrule"))
+            local=head.group(1) == "localrule",
+            temporary=tuple(path for path in outputs.split(", ") if path in temporary) if outputs else ()))
     return jobs
 
 

@@ -37,11 +37,7 @@ TRAINING_STEPS = {"nlu.finetune", "gender.task", "nlu.mask_search", "nlu.srnet_m
 EVALUATION_STEPS = {"nlu.evaluate", "nlu.evaluate_masks", "nlu.evaluate_srnets"}
 # steps whose state is saved within a run only: a second submission trains the finished runs again
 NO_CARRY_OVER = {"nlu.srnet_retrain", "nlu.srnet_imp"}
-GENDER_CORPUS_ROWS = 128
-# the rules whose checkpoints only evaluations read: with compute.temp_checkpoints they are deleted once scored
-# (rules/common.smk's scored_checkpoint, used by rules/nlu/tradeoff.smk and rules/nlu/srnets_common.smk); a dry run
-# does not print temp() flags, so the sheet is told here
-TEMP_CHECKPOINT_RULES = {"finetune_sweep", "srnet_retrain", "srnet_imp"}  # GENDER_BATCHES_PER_EPOCH counts batches of paper B's 128 examples
+GENDER_CORPUS_ROWS = 128  # GENDER_BATCHES_PER_EPOCH counts batches of paper B's 128 examples
 
 
 @dataclass
@@ -304,8 +300,10 @@ class Pricer:
         snapshots += len(spec.get("snapshot_epochs") or []) if isinstance(spec, dict) else 0
         masks = sum(path.endswith(".mask") for path in job.outputs)
         written = (len(folders) + snapshots) * ckpt + masks * mask
-        temp = (self.config.get("compute") or {}).get("temp_checkpoints") and job.rule in TEMP_CHECKPOINT_RULES
-        return written, masks * mask if temp else written
+        # the checkpoints its rule flags temp() (compute.temp_checkpoints: rules/common.smk's scored_checkpoint) are
+        # deleted once scored: the plan says which (PlannedJob.temporary)
+        deleted = {path.rpartition("/")[0] for path in job.temporary if path.endswith("/model.safetensors")}
+        return written, written - len(deleted & folders) * ckpt
 
     # ---------------------------------------------------------------------------------------------- checks
     def check(self, cost: JobCost) -> None:
