@@ -187,6 +187,24 @@ def image_split(path: Path, n: int, seed: int, split: str) -> Path:
     return path
 
 
+def vision_inputs(folder: Path, epochs: int) -> Path:
+    """Tiny image splits (train: 32, val: 16), an MLP trained on them for ``epochs`` and two magnitude masks of it
+    (``sparsity~0.5.mask``, ``sparsity~0.9.mask``), all in ``folder``."""
+    from maskbench.steps.vision import magnitude as vision_magnitude
+    from maskbench.steps.vision import train as vision_train
+
+    folder.mkdir(parents=True, exist_ok=True)
+    image_split(folder / "train.safetensors", 32, 0, "train")
+    image_split(folder / "val.safetensors", 16, 1, "unbiased_val")
+    assert vision_train.main(["--train", str(folder / "train.safetensors"), "--val", str(folder / "val.safetensors"),
+                              "--model-spec", json.dumps({**VISION_MLP, "train": VISION_HP}),
+                              "--hparams", json.dumps({**VISION_HP, "epochs": epochs}), "--seed", "4",
+                              "--threads", "1", "--out-dir", str(folder / "model")]) == 0
+    assert vision_magnitude.main(["--model-dir", str(folder / "model"), "--sparsities", "0.5", "0.9",
+                                  "--out-dir", str(folder)]) == 0
+    return folder
+
+
 def gender_inputs(folder: Path) -> tuple[Path, Path]:
     import pandas as pd
     import torch
@@ -341,8 +359,6 @@ def prepare_inputs(inputs: Path, nli_only: bool = False) -> None:
     with a trained MLP, a gender corpus and encoder (in this process: the kills are in the step processes);
     ``nli_only``: the NLI data alone (all fine-tuning needs)."""
     from maskbench.steps.nlu import finetune, srnet_mask_train
-    from maskbench.steps.vision import magnitude as vision_magnitude
-    from maskbench.steps.vision import train as vision_train
 
     nli = nli_data(inputs / "nli")
     if nli_only:
@@ -356,16 +372,7 @@ def prepare_inputs(inputs: Path, nli_only: bool = False) -> None:
         "--seed", "1", "--threads", "1", "--hparams", json.dumps({**SEARCH_HP, "epochs": 1}),
         "--spec", json.dumps({"sparsity": 0.5, "select_after": 0.5, "eval_every": 4, "reset_every": 4}),
         "--out-mask", str(inputs / "m50.mask"), "--summary", str(inputs / "m50.json")]) == 0
-    vision = inputs / "vision"
-    vision.mkdir(parents=True, exist_ok=True)
-    image_split(vision / "train.safetensors", 32, 0, "train")
-    image_split(vision / "val.safetensors", 16, 1, "unbiased_val")
-    assert vision_train.main(["--train", str(vision / "train.safetensors"), "--val", str(vision / "val.safetensors"),
-                              "--model-spec", json.dumps({**VISION_MLP, "train": VISION_HP}),
-                              "--hparams", json.dumps({**VISION_HP, "epochs": 2}), "--seed", "4", "--threads", "1",
-                              "--out-dir", str(vision / "model")]) == 0
-    assert vision_magnitude.main(["--model-dir", str(vision / "model"), "--sparsities", "0.5", "0.9",
-                                  "--out-dir", str(vision)]) == 0
+    vision_inputs(inputs / "vision", epochs=2)
     gender_inputs(inputs / "gender")
 
 

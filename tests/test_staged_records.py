@@ -66,22 +66,10 @@ def test_a_stop_request_ends_the_job_before_the_next_record_to_compute(tmp_path)
 
 @pytest.fixture(scope="module")
 def vision_inputs(tmp_path_factory):
-    """The kill harness's tiny image splits, an MLP trained on them and two magnitude masks of it."""
-    from kill_harness import VISION_HP, VISION_MLP, image_split
+    """The kill harness's tiny image splits, an MLP trained on them for an epoch and two magnitude masks of it."""
+    from kill_harness import vision_inputs as make
 
-    from maskbench.steps.vision import magnitude
-    from maskbench.steps.vision import train as vision_train
-
-    folder = tmp_path_factory.mktemp("vision")
-    image_split(folder / "train.safetensors", 32, 0, "train")
-    image_split(folder / "val.safetensors", 16, 1, "unbiased_val")
-    assert vision_train.main(["--train", str(folder / "train.safetensors"), "--val", str(folder / "val.safetensors"),
-                              "--model-spec", json.dumps({**VISION_MLP, "train": VISION_HP}),
-                              "--hparams", json.dumps({**VISION_HP, "epochs": 1}), "--seed", "4", "--threads", "1",
-                              "--out-dir", str(folder / "model")]) == 0
-    assert magnitude.main(["--model-dir", str(folder / "model"), "--sparsities", "0.5", "0.9",
-                           "--out-dir", str(folder)]) == 0
-    return folder
+    return make(tmp_path_factory.mktemp("vision"), epochs=1)
 
 
 def test_a_vision_evaluation_cut_off_after_a_run_reads_it_back_and_ends_byte_equal(vision_inputs, tmp_path, caplog,
