@@ -5,6 +5,7 @@ another, and the rules' parse-time imports free of the report code and the heavy
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -69,7 +70,9 @@ def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
     return found
 
 
+@functools.cache
 def graph() -> dict[str, set[str]]:
+    """Each module's imports of the package's modules (parsed once per session; the tests only read it)."""
     found = modules()
     known = set(found)
     return {name: imports_of(path, name, known) for name, path in found.items()}
