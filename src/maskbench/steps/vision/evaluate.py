@@ -81,19 +81,19 @@ def main(args: VisionEvaluateArgs) -> int:
     device = start(args)
     args.out.unlink(missing_ok=True)
     # each run's record kept across a cut-off as soon as it is scored (maskbench/workflow/staged_records.py)
+    names = [json.dumps(run, sort_keys=True) for run in runs]
     staged = StagedRecords(args.out, job_fields(args),
                            [args.head_train, args.test, args.biased_test,
                             *(p for run in runs for p in (run["model_dir"], run.get("mask")))],
-                           [json.dumps(run, sort_keys=True) for run in runs], unit="run")
+                           names, unit="run")
     models: dict[str, tuple] = {}
     records = []
     with staged.signals():
-        for run in runs:
-            record = staged.get(json.dumps(run, sort_keys=True))
+        for name, run in zip(names, runs, strict=True):
+            record = staged.get(name)
             if record is None:
-                record = staged.put(json.dumps(run, sort_keys=True),
-                                    score_run(run, masks.get(run["name"]), models, args, device, head_settings,
-                                              (head_train, test, biased_test)))
+                record = staged.put(name, score_run(run, masks.get(run["name"]), models, args, device, head_settings,
+                                                    (head_train, test, biased_test)))
             records.append(record)
     runtime.atomic_write_json(args.out, {"runs": records, "dataset": args.name or test.dataset, "level": args.level,
                                          "generator": test.dataset, "seed": args.seed,
