@@ -13,7 +13,8 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-CUDA_SECTIONS = ("finetune_steps", "mask_search_steps", "evaluation", "smoke_dag")
+CUDA_SECTIONS = ("finetune_steps", "mask_search_steps", "reference_loop", "evaluation", "profile", "compiled",
+                 "smoke_dag")
 
 
 def run_quick_check(factory):
@@ -43,7 +44,7 @@ def test_quick_run_on_cpu(quick_gpu_check):
     assert lines[-1] == "[]"  # nothing unavailable on the GPU machine was imported
     report = json.loads(out.read_text())
     sections = report["sections"]
-    assert list(sections) == ["environment", *CUDA_SECTIONS[:3], "resume_on_cuda", "smoke_dag"]
+    assert list(sections) == ["environment", *CUDA_SECTIONS[:4], "resume_on_cuda", *CUDA_SECTIONS[4:]]
     # one summary line per section, in order
     assert [line.split(":")[0] for line in lines[:-1] if line.split(":")[0] in sections] == list(sections)
     env = sections["environment"]
@@ -59,9 +60,10 @@ def test_quick_run_on_cpu(quick_gpu_check):
 
 
 def test_cpu_code_paths_and_a_failing_section(tmp_path, monkeypatch):
-    """--allow-cpu runs the benchmark sections' code on the CPU: every variant times its steps, and bf16 leaves the
-    CPU's probabilities exactly as fp32's (the setting is CUDA-only); a section that raises is recorded as failed
-    with its error, and the sections after it still run and are written."""
+    """--allow-cpu runs the benchmark sections' code on the CPU: every variant times its steps (at the check's batch
+    and the larger ones), the reference loop runs, the profile counts the host reads of each loop, and bf16 leaves
+    the CPU's probabilities exactly as fp32's (the setting is CUDA-only); a section that raises is recorded as
+    failed with its error, and the sections after it still run and are written."""
     from maskbench.benchmarks import gpu_check
 
     def broken(sizes, allow_cpu):
@@ -69,18 +71,27 @@ def test_cpu_code_paths_and_a_failing_section(tmp_path, monkeypatch):
 
     monkeypatch.setitem(gpu_check.RUNNERS, "environment", broken)
     out = tmp_path / "check.json"
-    gpu_check.main(["--quick", "--allow-cpu", "--threads", "1", "--sections", "environment,finetune_steps,mask_search_steps,evaluation",
-                    "--out", str(out)])
+    gpu_check.main(["--quick", "--allow-cpu", "--threads", "1", "--sections",
+                    "environment,finetune_steps,mask_search_steps,reference_loop,evaluation,profile", "--out", str(out)])
     sections = json.loads(out.read_text())["sections"]
     assert sections["environment"]["status"] == "failed"
     assert "RuntimeError: injected failure" in sections["environment"]["reason"]
     quick = gpu_check.QUICK
-    for name, variants in (("finetune_steps", gpu_check.FINETUNE_VARIANTS),
-                           ("mask_search_steps", gpu_check.SEARCH_VARIANTS)):
+    for name, names in (("finetune_steps", ["fp32", "fp32_tf32", "bf16", "fp16_scaler", "fp32_b8", "fp32_tf32_b8",
+                                             "bf16_b8"]),
+                        ("mask_search_steps", ["fp32", "bf16", "fp32_b8", "bf16_b8"]),
+                        ("reference_loop", ["fp32", "bf16", "fp32_b8", "bf16_b8"])):
         assert sections[name]["status"] == "ok", sections[name]
-        assert list(sections[name]["variants"]) == list(variants)
-        for numbers in sections[name]["variants"].values():
+        assert list(sections[name]["variants"]) == names
+        for variant, numbers in sections[name]["variants"].items():
             assert numbers["timed_steps"] == quick.timed_steps and numbers["steps_per_s"] > 0
+            assert numbers["batch_size"] == (8 if variant.endswith("_b8") else 4) and numbers["max_length"] == 16
+            assert numbers["mfu"] is None  # no card, no peak
+    runs = sections["profile"]["runs"]
+    assert list(runs) == ["finetune_bf16", "mask_search_bf16", "reference_bf16"]
+    for numbers in runs.values():
+        assert numbers["recorded_steps"] == 4 and numbers["host_step_ms"] > 0
+    assert (tmp_path / "check_profile.txt").read_text().count("steps recorded)") == 3
     assert sections["mask_search_steps"]["variants"]["fp32"]["n_scores"] == 2 * (4 * 32 * 32 + 2 * 32 * 64)  # 2 layers: Q, K, V, O and the two FFN matrices
     bf16 = sections["evaluation"]["variants"]["bf16"]
     assert bf16["max_abs_prob_diff_vs_fp32"] == 0.0 and bf16["argmax_agreement_vs_fp32"] == 1.0
@@ -99,11 +110,31 @@ def test_a_recorded_check_renders_as_markdown_with_ratios_to_fp32():
     report = {"commit": "abc1234", "total_seconds": 9.5, "sections": {
         "environment": {"status": "ok", "device_name": "GPU X"},
         "finetune_steps": {"status": "ok", "variants": {"fp32": {"steps_per_s": 10.0, "peak_memory_mib": 100.0},
-                                                        "bf16": {"steps_per_s": 15.0, "peak_memory_mib": 80.0}}},
+                                                        "bf16": {"steps_per_s": 15.0, "peak_memory_mib": 80.0,
+                                                                 "mfu": 0.0512},
+                                                        "fp32_b128": {"steps_per_s": 3.0, "peak_memory_mib": 300.0},
+                                                        "bf16_b128": {"steps_per_s": 6.0, "peak_memory_mib": 200.0}}},
         "evaluation": {"status": "skipped", "reason": "no CUDA device"},
         "resume_on_cuda": {"status": "ok", "equal": True}}}
     text = markdown(report, "g.json")
     assert text.startswith("On GPU X (`g.json`, commit `abc1234`, 9.5 s in all):")
-    assert "| finetune_steps | fp32 | 10.0 steps/s | 1.00x | 100 |" in text
-    assert "| finetune_steps | bf16 | 15.0 steps/s | 1.50x | 80 |" in text
+    assert "| finetune_steps | fp32 | 10.0 steps/s | 1.00x | – | 100 |" in text
+    assert "| finetune_steps | bf16 | 15.0 steps/s | 1.50x | 5.1 % | 80 |" in text
+    assert "| finetune_steps | bf16_b128 | 6.0 steps/s | 2.00x | – | 200 |" in text  # against fp32 at its batch
     assert "evaluation |" not in text and "- `resume_on_cuda`: ok — resumed weights equal" in text
+
+
+def test_model_flops_and_utilisation_by_hand(monkeypatch):
+    """BERT-base's step: 85,054,464 encoder + 592,899 pooler and classifier parameters outside the embeddings; at 32 x
+    128 tokens, 6 x 85,647,363 x 4,096 + 12 x 12 x 768 x 128 x 4,096 FLOPs; 10 steps/s on an H100's bf16 peak."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from maskbench.benchmarks import gpu_check
+
+    model = BertForSequenceClassification(BertConfig(num_labels=3))
+    flops = gpu_check.model_flops_per_step(model, 32, 128)
+    assert flops == 6 * 85_647_363 * 4_096 + 12 * 12 * 768 * 128 * 4_096
+    monkeypatch.setattr(gpu_check, "peak_tflops", lambda variant: {"bf16": 989.4, "fp32_b128": 66.9}.get(variant))
+    assert gpu_check.utilisation(1e12, 10.0, "bf16") == {"model_tflops_per_s": 10.0, "peak_tflops": 989.4,
+                                                        "mfu": round(10 / 989.4, 4)}
+    assert gpu_check.utilisation(1e12, 10.0, "fp16_scaler")["mfu"] is None

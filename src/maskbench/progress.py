@@ -148,8 +148,8 @@ class Progress:
         """``n`` more units done (``examples`` of them, where a unit is a batch); True when a line was written."""
         self.done += n
         self.examples += examples if examples is not None else 0
-        for key, value in values.items():
-            self.values.setdefault(key, []).append(float(value))
+        for key, value in values.items():  # a device scalar is read when the line is written, not every step
+            self.values.setdefault(key, []).append(value)
         if clock() - self.last < self.seconds:
             return False
         self.report()
@@ -161,6 +161,7 @@ class Progress:
         return (self.done - self.first_done) / elapsed, self.examples / elapsed
 
     def line(self, now: float) -> str:
+        self.values = {key: host_floats(v) for key, v in self.values.items()}
         per_unit, per_example = self.rate(now)
         percent = f" ({100.0 * self.done / self.total:.1f}%)" if self.total else ""
         parts = [f"progress {self.what}: {self.unit} {self.done}/{self.total}{percent}"]
@@ -226,6 +227,27 @@ def curve_csv(rows: list[dict]) -> str:
     import pandas as pd
 
     return pd.DataFrame(rows).to_csv(index=False)
+
+
+def host_floats(values: list) -> list[float]:
+    """Python floats of a list of numbers and 0-dim tensors (a training loop's losses kept on the device between
+    reports): the tensors are read in one transfer per device (``torch.stack(...).tolist()``: one host sync however
+    many), each the very value ``float(tensor)`` gives (widened to float64 first, which is exact)."""
+    out = list(values)
+    by_device: dict = {}
+    for i, value in enumerate(values):
+        if hasattr(value, "dim"):
+            by_device.setdefault(value.device, []).append(i)
+        else:
+            out[i] = float(value)
+    if by_device:
+        import torch
+
+        for indices in by_device.values():
+            read = torch.stack([values[i].detach().reshape(()).double() for i in indices]).tolist()
+            for i, value in zip(indices, read, strict=True):
+                out[i] = value
+    return out
 
 
 def batches_in(loader) -> int:

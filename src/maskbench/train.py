@@ -24,7 +24,7 @@ from maskbench import stop as stop_requests
 from maskbench.masking.engine import is_no_decay, plain_parameter_name
 from maskbench.masking.schedules import Plateau
 from maskbench.precision import FP32, Precision, current
-from maskbench.progress import Progress, examples_in
+from maskbench.progress import Progress, examples_in, host_floats
 from maskbench.resume import Resume, rng_state, set_rng_state
 
 log = logging.getLogger(__name__)
@@ -131,13 +131,23 @@ LR_SCHEDULES = ("linear", "constant", "multistep", "cosine", "plateau")
 OPTIMIZERS = ("adamw", "adam", "sgd")
 
 
+def fused_on(groups: list[dict]) -> bool:
+    """Whether Adam(W)'s fused CUDA kernel can take every parameter: all on CUDA and floating point. The fused
+    kernel updates every parameter in a few launches and reads fp16's GradScaler state on the device (no host
+    sync); on the CPU the default implementation runs, so CPU runs are untouched."""
+    params = [p for g in groups for p in g["params"]]
+    return bool(params) and all(p.is_cuda and p.is_floating_point() for p in params)
+
+
 def make_optimizer(groups: list[dict], hp: TrainHParams) -> torch.optim.Optimizer:
-    """The run's optimiser over its parameter groups (the keys only the schedule reads dropped)."""
+    """The run's optimiser over its parameter groups (the keys only the schedule reads dropped); Adam(W) fused
+    where every parameter is on CUDA (``fused_on``)."""
     plain = [{k: v for k, v in g.items() if k not in ("schedule", "warmup")} for g in groups]
+    fused = {"fused": True} if hp.optimizer in ("adamw", "adam") and fused_on(plain) else {}
     if hp.optimizer == "adamw":
-        return torch.optim.AdamW(plain, lr=hp.learning_rate, eps=hp.adam_eps)
+        return torch.optim.AdamW(plain, lr=hp.learning_rate, eps=hp.adam_eps, **fused)
     if hp.optimizer == "adam":
-        return torch.optim.Adam(plain, lr=hp.learning_rate, eps=hp.adam_eps)
+        return torch.optim.Adam(plain, lr=hp.learning_rate, eps=hp.adam_eps, **fused)
     if hp.optimizer == "sgd":
         return torch.optim.SGD(plain, lr=hp.learning_rate, momentum=hp.momentum)
     raise ValueError(f"optimizer {hp.optimizer!r} is unknown; choose one of {OPTIMIZERS}")
@@ -379,6 +389,36 @@ class LRPlateau(Hook):
         self.history = list(state["history"])
 
 
+class FiniteLosses:
+    """The check that every training loss is finite. On the CPU each loss is checked before its backward pass
+    (reading a CPU scalar costs nothing). On CUDA reading it would make every step wait for the device, so a device
+    flag gathers the losses and ``check`` reads it: at every logged step, before a resume state is saved and when
+    the run ends. A non-finite loss stops the run either way, with a ``FloatingPointError``; on CUDA the steps up to
+    the check have run (their weights are never saved)."""
+
+    def __init__(self, device):
+        self.deferred = torch.device(device).type == "cuda"
+        self.flag: torch.Tensor | None = None
+        self.first_step: int | None = None
+
+    def add(self, loss: torch.Tensor, step: int) -> None:
+        if not self.deferred:
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"training loss became {loss.item()} at step {step}")
+            return
+        bad = ~torch.isfinite(loss.detach())
+        self.flag = bad if self.flag is None else self.flag | bad
+        self.first_step = step if self.first_step is None else self.first_step
+
+    def check(self, step: int) -> None:
+        if self.flag is not None:
+            bad, first = bool(self.flag), self.first_step
+            self.flag, self.first_step = None, None
+            if bad:
+                raise FloatingPointError(f"training loss became non-finite between steps {first} and {step} (CUDA: "
+                                         "losses are checked on the device, read at every logged step)")
+
+
 @dataclass
 class StepTimes:
     """Wall-clock marks of one ``train_step`` (seconds): after the objective, the backward pass, the update."""
@@ -391,7 +431,7 @@ class StepTimes:
 def train_step(model: torch.nn.Module, batch: dict, objective: Objective, optimizer, scheduler,
                clip_params: list, max_grad_norm: float, step: int,
                times: StepTimes | None = None, *, precision: Precision = FP32, device=None,
-               scaler=None) -> tuple[torch.Tensor, dict]:
+               scaler=None, finite: FiniteLosses | None = None) -> tuple[torch.Tensor, dict]:
     """One optimisation step: objective, backward, gradient clipping, update, schedule. The loop and the
     benchmarks run this same function.
 
@@ -399,12 +439,17 @@ def train_step(model: torch.nn.Module, batch: dict, objective: Objective, optimi
     backward, clipping and the update stay outside it, on the fp32 parameters and gradients. ``scaler`` (fp16's
     ``torch.amp.GradScaler``, ``Precision.grad_scaler``) scales the loss before backward and unscales the gradients
     before clipping; a step whose gradients overflowed is skipped by the scaler (the schedule still moves, as in
-    Lightning's and Hugging Face's fp16 loops). With fp32, or on the CPU, the step is exactly the fp32 step."""
+    Lightning's and Hugging Face's fp16 loops). With fp32, or on the CPU, the step is exactly the fp32 step.
+    ``finite`` (``FiniteLosses``; None: checked here, at once) checks the loss; nothing in the step reads a value
+    back to the host, so on CUDA the host queues the next step while the device runs this one."""
     started = time.perf_counter()
     with precision.autocast(device):
         loss, logs = objective(model, batch)
-    if not torch.isfinite(loss):
-        raise FloatingPointError(f"training loss became {loss.item()} at step {step}")
+    if finite is None:
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"training loss became {loss.item()} at step {step}")
+    else:
+        finite.add(loss, step)
     marked = time.perf_counter()
     optimizer.zero_grad(set_to_none=True)
     if scaler is not None:
@@ -480,23 +525,27 @@ def fit(
     on the CPU it changes nothing.
     """
     generator = torch.Generator().manual_seed(seed)
+    # on CUDA batches are collated into pinned memory, so their copies to the device (non_blocking) overlap a step
+    pinned = {"pin_memory": True} if torch.device(device).type == "cuda" else {}
     if hp.length_grouped:
         if samples_per_epoch is not None or not hasattr(data, "lengths"):
             raise ValueError("length_grouped batches need a dataset with `lengths` and whole epochs "
                              "(no samples_per_epoch)")
         loader = DataLoader(data, batch_sampler=LengthGroupedBatches(data.lengths, hp.batch_size, hp.length_grouped,
                                                                      generator),
-                            collate_fn=getattr(data, "collate", None))
+                            collate_fn=getattr(data, "collate", None), **pinned)
         total = total_steps(len(data), hp)
     elif samples_per_epoch is None:
         loader = DataLoader(data, batch_size=hp.batch_size, shuffle=True, generator=generator,
-                            collate_fn=getattr(data, "collate", None))
+                            collate_fn=getattr(data, "collate", None), **pinned)
         total = total_steps(len(data), hp)
     else:
         sampler = RandomSampler(data, num_samples=samples_per_epoch, generator=generator)
-        loader = DataLoader(data, batch_size=hp.batch_size, sampler=sampler, collate_fn=getattr(data, "collate", None))
+        loader = DataLoader(data, batch_size=hp.batch_size, sampler=sampler, collate_fn=getattr(data, "collate", None),
+                            **pinned)
         total = total_steps(samples_per_epoch, hp)
     groups = groups if groups is not None else trainable_groups(model, hp.learning_rate, hp.weight_decay)
+    model.to(device)  # before the optimiser: a fused one needs its parameters on the device
     optimizer = make_optimizer(groups, hp)
     if early_stop is not None and evaluate is None:
         raise ValueError("early stopping needs a dev set to evaluate after every epoch")
@@ -506,12 +555,12 @@ def fit(
         hooks = [*hooks, lr_plateau]
     clip_params = clip_parameters(model, groups)
     outside = clip_params[len(list(model.parameters())):]  # trained beside the model (a gate, a bias head)
-    model.to(device)
     precision = precision if precision is not None else current()
     precision.apply_tf32(device)
     scaler = precision.grad_scaler(device)
     set_training(model, freeze_norm_stats)
     curve, step, running, logged, started = [], 0, [], {}, time.perf_counter()
+    finite = FiniteLosses(device)
     epoch, stop, skip = 0, False, 0
     saved = resume.load() if resume is not None else None
     if saved is not None:
@@ -562,20 +611,23 @@ def fit(
                 for hook in hooks:
                     hook.before_step(step, total)
                 loss, logs = train_step(model, batch, objective, optimizer, scheduler, clip_params, hp.max_grad_norm,
-                                        step, precision=precision, device=device, scaler=scaler)
+                                        step, precision=precision, device=device, scaler=scaler, finite=finite)
                 step += 1
                 taken += 1
-                running.append(loss.item())
+                # losses and logged terms stay where they are (0-dim device tensors on CUDA) until a logged step
+                # reads them all at once (host_floats): no step waits for the device
+                running.append(loss.detach())
                 for key, value in logs.items():
-                    logged.setdefault(key, []).append(float(value))
+                    logged.setdefault(key, []).append(value.detach() if hasattr(value, "detach") else float(value))
                 bar.update(1)
                 progress.update(1, examples_in(batch), loss=running[-1], lr=scheduler.get_last_lr()[0])
                 for hook in hooks:
                     stop = hook.after_step(step, total, model) or stop
                 if step % hp.log_every == 0 or step == total or stop:
-                    point = {"step": step, "epoch": epoch, "train_loss": float(np.mean(running)),
+                    finite.check(step)
+                    point = {"step": step, "epoch": epoch, "train_loss": float(np.mean(host_floats(running))),
                              "lr": scheduler.get_last_lr()[0], "seconds": time.perf_counter() - started,
-                             **{key: float(np.mean(values)) for key, values in logged.items()}}
+                             **{key: float(np.mean(host_floats(values))) for key, values in logged.items()}}
                     curve.append(point)
                     log.info("step %d/%d epoch %d loss %.4f lr %.2e", step, total, epoch, point["train_loss"], point["lr"])
                     running, logged = [], {}
@@ -586,6 +638,9 @@ def fit(
                 if resume is not None and going_on and (step % resume.every == 0 or asked or save_asked):
                     if save_asked and not asked:
                         log.info("saving the state at step %d of %d when asked (SIGUSR1); going on", step, total)
+                    finite.check(step)  # a non-finite step's weights are never saved
+                    running = host_floats(running)  # the state holds plain floats, as written by every version
+                    logged = {key: host_floats(values) for key, values in logged.items()}
                     resume.save({"step": step, "epoch": epoch, "batches_in_epoch": taken, "curve": curve,
                                  "running": running, "logged": logged, "model": model.state_dict(),
                                  "outside": [p.detach().clone() for p in outside],
@@ -612,6 +667,7 @@ def fit(
                     log.info("dev accuracy has not risen for %d epochs: stopping after epoch %d (best: epoch %d, %.2f)",
                              early_stop.patience, epoch, early_stop.best_epoch, early_stop.best)
                     stop = True
+    finite.check(step)
     if stop:
         log.info("stopped by a hook at step %d of %d", step, total)
     bar.close()

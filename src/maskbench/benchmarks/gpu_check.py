@@ -8,20 +8,32 @@ Sections (``--sections`` runs a subset, by name):
 
 1. ``environment``: torch, transformers and CUDA versions, the device, its capability and memory, the CPU count;
 2. ``finetune_steps``: BERT-base's shape (``transformers.BertConfig()`` defaults, randomly initialised, nothing
-   downloaded), 3 labels, batch 32 x 128 random token ids, AdamW, through ``maskbench.train.fit`` (its
-   ``train_step``): steps/s and peak CUDA memory in fp32, fp32 + TF32, bf16 autocast and fp16 with a GradScaler;
+   downloaded), 3 labels, batches of 32 and 128 x 128 random token ids, AdamW, through ``maskbench.train.fit`` (its
+   ``train_step``): steps/s, peak CUDA memory and model FLOPs utilisation (``mfu``: the step's model FLOPs, 6 x
+   non-embedding parameters x tokens + attention's 12 x layers x hidden x length x tokens, per second, over the card's
+   dense peak for that precision, ``PEAK_TFLOPS``) in fp32, fp32 + TF32, bf16 autocast and fp16 with a GradScaler
+   (batch 32; fp32, TF32 and bf16 at 128, variants named ``<precision>_b128``);
 3. ``mask_search_steps``: the same model under the mask search's engine (``attach_scores``: frozen weights,
-   movement scores trained, the threshold schedule moved every step), fp32 against bf16;
-4. ``evaluation``: a HANS-sized set (30,000 pairs of 128 tokens) through ``maskbench.text.batches.predict_proba``
+   movement scores trained, the threshold schedule moved every step), fp32 against bf16, batches 32 and 128;
+4. ``reference_loop``: the same model and batches through a plain loop written as the PyTorch and Transformers docs
+   show it (``AutoModelForSequenceClassification``, a pinned-memory ``DataLoader`` with non-blocking copies, fused
+   AdamW, ``torch.autocast``, linear warm-up), fp32 and bf16 at batches 32 and 128: the rate maskbench's loop is
+   held to, measured in the same process;
+5. ``evaluation``: a HANS-sized set (30,000 pairs of 128 tokens) through ``maskbench.text.batches.predict_proba``
    in batches of 256: pairs/s in fp32 and bf16;
-5. ``resume_on_cuda``: a tiny fine-tuning through ``fit`` with a resume state, stopped by an exception after a few
+6. ``resume_on_cuda``: a tiny fine-tuning through ``fit`` with a resume state, stopped by an exception after a few
    steps and resumed, against the same run uninterrupted: the largest weight difference and whether the weights
    are bit-equal (fp32, and fp16 with its GradScaler state on CUDA); also runs on the CPU;
-6. ``smoke_dag``: ``snakemake --configfile configs/smoke.yaml`` in a temporary folder, capped at 4 minutes
+7. ``profile``: ``torch.profiler`` over a few bf16 steps at batch 32 of fine-tuning, the mask search and the
+   reference loop: the device's busy time per step against the step's wall time, host syncs per step and the
+   operators taking the most device time (the tables go to ``<out>_profile.txt``);
+8. ``compiled``: the reference loop's bf16 step at batch 32 with ``torch.compile(model)``: its compile time and
+   rate (what a ``torch.compile`` switch would buy);
+9. ``smoke_dag``: ``snakemake --configfile configs/smoke.yaml`` in a temporary folder, capped at 4 minutes
    (``--smoke-timeout-s``), and
    the devices its steps recorded (CUDA only; snakemake is imported lazily).
 
-Sections 2-4 and 6 need CUDA and are "skipped" without it (``--allow-cpu`` runs 2-4 on the CPU anyway, at
+Sections 2-5 and 7-9 need CUDA and are "skipped" without it (``--allow-cpu`` runs 2-4 on the CPU anyway, at
 ``--quick`` sizes in the tests: the code paths, not numbers). Each section records ``status`` (ok / skipped /
 failed), a ``reason`` when not ok (a failure: the traceback's last lines), and its numbers; the JSON is rewritten
 after every section, so a crash or a timeout keeps what finished. Each section prints one summary line.
@@ -42,7 +54,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,12 +66,21 @@ from maskbench.resume import read_state
 from maskbench.runtime import atomic_write_json, git_commit, seed_everything
 
 REPO = Path(__file__).resolve().parents[3]
-SECTIONS = ("environment", "finetune_steps", "mask_search_steps", "evaluation", "resume_on_cuda", "smoke_dag")
+SECTIONS = ("environment", "finetune_steps", "mask_search_steps", "reference_loop", "evaluation", "resume_on_cuda",
+            "profile", "compiled", "smoke_dag")
 NUM_LABELS = 3
 LEARNING_RATE = 3e-5  # the nlu fine-tuning rate; the timings do not depend on it
 FINETUNE_VARIANTS = {"fp32": Precision("fp32"), "fp32_tf32": Precision("fp32", tf32=True),
                      "bf16": Precision("bf16"), "fp16_scaler": Precision("fp16")}
+LARGE_BATCH_VARIANTS = ("fp32", "fp32_tf32", "bf16")  # at the larger batches (paper A's and C's 128)
 SEARCH_VARIANTS = {"fp32": Precision("fp32"), "bf16": Precision("bf16")}
+REFERENCE_VARIANTS = ("fp32", "bf16")
+# dense (no sparsity) peak TFLOP/s per precision, from NVIDIA's data sheets (H100/H200 SXM: FP32 67, TF32 495, BF16
+# and FP16 989; H100 PCIe: 51 / 378 / 756; A100: 19.5 / 156 / 312), matched on the device's name
+PEAK_TFLOPS = {"H200": {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4},
+               "H100 PCIe": {"fp32": 51.2, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0},
+               "H100": {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4},
+               "A100": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}}
 EVAL_VARIANTS = {"fp32": Precision("fp32"), "bf16": Precision("bf16")}
 
 
@@ -78,6 +99,7 @@ class Sizes:
     model: dict  # BertConfig keyword arguments
     batch: int
     seq: int
+    large_batches: tuple[int, ...]  # the fine-tuning, mask search and reference loop also at these batch sizes
     warmup_steps: int
     timed_steps: int
     eval_pairs: int
@@ -87,10 +109,10 @@ class Sizes:
     smoke_timeout_s: float = 240  # the smoke DAG's cap (--smoke-timeout-s)
 
 
-FULL = Sizes(model={}, batch=32, seq=128, warmup_steps=5, timed_steps=40, eval_pairs=30_000, eval_batch=256,
-             resume_steps=12, resume_stop_after=7)
+FULL = Sizes(model={}, batch=32, seq=128, large_batches=(128,), warmup_steps=5, timed_steps=40, eval_pairs=30_000,
+             eval_batch=256, resume_steps=12, resume_stop_after=7)
 QUICK = Sizes(model={"vocab_size": 500, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-                     "intermediate_size": 64}, batch=4, seq=16, warmup_steps=1, timed_steps=2, eval_pairs=64,
+                     "intermediate_size": 64}, batch=4, seq=16, large_batches=(8,), warmup_steps=1, timed_steps=2, eval_pairs=64,
               eval_batch=32, resume_steps=6, resume_stop_after=4)
 RESUME_MODEL = {"vocab_size": 500, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
                 "intermediate_size": 64}
@@ -187,8 +209,49 @@ class StepClock:
         return self.steps / (self.ended - self.started)
 
 
+def model_flops_per_step(model, batch: int, seq: int) -> float:
+    """A training step's model FLOPs (forward and backward, no recomputation): 6 x the non-embedding parameters x
+    tokens, plus attention's scores and mixing, 12 x layers x hidden x length x tokens (Kaplan et al. 2020; PaLM's
+    appendix B). The mask search's step counts the same: its backward forms the scores' gradient where fine-tuning
+    forms the weights'. Counted on the plain model (before scores are attached)."""
+    config = model.config
+    params = sum(p.numel() for name, p in model.named_parameters() if ".embeddings." not in f".{name}")
+    tokens = batch * seq
+    return 6.0 * params * tokens + 12.0 * config.num_hidden_layers * config.hidden_size * seq * tokens
+
+
+def peak_tflops(precision_name: str) -> float | None:
+    """The card's dense peak for a variant's precision (``PEAK_TFLOPS``), None off CUDA or for an unknown card."""
+    if not cuda_present():
+        return None
+    name = torch.cuda.get_device_properties(0).name
+    kind = {"fp32_tf32": "tf32", "fp16_scaler": "fp16"}.get(precision_name.split("_b")[0], precision_name.split("_b")[0])
+    for card, peaks in PEAK_TFLOPS.items():
+        if card in name:
+            return peaks.get(kind)
+    return None
+
+
+def utilisation(flops_per_step: float, steps_per_s: float, variant: str) -> dict:
+    """The rate as model TFLOP/s and as a share of the card's peak for the variant's precision."""
+    achieved = flops_per_step * steps_per_s / 1e12
+    peak = peak_tflops(variant)
+    return {"model_tflops_per_s": round(achieved, 2), "peak_tflops": peak,
+            "mfu": round(achieved / peak, 4) if peak else None}
+
+
+def variant_name(precision_name: str, batch: int, sizes: Sizes) -> str:
+    return precision_name if batch == sizes.batch else f"{precision_name}_b{batch}"
+
+
+def batch_plan(sizes: Sizes, small: Sequence[str], large: Sequence[str]) -> list[tuple[int, str]]:
+    """(batch, precision) pairs: ``small`` at the check's batch, ``large`` at each larger one."""
+    return [(sizes.batch, name) for name in small] + [(b, name) for b in sizes.large_batches for name in large]
+
+
 def timed_fit(model, device, precision: Precision, sizes: Sizes, groups: list[dict] | None = None,
-              step_hook_of: Callable | None = None, objective_extra: Callable | None = None) -> dict:
+              step_hook_of: Callable | None = None, objective_extra: Callable | None = None,
+              extra_hooks: Sequence = ()) -> dict:
     """``fit`` over ``warmup + timed`` steps of random batches; steps/s of the timed ones and the peak memory."""
     from maskbench.objectives.logits import logits_objective
     from maskbench.text.batches import model_inputs
@@ -205,9 +268,10 @@ def timed_fit(model, device, precision: Precision, sizes: Sizes, groups: list[di
     reset_memory(device)
     model.to(device)
     fit(model, data, objective, hp, seed=0, device=device, groups=groups,
-        step_hook=step_hook_of, hooks=[clock], precision=precision)
+        step_hook=step_hook_of, hooks=[clock, *extra_hooks], precision=precision)
     return {"steps_per_s": round(clock.steps_per_second(), 3), "timed_steps": clock.steps,
-            "warmup_steps": sizes.warmup_steps, "peak_memory_mib": peak_memory_mib(device)}
+            "warmup_steps": sizes.warmup_steps, "batch_size": sizes.batch, "max_length": sizes.seq,
+            "peak_memory_mib": peak_memory_mib(device)}
 
 
 def free(*objects) -> None:
@@ -237,32 +301,197 @@ def section_finetune_steps(sizes: Sizes, allow_cpu: bool) -> dict:
     device = require_cuda(allow_cpu)
     out = {"device": str(device), "model": "BertConfig() defaults" if not sizes.model else sizes.model,
            "batch": sizes.batch, "seq": sizes.seq, "optimizer": "AdamW", "variants": {}}
-    for name, precision in FINETUNE_VARIANTS.items():
+    for batch, name in batch_plan(sizes, list(FINETUNE_VARIANTS), LARGE_BATCH_VARIANTS):
         model = random_bert(sizes.model)
-        out["variants"][name] = timed_fit(model, device, precision, sizes)
+        flops = model_flops_per_step(model, batch, sizes.seq)
+        numbers = timed_fit(model, device, FINETUNE_VARIANTS[name], dataclasses.replace(sizes, batch=batch))
+        out["variants"][variant_name(name, batch, sizes)] = {**numbers, **utilisation(flops, numbers["steps_per_s"],
+                                                                                      name)}
         free(model)
     return out
 
 
 def section_mask_search_steps(sizes: Sizes, allow_cpu: bool) -> dict:
-    from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec, attach_scores
-    from maskbench.train import trainable_groups
+    from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec
 
     device = require_cuda(allow_cpu)
     spec = MaskSearchSpec()
     out = {"device": str(device), "method": spec.method, "modules": spec.modules, "batch": sizes.batch,
            "seq": sizes.seq, "variants": {}}
-    for name, precision in SEARCH_VARIANTS.items():
-        model = random_bert(sizes.model)
-        scores = attach_scores(model, spec, sizes.warmup_steps + sizes.timed_steps)
-        # the mask search's groups: the scores alone at the score rate (paper A's 0.1), weights frozen
-        groups = trainable_groups(model, LEARNING_RATE, 0.0, scores=scores, score_lr=0.1, weights=False)
-        out["variants"][name] = {**timed_fit(model, device, precision, sizes, groups=groups,
-                                             step_hook_of=scores.set_step, objective_extra=scores.regularization),
-                                 "n_scores": sum(p.numel() for p in scores.parameters()),
-                                 "density_after": round(float(scores.density()), 6)}
-        free(model, scores)
+    for batch, name in batch_plan(sizes, list(SEARCH_VARIANTS), list(SEARCH_VARIANTS)):
+        numbers = timed_search(sizes, batch, name, device, spec)
+        out["variants"][variant_name(name, batch, sizes)] = numbers
     return out
+
+
+def timed_search(sizes: Sizes, batch: int, name: str, device, spec, extra_hooks: Sequence = ()) -> dict:
+    """One mask-search variant: BERT-base with attached scores (weights frozen) through ``fit``."""
+    from maskbench.tracks.nlu.mask_search_spec import attach_scores
+    from maskbench.train import trainable_groups
+
+    model = random_bert(sizes.model)
+    flops = model_flops_per_step(model, batch, sizes.seq)
+    scores = attach_scores(model, spec, sizes.warmup_steps + sizes.timed_steps)
+    # the mask search's groups: the scores alone at the score rate (paper A's 0.1), weights frozen
+    groups = trainable_groups(model, LEARNING_RATE, 0.0, scores=scores, score_lr=0.1, weights=False)
+    numbers = timed_fit(model, device, SEARCH_VARIANTS[name], dataclasses.replace(sizes, batch=batch), groups=groups,
+                        step_hook_of=scores.set_step, objective_extra=scores.regularization, extra_hooks=extra_hooks)
+    numbers = {**numbers, **utilisation(flops, numbers["steps_per_s"], name),
+               "n_scores": sum(p.numel() for p in scores.parameters()),
+               "density_after": round(float(scores.density()), 6)}
+    free(model, scores)
+    return numbers
+
+
+def reference_fit(sizes: Sizes, batch: int, name: str, device, on_step: Callable[[], None] | None = None,
+                  compiled: bool = False) -> dict:
+    """The plain loop: what the PyTorch and Transformers docs show, nothing of maskbench's. Random token ids in a
+    ``TensorDataset``, a shuffled ``DataLoader`` with pinned memory, non-blocking copies, fused AdamW (on CUDA),
+    a linear warm-up and decay, ``torch.autocast`` for bf16, gradient clipping at 1.0; TF32 off (plain fp32)."""
+    from torch.utils.data import DataLoader, TensorDataset
+    from transformers import AutoModelForSequenceClassification, BertConfig, get_linear_schedule_with_warmup
+
+    cuda = device.type == "cuda"
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_config(BertConfig(num_labels=NUM_LABELS, **sizes.model))
+    flops = model_flops_per_step(model, batch, sizes.seq)
+    model.to(device).train()
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    total = sizes.warmup_steps + sizes.timed_steps
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.randint(1, model.config.vocab_size, (total * batch, sizes.seq), generator=generator)
+    types = torch.zeros_like(ids)
+    types[:, sizes.seq // 2:] = 1
+    labels = torch.randint(0, NUM_LABELS, (total * batch,), generator=generator)
+    loader = DataLoader(TensorDataset(ids, types, torch.ones_like(ids), labels), batch_size=batch, shuffle=True,
+                        pin_memory=cuda)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=0.01, fused=cuda)
+    scheduler = get_linear_schedule_with_warmup(optimizer, max(1, total // 10), total)
+    step_model = torch.compile(model) if compiled else model
+    reset_memory(device)
+    began = time.perf_counter()
+    started = warm_s = None
+    for step, rows in enumerate(loader):
+        if step == sizes.warmup_steps:
+            synchronize(device)
+            started = time.perf_counter()
+            warm_s = started - began
+        input_ids, token_type_ids, attention_mask, targets = (t.to(device, non_blocking=True) for t in rows)
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cuda and name == "bf16"):
+            loss = step_model(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                              labels=targets).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        if on_step is not None:
+            on_step()
+    synchronize(device)
+    rate = sizes.timed_steps / (time.perf_counter() - started)
+    out = {"steps_per_s": round(rate, 3), "timed_steps": sizes.timed_steps, "warmup_steps": sizes.warmup_steps,
+           "warmup_seconds": round(warm_s, 2), "batch_size": batch, "max_length": sizes.seq,
+           "peak_memory_mib": peak_memory_mib(device), **utilisation(flops, rate, name)}
+    free(model, step_model, optimizer)
+    return out
+
+
+def section_reference_loop(sizes: Sizes, allow_cpu: bool) -> dict:
+    device = require_cuda(allow_cpu)
+    out = {"device": str(device), "model": "BertConfig() defaults" if not sizes.model else sizes.model,
+           "batch": sizes.batch, "seq": sizes.seq, "loop": "AutoModelForSequenceClassification, DataLoader(pin_memory), "
+           "non_blocking copies, fused AdamW, torch.autocast, get_linear_schedule_with_warmup", "variants": {}}
+    for batch, name in batch_plan(sizes, REFERENCE_VARIANTS, REFERENCE_VARIANTS):
+        out["variants"][variant_name(name, batch, sizes)] = reference_fit(sizes, batch, name, device)
+    return out
+
+
+class ProfilerSteps:
+    """A ``fit`` hook stepping a ``torch.profiler`` schedule after every step."""
+
+    def __init__(self, step: Callable[[], None]):
+        self.step = step
+
+    def before_step(self, step: int, total: int) -> None:
+        pass
+
+    def after_step(self, step: int, total: int, model) -> bool:
+        self.step()
+        return False
+
+
+PROFILE_WAIT, PROFILE_WARMUP, PROFILE_ACTIVE = 2, 2, 4
+SYNC_EVENTS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "aten::_local_scalar_dense")
+
+
+def profiled(run: Callable[[Callable[[], None]], None], device) -> tuple[dict, str]:
+    """``run(step)`` under ``torch.profiler`` (``step`` called after every training step; the schedule waits 2,
+    warms up 2 and records 4): device time per recorded step (the kernels' own time, summed) against the step's span
+    on the host (``host_step_ms``; profiled, so slower than the timed runs), kernel launches and host syncs per step
+    (``aten::_local_scalar_dense`` is a tensor read on the host: ``.item()``, ``float()``, ``bool()``), and the
+    operator table (top 15 by self device time)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities,
+                 schedule=schedule(wait=PROFILE_WAIT, warmup=PROFILE_WARMUP, active=PROFILE_ACTIVE)) as prof:
+        run(prof.step)
+    averages = prof.key_averages()
+
+    def device_us(event) -> float:
+        return float(getattr(event, "self_device_time_total", getattr(event, "self_cuda_time_total", 0.0)) or 0.0)
+
+    kernels_us = sum(device_us(e) for e in averages if getattr(e, "device_type", None) == DeviceType.CUDA)
+    # the profiler's own span of each recorded step on the host: the step's wall time as the host saw it
+    host_us = sum(float(e.cpu_time_total) for e in averages if e.key.startswith("ProfilerStep"))
+    syncs = {name: sum(e.count for e in averages if e.key == name) / PROFILE_ACTIVE for name in SYNC_EVENTS}
+    launches = sum(e.count for e in averages if e.key in ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC"))
+    sort_by = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    try:
+        table = averages.table(sort_by=sort_by, row_limit=15)
+    except (AttributeError, KeyError):
+        table = averages.table(sort_by="self_device_time_total", row_limit=15)
+    numbers = {"recorded_steps": PROFILE_ACTIVE, "device_ms_per_step": round(kernels_us / PROFILE_ACTIVE / 1e3, 3),
+               "host_step_ms": round(host_us / PROFILE_ACTIVE / 1e3, 3),
+               "kernel_launches_per_step": launches / PROFILE_ACTIVE, "host_syncs_per_step": syncs}
+    return numbers, table
+
+
+def section_profile(sizes: Sizes, allow_cpu: bool, out: Path | None = None) -> dict:
+    from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec
+
+    device = require_cuda(allow_cpu)
+    steps = PROFILE_WAIT + PROFILE_WARMUP + PROFILE_ACTIVE + 1
+    short = dataclasses.replace(sizes, warmup_steps=1, timed_steps=steps - 1)
+    runs = {
+        "finetune_bf16": lambda step: timed_fit(random_bert(sizes.model), device, FINETUNE_VARIANTS["bf16"], short,
+                                                extra_hooks=[ProfilerSteps(step)]),
+        "mask_search_bf16": lambda step: timed_search(short, sizes.batch, "bf16", device, MaskSearchSpec(),
+                                                      extra_hooks=[ProfilerSteps(step)]),
+        "reference_bf16": lambda step: reference_fit(short, sizes.batch, "bf16", device, on_step=step)}
+    result = {"device": str(device), "batch": sizes.batch, "seq": sizes.seq, "runs": {}}
+    tables = []
+    for name, run in runs.items():
+        numbers, table = profiled(run, device)
+        result["runs"][name] = numbers
+        tables.append(f"## {name} (batch {sizes.batch} x {sizes.seq}, {PROFILE_ACTIVE} steps recorded)\n\n{table}\n")
+        free()
+    if out is not None:
+        text_path = out.with_name(out.stem + "_profile.txt")
+        text_path.write_text("\n".join(tables), encoding="utf-8")
+        result["tables"] = str(text_path)
+    return result
+
+
+def section_compiled(sizes: Sizes, allow_cpu: bool) -> dict:
+    device = require_cuda(allow_cpu)
+    eager = reference_fit(sizes, sizes.batch, "bf16", device)
+    compiled = reference_fit(sizes, sizes.batch, "bf16", device, compiled=True)
+    return {"device": str(device), "batch": sizes.batch, "seq": sizes.seq,
+            "variants": {"bf16_eager": eager, "bf16_compiled": compiled},
+            "compiled_vs_eager": round(compiled["steps_per_s"] / eager["steps_per_s"], 3)}
 
 
 def section_evaluation(sizes: Sizes, allow_cpu: bool) -> dict:
@@ -448,8 +677,9 @@ class SectionFailed(Exception):
 
 RUNNERS: dict[str, Callable[[Sizes, bool], dict]] = {
     "environment": section_environment, "finetune_steps": section_finetune_steps,
-    "mask_search_steps": section_mask_search_steps, "evaluation": section_evaluation,
-    "resume_on_cuda": section_resume_on_cuda, "smoke_dag": section_smoke_dag}
+    "mask_search_steps": section_mask_search_steps, "reference_loop": section_reference_loop,
+    "evaluation": section_evaluation, "resume_on_cuda": section_resume_on_cuda, "profile": section_profile,
+    "compiled": section_compiled, "smoke_dag": section_smoke_dag}
 
 
 def summary_line(name: str, result: dict) -> str:
@@ -470,6 +700,8 @@ def summary_line(name: str, result: dict) -> str:
                      f"{result['devices_recorded']}")
     if name == "resume_on_cuda":
         parts.append(f"equal {result['equal']}")
+    for run, numbers in result.get("runs", {}).items():  # the profile
+        parts.append(f"{run} device {numbers['device_ms_per_step']} ms of a {numbers['host_step_ms']} ms step")
     return f"{name}: ok, " + "; ".join(parts)
 
 
@@ -480,7 +712,9 @@ def run_sections(names: list[str], sizes: Sizes, out: Path, allow_cpu: bool = Fa
     for name in names:
         started = time.perf_counter()
         try:
-            result = {"status": "ok", **RUNNERS[name](sizes, allow_cpu)}
+            runner = RUNNERS[name]
+            numbers = runner(sizes, allow_cpu, out) if runner is section_profile else runner(sizes, allow_cpu)
+            result = {"status": "ok", **numbers}
         except Skipped as err:
             result = {"status": "skipped", "reason": str(err)}
         except SectionFailed as err:
@@ -499,31 +733,43 @@ def run_sections(names: list[str], sizes: Sizes, out: Path, allow_cpu: bool = Fa
     return report
 
 
+RATE_SECTIONS = ("finetune_steps", "mask_search_steps", "reference_loop", "evaluation")
+
+
 def markdown(report: dict, source: str) -> str:
-    """A recorded check as Markdown: one row per measured variant (rates, peak memory, ratio to fp32 in the same
-    section, measured side by side in one process), then every other section's status."""
+    """A recorded check as Markdown: one row per measured variant (rate, ratio to fp32 at the same batch size in the
+    same section, measured side by side in one process, model FLOPs utilisation, peak memory), then every other
+    section's status and its headline numbers."""
     sections = report.get("sections", {})
     device = sections.get("environment", {}).get("device_name", "no GPU")
-    rows = ["| section | variant | rate | vs fp32 | peak CUDA memory (MiB) |", "|---|---|---:|---:|---:|"]
-    for name in ("finetune_steps", "mask_search_steps", "evaluation"):
+    rows = ["| section | variant | rate | vs fp32 | MFU | peak CUDA memory (MiB) |", "|---|---|---:|---:|---:|---:|"]
+    for name in RATE_SECTIONS:
         section = sections.get(name, {})
         if section.get("status") != "ok":
             continue
         variants = section.get("variants", {})
         key = "pairs_per_s" if name == "evaluation" else "steps_per_s"
-        base = variants.get("fp32", {}).get(key)
         for variant, numbers in variants.items():
+            suffix = variant[variant.rindex("_b"):] if "_b" in variant and variant.rsplit("_b", 1)[1].isdigit() else ""
+            base = variants.get("fp32" + suffix, {}).get(key)
             ratio = f"{numbers[key] / base:.2f}x" if base else "–"
-            rows.append(f"| {name} | {variant} | {numbers[key]:,.1f} {key.replace('_per_s', '/s')} | {ratio} | "
-                        f"{numbers.get('peak_memory_mib', float('nan')):,.0f} |")
+            mfu = f"{100 * numbers['mfu']:.1f} %" if numbers.get("mfu") else "–"
+            rows.append(f"| {name} | {variant} | {numbers[key]:,.1f} {key.replace('_per_s', '/s')} | {ratio} | {mfu} | "
+                        f"{numbers.get('peak_memory_mib') or float('nan'):,.0f} |")
     lines = [f"On {device} (`{source}`, commit `{report.get('commit', '?')}`, {report.get('total_seconds', '?')} s "
              "in all):", "", *rows, ""]
     for name, section in sections.items():
-        if name in ("environment", "finetune_steps", "mask_search_steps", "evaluation"):
+        if name in ("environment", *RATE_SECTIONS):
             continue
         status = section.get("status")
         if name == "resume_on_cuda":
             detail = f"resumed weights equal the uninterrupted run's: {section.get('equal')}"
+        elif status == "ok" and name == "profile":
+            detail = "; ".join(f"{run}: device {n['device_ms_per_step']} ms of a {n['host_step_ms']} ms step, "
+                               f"{n['host_syncs_per_step'].get('aten::_local_scalar_dense', 0):g} host reads a step"
+                               for run, n in section.get("runs", {}).items())
+        elif status == "ok" and name == "compiled":
+            detail = f"torch.compile / eager, bf16: {section.get('compiled_vs_eager')}x"
         elif status == "ok" and "jobs_done" in section:
             detail = (f"{section['jobs_done']} of {section['jobs_planned']} jobs in {section['wall_s']} s on "
                       f"{section['cores']} cores, steps' recorded devices {section.get('devices_recorded')}"

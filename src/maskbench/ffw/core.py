@@ -313,8 +313,8 @@ def gate_objective(adapter: FFWAdapter, heads: list[nn.Linear], bias_classes: li
         else:
             feats = adapter.features(model, batch, device)
             logits = adapter.logits(model, feats)
-            ce = nn.functional.cross_entropy(logits, adapter.labels(batch).to(device))
-        bias = adapter.bias(batch).to(device)
+            ce = nn.functional.cross_entropy(logits, adapter.labels(batch).to(device, non_blocking=True))
+        bias = adapter.bias(batch).to(device, non_blocking=True)
         # the heads live where their features were extracted (the CPU: extract_features); the batch's features are
         # on the model's device, so each head's weights are read there (a no-op on the CPU)
         if online is None:
@@ -325,7 +325,7 @@ def gate_objective(adapter: FFWAdapter, heads: list[nn.Linear], bias_classes: li
         mis = [empirical_mi(bias[:, b], torch.softmax(out, dim=1), k)
                for b, (out, k) in enumerate(zip(outputs, bias_classes, strict=True))]
         mi = torch.stack(mis).mean()
-        return settings.alpha * ce + settings.gamma * mi, {"task" if task_term else "ce": ce.item(), "mi": mi.item()}
+        return settings.alpha * ce + settings.gamma * mi, {"task" if task_term else "ce": ce.detach(), "mi": mi.detach()}
 
     return objective
 

@@ -62,19 +62,39 @@ def sigmoid_threshold_as_score(tau: float) -> float:
     return math.log(tau / (1.0 - tau))
 
 
+def widened(grad: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``grad`` in ``dtype`` (the scores' fp32) where it came in another (a bf16 matmul's), else itself."""
+    return grad if grad.dtype == dtype else grad.to(dtype)
+
+
 class _MaskedWeight(torch.autograd.Function):
     @staticmethod
     def forward(ctx, weight: torch.Tensor, scores: torch.Tensor, threshold) -> torch.Tensor:
         pruned = scores <= threshold
         ctx.save_for_backward(weight, pruned)
+        ctx.scores_dtype = scores.dtype
         return weight.masked_fill(pruned, 0.0)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         weight, pruned = ctx.saved_tensors
         grad_weight = grad.masked_fill(pruned, 0.0) if ctx.needs_input_grad[0] else None
-        grad_scores = grad * weight if ctx.needs_input_grad[1] else None
+        grad_scores = widened(grad, ctx.scores_dtype) * weight if ctx.needs_input_grad[1] else None
         return grad_weight, grad_scores, None
+
+
+class _ScaledWeight(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, weight: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(weight, mask)
+        return weight * mask.to(weight.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        weight, mask = ctx.saved_tensors
+        grad_weight = grad * mask.to(grad.dtype) if ctx.needs_input_grad[0] else None
+        grad_mask = widened(grad, mask.dtype) * weight if ctx.needs_input_grad[1] else None
+        return grad_weight, grad_mask
 
 
 def masked_weight(weight: torch.Tensor, scores: torch.Tensor, threshold: float | torch.Tensor) -> torch.Tensor:
@@ -84,3 +104,10 @@ def masked_weight(weight: torch.Tensor, scores: torch.Tensor, threshold: float |
     every score gets the gradient its mask entry would, pruned ones included, which lets a weight come back.
     ``threshold`` may be a float or a 0-dim tensor (a per-module buffer)."""
     return _MaskedWeight.apply(weight, scores, threshold)
+
+
+def scaled_weight(weight: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``W * m`` with ``m`` (a float mask, fp32) cast to W's dtype: a low-precision (bf16/fp16) frozen weight
+    masked in its own precision. The mask's gradient ``dL/dW' * W`` is formed in the mask's dtype (fp32), not
+    rounded to W's."""
+    return _ScaledWeight.apply(weight, mask)

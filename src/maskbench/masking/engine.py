@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from maskbench.masking.binarizers import masked_weight
+from maskbench.masking.binarizers import masked_weight, scaled_weight
 from maskbench.masking.deciders import Decider
 from maskbench.masking.density import density
 from maskbench.masking.granularity import Granularity, GranularityError, Head, Units, Weight, granularity_for
@@ -43,6 +43,15 @@ def outside_autocast(device_type: str):
     if torch.is_autocast_enabled(device_type):
         return torch.autocast(device_type=device_type, enabled=False)
     return contextlib.nullcontext()
+
+
+def autocast_dtype(device_type: str) -> torch.dtype | None:
+    """The dtype autocast computes in on ``device_type`` where it is on (bf16 or fp16 on CUDA), else None."""
+    if not torch.is_autocast_enabled(device_type):
+        return None
+    if hasattr(torch, "get_autocast_dtype"):
+        return torch.get_autocast_dtype(device_type)
+    return torch.get_autocast_gpu_dtype()  # torch < 2.4
 
 
 class Masked(nn.Module):
@@ -86,19 +95,43 @@ class Masked(nn.Module):
     def forward(self, weight: torch.Tensor) -> torch.Tensor:
         if self.bypassed:
             return weight
+        own = getattr(self.decider, "forward", None)
+        low = autocast_dtype(weight.device.type)
         # the mask is decided in fp32 even under CUDA autocast (bf16/fp16): see outside_autocast
         with outside_autocast(weight.device.type):
+            if own is not None:
+                return own(self, weight)
+            if low is not None and not weight.requires_grad and weight.dtype != low:
+                return self._masked_low(self.low_precision_copy(weight, low))
             return self._masked(weight)
 
     def _masked(self, weight: torch.Tensor) -> torch.Tensor:
-        own = getattr(self.decider, "forward", None)
-        if own is not None:
-            return own(self, weight)
         if self._fused():
             threshold = self.decider.threshold(self, self.training)
             if threshold is not None:
                 return masked_weight(weight, self.scores, threshold)
         return weight * self.mask().to(weight.dtype)
+
+    def _masked_low(self, weight: torch.Tensor) -> torch.Tensor:
+        """A frozen weight under autocast: ``weight`` is its low-precision copy and the masked weight is built in
+        that precision, so the matmul reads it as it is (no fp32 copy of every masked matrix cast down again each
+        forward pass). The fp32 scores decide the mask as in ``_masked``, and their gradient is formed in fp32
+        (``masked_weight`` / ``scaled_weight`` widen the incoming gradient before multiplying)."""
+        if self._fused():
+            threshold = self.decider.threshold(self, self.training)
+            if threshold is not None:
+                return masked_weight(weight, self.scores, threshold)
+        return scaled_weight(weight, self.mask())
+
+    def low_precision_copy(self, weight: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """The frozen ``weight`` cast to ``dtype``, cast once and kept until the weight changes (another tensor, or
+        written in place: a loaded state bumps its version). Not a buffer: it is never saved."""
+        key = (weight.data_ptr(), weight.device, weight._version, dtype)
+        cached = self.__dict__.get("_low_precision")
+        if cached is None or cached[0] != key:
+            cached = (key, weight.detach().to(dtype))
+            self.__dict__["_low_precision"] = cached
+        return cached[1]
 
     def alive_units(self) -> torch.Tensor:
         """Bool per output unit (dim 0): True if it keeps at least one weight (no gradient)."""

@@ -30,8 +30,8 @@ def logits_objective(loss_fn: Callable[..., torch.Tensor], inputs: Callable[[dic
 
     def objective(model, batch):
         logits = logits_of(model(**inputs(batch, device)))
-        extra = {k: v[batch["index"]].to(device) for k, v in example_tensors.items()}
-        loss = loss_fn(logits, batch["labels"].to(device), **extra)
+        extra = {k: v[batch["index"]].to(device, non_blocking=True) for k, v in example_tensors.items()}
+        loss = loss_fn(logits, batch["labels"].to(device, non_blocking=True), **extra)
         if regularizer is not None:
             penalty = regularizer()
             if penalty is not None:

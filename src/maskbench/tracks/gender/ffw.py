@@ -120,8 +120,8 @@ class GenderFFW:
         self.form = task_term
 
     def features(self, model, batch, device):
-        out = encoder_of(model)(input_ids=batch["input_ids"].to(device),
-                                attention_mask=batch["attention_mask"].to(device))
+        out = encoder_of(model)(input_ids=batch["input_ids"].to(device, non_blocking=True),
+                                attention_mask=batch["attention_mask"].to(device, non_blocking=True))
         return out.last_hidden_state[:, 0, :]
 
     def task_term(self, model, batch, device, masked):

@@ -103,8 +103,9 @@ def debias_objective(loss_fn: Callable) -> Callable:
 
     def objective(model, batch):
         device = next(model.parameters()).device
-        logits = model(batch["image"].to(device))
-        return loss_fn(logits, batch["label"].to(device), bias_probs=batch["bias_probs"].to(device)), {}
+        logits = model(batch["image"].to(device, non_blocking=True))
+        return loss_fn(logits, batch["label"].to(device, non_blocking=True),
+                       bias_probs=batch["bias_probs"].to(device, non_blocking=True)), {}
 
     return objective
 

@@ -28,7 +28,7 @@ class VisionFFW:
     family = "vision"
 
     def features(self, model, batch, device):
-        return model.features(batch["image"].to(device))
+        return model.features(batch["image"].to(device, non_blocking=True))
 
     def logits(self, model, features):
         return model.fc(features)

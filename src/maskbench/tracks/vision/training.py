@@ -15,8 +15,8 @@ from maskbench.train import TrainHParams, fit, trainable_groups
 
 def classification_objective(model, batch):
     device = next(model.parameters()).device
-    logits = model(batch["image"].to(device))
-    return nn.functional.cross_entropy(logits, batch["label"].to(device)), {}
+    logits = model(batch["image"].to(device, non_blocking=True))
+    return nn.functional.cross_entropy(logits, batch["label"].to(device, non_blocking=True)), {}
 
 
 def augment_images(images: torch.Tensor, crop_padding: int = 0, hflip: bool = False,
