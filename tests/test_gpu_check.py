@@ -13,8 +13,8 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-CUDA_SECTIONS = ("finetune_steps", "mask_search_steps", "reference_loop", "evaluation", "profile", "compiled",
-                 "smoke_dag")
+CUDA_SECTIONS = ("finetune_steps", "mask_search_steps", "reference_loop", "side_by_side", "evaluation", "profile",
+                 "compiled", "smoke_dag")
 
 
 def run_quick_check(factory):
@@ -44,7 +44,7 @@ def test_quick_run_on_cpu(quick_gpu_check):
     assert lines[-1] == "[]"  # nothing unavailable on the GPU machine was imported
     report = json.loads(out.read_text())
     sections = report["sections"]
-    assert list(sections) == ["environment", *CUDA_SECTIONS[:4], "resume_on_cuda", *CUDA_SECTIONS[4:]]
+    assert list(sections) == ["environment", *CUDA_SECTIONS[:5], "resume_on_cuda", *CUDA_SECTIONS[5:]]
     # one summary line per section, in order
     assert [line.split(":")[0] for line in lines[:-1] if line.split(":")[0] in sections] == list(sections)
     env = sections["environment"]
@@ -72,7 +72,8 @@ def test_cpu_code_paths_and_a_failing_section(tmp_path, monkeypatch):
     monkeypatch.setitem(gpu_check.RUNNERS, "environment", broken)
     out = tmp_path / "check.json"
     gpu_check.main(["--quick", "--allow-cpu", "--threads", "1", "--sections",
-                    "environment,finetune_steps,mask_search_steps,reference_loop,evaluation,profile", "--out", str(out)])
+                    "environment,finetune_steps,mask_search_steps,reference_loop,side_by_side,evaluation,profile", "--out",
+                    str(out)])
     sections = json.loads(out.read_text())["sections"]
     assert sections["environment"]["status"] == "failed"
     assert "RuntimeError: injected failure" in sections["environment"]["reason"]
@@ -92,6 +93,10 @@ def test_cpu_code_paths_and_a_failing_section(tmp_path, monkeypatch):
     for numbers in runs.values():
         assert numbers["recorded_steps"] == 4 and numbers["host_step_ms"] > 0
     assert (tmp_path / "check_profile.txt").read_text().count("steps recorded)") == 3
+    side = sections["side_by_side"]["batches"]
+    assert list(side) == ["4", "8"] and len(side["4"]["rates"]["finetune_fp32"]) == gpu_check.ROUNDS
+    medians = side["8"]["medians"]
+    assert side["8"]["search_vs_finetune"] == round(medians["mask_search_bf16"] / medians["finetune_bf16"], 3)
     assert sections["mask_search_steps"]["variants"]["fp32"]["n_scores"] == 2 * (4 * 32 * 32 + 2 * 32 * 64)  # 2 layers: Q, K, V, O and the two FFN matrices
     bf16 = sections["evaluation"]["variants"]["bf16"]
     assert bf16["max_abs_prob_diff_vs_fp32"] == 0.0 and bf16["argmax_agreement_vs_fp32"] == 1.0

@@ -19,6 +19,8 @@ Sections (``--sections`` runs a subset, by name):
    show it (``AutoModelForSequenceClassification``, a pinned-memory ``DataLoader`` with non-blocking copies, fused
    AdamW, ``torch.autocast``, linear warm-up), fp32 and bf16 at batches 32 and 128: the rate maskbench's loop is
    held to, measured in the same process;
+   ``side_by_side``: the targets' ratios (bf16 against fp32, maskbench's loop against the reference loop, the mask
+   search against fine-tuning) as ratios of medians over 3 interleaved rounds at each batch size;
 5. ``evaluation``: a HANS-sized set (30,000 pairs of 128 tokens) through ``maskbench.text.batches.predict_proba``
    in batches of 256: pairs/s in fp32 and bf16;
 6. ``resume_on_cuda``: a tiny fine-tuning through ``fit`` with a resume state, stopped by an exception after a few
@@ -66,8 +68,8 @@ from maskbench.resume import read_state
 from maskbench.runtime import atomic_write_json, git_commit, seed_everything
 
 REPO = Path(__file__).resolve().parents[3]
-SECTIONS = ("environment", "finetune_steps", "mask_search_steps", "reference_loop", "evaluation", "resume_on_cuda",
-            "profile", "compiled", "smoke_dag")
+SECTIONS = ("environment", "finetune_steps", "mask_search_steps", "reference_loop", "side_by_side", "evaluation",
+            "resume_on_cuda", "profile", "compiled", "smoke_dag")
 NUM_LABELS = 3
 LEARNING_RATE = 3e-5  # the nlu fine-tuning rate; the timings do not depend on it
 FINETUNE_VARIANTS = {"fp32": Precision("fp32"), "fp32_tf32": Precision("fp32", tf32=True),
@@ -443,7 +445,11 @@ def profiled(run: Callable[[Callable[[], None]], None], device) -> tuple[dict, s
     def device_us(event) -> float:
         return float(getattr(event, "self_device_time_total", getattr(event, "self_cuda_time_total", 0.0)) or 0.0)
 
-    kernels_us = sum(device_us(e) for e in averages if getattr(e, "device_type", None) == DeviceType.CUDA)
+    # the kernels' own time; the profiler's annotations on the device timeline (ProfilerStep#, Optimizer.step#...)
+    # span kernels already counted
+    kernels_us = sum(device_us(e) for e in averages if getattr(e, "device_type", None) == DeviceType.CUDA
+                     and not getattr(e, "is_user_annotation", False) and "#" not in e.key
+                     and not e.key.startswith("ProfilerStep"))
     # the profiler's own span of each recorded step on the host: the step's wall time as the host saw it
     host_us = sum(float(e.cpu_time_total) for e in averages if e.key.startswith("ProfilerStep"))
     syncs = {name: sum(e.count for e in averages if e.key == name) / PROFILE_ACTIVE for name in SYNC_EVENTS}
@@ -453,6 +459,8 @@ def profiled(run: Callable[[Callable[[], None]], None], device) -> tuple[dict, s
         table = averages.table(sort_by=sort_by, row_limit=15)
     except (AttributeError, KeyError):
         table = averages.table(sort_by="self_device_time_total", row_limit=15)
+    table += "\n\nBy self CPU time (the host's share of each operator):\n\n" + averages.table(
+        sort_by="self_cpu_time_total", row_limit=12)
     numbers = {"recorded_steps": PROFILE_ACTIVE, "device_ms_per_step": round(kernels_us / PROFILE_ACTIVE / 1e3, 3),
                "host_step_ms": round(host_us / PROFILE_ACTIVE / 1e3, 3),
                "kernel_launches_per_step": launches / PROFILE_ACTIVE, "host_syncs_per_step": syncs}
@@ -485,13 +493,49 @@ def section_profile(sizes: Sizes, allow_cpu: bool, out: Path | None = None) -> d
     return result
 
 
+ROUNDS = 3
+
+
+def section_side_by_side(sizes: Sizes, allow_cpu: bool) -> dict:
+    """The targets' ratios from interleaved runs: ``ROUNDS`` rounds, each running maskbench's bf16 fine-tuning, the
+    reference loop's bf16, maskbench's bf16 mask search (and, at the check's batch, maskbench's fp32 fine-tuning)
+    one after the other at each batch size; each rate's median over the rounds, and the ratios of medians. A card's
+    host can drift by a third between two runs of one loop minutes apart, so the ratios come from runs this close."""
+    from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec
+
+    device = require_cuda(allow_cpu)
+    out = {"device": str(device), "seq": sizes.seq, "rounds": ROUNDS, "batches": {}}
+    for batch in (sizes.batch, *sizes.large_batches):
+        at = dataclasses.replace(sizes, batch=batch)
+        runs = {"finetune_bf16": lambda: timed_fit(random_bert(sizes.model), device, FINETUNE_VARIANTS["bf16"], at),
+                "reference_bf16": lambda: reference_fit(sizes, batch, "bf16", device),
+                "mask_search_bf16": lambda: timed_search(sizes, batch, "bf16", device, MaskSearchSpec())}
+        if batch == sizes.batch:
+            runs["finetune_fp32"] = lambda: timed_fit(random_bert(sizes.model), device, FINETUNE_VARIANTS["fp32"], at)
+        rates: dict[str, list[float]] = {name: [] for name in runs}
+        for _ in range(ROUNDS):
+            for name, run in runs.items():
+                rates[name].append(run()["steps_per_s"])
+                free()
+        medians = {name: float(np.median(values)) for name, values in rates.items()}
+        entry = {"rates": rates, "medians": medians,
+                 "finetune_vs_reference": round(medians["finetune_bf16"] / medians["reference_bf16"], 3),
+                 "search_vs_finetune": round(medians["mask_search_bf16"] / medians["finetune_bf16"], 3)}
+        if "finetune_fp32" in medians:
+            entry["bf16_vs_fp32"] = round(medians["finetune_bf16"] / medians["finetune_fp32"], 3)
+        out["batches"][str(batch)] = entry
+    return out
+
+
 def section_compiled(sizes: Sizes, allow_cpu: bool) -> dict:
     device = require_cuda(allow_cpu)
     eager = reference_fit(sizes, sizes.batch, "bf16", device)
     compiled = reference_fit(sizes, sizes.batch, "bf16", device, compiled=True)
+    again = reference_fit(sizes, sizes.batch, "bf16", device)  # eager after it too: the host's drift
     return {"device": str(device), "batch": sizes.batch, "seq": sizes.seq,
-            "variants": {"bf16_eager": eager, "bf16_compiled": compiled},
-            "compiled_vs_eager": round(compiled["steps_per_s"] / eager["steps_per_s"], 3)}
+            "variants": {"bf16_eager": eager, "bf16_compiled": compiled, "bf16_eager_after": again},
+            "compiled_vs_eager": round(2 * compiled["steps_per_s"] / (eager["steps_per_s"] + again["steps_per_s"]),
+                                       3)}
 
 
 def section_evaluation(sizes: Sizes, allow_cpu: bool) -> dict:
@@ -678,6 +722,7 @@ class SectionFailed(Exception):
 RUNNERS: dict[str, Callable[[Sizes, bool], dict]] = {
     "environment": section_environment, "finetune_steps": section_finetune_steps,
     "mask_search_steps": section_mask_search_steps, "reference_loop": section_reference_loop,
+    "side_by_side": section_side_by_side,
     "evaluation": section_evaluation, "resume_on_cuda": section_resume_on_cuda, "profile": section_profile,
     "compiled": section_compiled, "smoke_dag": section_smoke_dag}
 
@@ -700,15 +745,20 @@ def summary_line(name: str, result: dict) -> str:
                      f"{result['devices_recorded']}")
     if name == "resume_on_cuda":
         parts.append(f"equal {result['equal']}")
+    for batch, entry in result.get("batches", {}).items():  # side by side
+        parts.append(f"batch {batch}: ours/reference {entry['finetune_vs_reference']}, search/finetune "
+                     f"{entry['search_vs_finetune']}" + (f", bf16/fp32 {entry['bf16_vs_fp32']}" if "bf16_vs_fp32" in entry
+                                                          else ""))
     for run, numbers in result.get("runs", {}).items():  # the profile
         parts.append(f"{run} device {numbers['device_ms_per_step']} ms of a {numbers['host_step_ms']} ms step")
     return f"{name}: ok, " + "; ".join(parts)
 
 
-def run_sections(names: list[str], sizes: Sizes, out: Path, allow_cpu: bool = False) -> dict:
+def run_sections(names: list[str], sizes: Sizes, out: Path, allow_cpu: bool = False, commit: str | None = None) -> dict:
     begun = time.perf_counter()
     quick = dataclasses.replace(sizes, smoke_timeout_s=QUICK.smoke_timeout_s) == QUICK  # the cap aside
-    report = {"tool": "maskbench.benchmarks.gpu_check", "commit": git_commit(REPO), "quick": quick, "sections": {}}
+    report = {"tool": "maskbench.benchmarks.gpu_check", "commit": commit or git_commit(REPO), "quick": quick,
+              "sections": {}}
     for name in names:
         started = time.perf_counter()
         try:
@@ -768,6 +818,12 @@ def markdown(report: dict, source: str) -> str:
             detail = "; ".join(f"{run}: device {n['device_ms_per_step']} ms of a {n['host_step_ms']} ms step, "
                                f"{n['host_syncs_per_step'].get('aten::_local_scalar_dense', 0):g} host reads a step"
                                for run, n in section.get("runs", {}).items())
+        elif status == "ok" and name == "side_by_side":
+            detail = "; ".join(f"batch {batch}: maskbench / reference loop {e['finetune_vs_reference']}x, mask search / "
+                               f"fine-tuning {e['search_vs_finetune']}x"
+                               + (f", bf16 / fp32 {e['bf16_vs_fp32']}x" if "bf16_vs_fp32" in e else "")
+                               for batch, e in section.get("batches", {}).items())
+            detail += f" (ratios of medians over {section.get('rounds')} interleaved rounds)"
         elif status == "ok" and name == "compiled":
             detail = f"torch.compile / eager, bf16: {section.get('compiled_vs_eager')}x"
         elif status == "ok" and "jobs_done" in section:
@@ -801,6 +857,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="torch CPU threads (0: torch's default; 1 keeps --quick fast on a crowded CI machine)")
     parser.add_argument("--smoke-timeout-s", type=float, default=FULL.smoke_timeout_s,
                         help="the smoke DAG's cap in seconds (default %(default)s)")
+    parser.add_argument("--commit", help="the commit whose working tree runs here, recorded as the check's (a copy "
+                        "of the tree on another machine may carry an older .git); default: git's HEAD")
     parser.add_argument("--markdown", type=Path, metavar="JSON",
                         help="print a recorded check (its JSON) as Markdown instead of running one")
     args = parser.parse_args(argv)
@@ -813,7 +871,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     try:
         sizes = dataclasses.replace(QUICK if args.quick else FULL, smoke_timeout_s=args.smoke_timeout_s)
-        run_sections(names, sizes, args.out, args.allow_cpu)
+        run_sections(names, sizes, args.out, args.allow_cpu, args.commit)
     finally:
         torch.set_num_threads(before)
     return 0
