@@ -268,3 +268,34 @@ def test_a_gpu_job_of_every_rule_of_the_paper_config_is_priced(paper_dry_run):
     assert unpriced == []
     # and the checkpoints its rules flag temp() are read from the plan: paper C's retraining and IMP, the sweeps
     assert {job.rule for job in jobs if job.temporary} == {"finetune_sweep", "srnet_retrain", "srnet_imp"}
+
+
+def test_a_step_costs_a_fixed_part_and_a_part_per_row_through_the_two_measured_batch_sizes(tmp_path):
+    """With batch 128 measured, a step's seconds lie on the line through (32 rows, 1/40 s) and (128 rows, 1/16 s):
+    per row (1/16 - 1/40) / 96 = 1/2560 s, fixed 1/40 - 32/2560 = 1/80 s; 64 rows: 1/80 + 64/2560 = 3/80 s. A fp16
+    search (not measured at 128) reads bf16's point; without batch 128, a step costs in proportion to its rows."""
+    path = tmp_path / "gpu_check.json"
+    path.write_text(json.dumps({"sections": {
+        "finetune_steps": {"status": "ok", "device": "cuda", "batch": 32, "seq": 128, "variants": {
+            "fp32": {"steps_per_s": 40.0}, "bf16": {"steps_per_s": 50.0},
+            "fp32_b128": {"steps_per_s": 16.0, "batch_size": 128, "max_length": 128}}},
+        "mask_search_steps": {"status": "ok", "device": "cuda", "batch": 32, "seq": 128, "variants": {
+            "fp32": {"steps_per_s": 20.0}, "bf16": {"steps_per_s": 25.0},
+            "bf16_b128": {"steps_per_s": 20.0, "batch_size": 128, "max_length": 128}}}}}))
+    rates = assumptions.per_step_figures(path)
+    search = assumptions.search_step_figures(path, rates)
+    curves = assumptions.step_curves(path, rates, search)
+    fp32 = curves["finetune"]["fp32"]
+    assert (fp32.at_32, fp32.at_128) == (1 / 40, 1 / 16)
+    assert fp32.seconds(64) == pytest.approx(3 / 80) and fp32.seconds(0) == pytest.approx(1 / 80)
+    assert fp32.seconds(128) == pytest.approx(1 / 16) and fp32.seconds(32) == pytest.approx(1 / 40)
+    assert curves["finetune"]["bf16"].at_128 is None and curves["finetune"]["bf16"].seconds(64) == pytest.approx(2 / 50)
+    assert curves["search"]["fp16"].at_128 == 1 / 20 and "its bf16 rate" in curves["search"]["fp16"].source
+    # a step that gets cheaper per row at 128 than its fixed part allows is priced in proportion (no negative cost)
+    assert assumptions.StepCurve(1 / 10, 1 / 1, "x").seconds(64) == pytest.approx(0.2)
+    pricer = sheet.Pricer(CONFIG, rates, search, curves)
+    [job] = plan.parse_dry_run(block("f", ["m/model.safetensors"], finetune(dict(HP, batch_size=128))))
+    assert pricer.price(job).minutes == pytest.approx(math.ceil(392_702 / 128) * 3 / 16 / 60)
+    command = finetune(dict(HP, batch_size=128)).replace("nlu.finetune", "nlu.mask_search") + " --precision fp16"
+    [search_job] = plan.parse_dry_run(block("search_mask", ["x.mask"], command))
+    assert pricer.price(search_job).minutes == pytest.approx(math.ceil(392_702 / 128) * 3 / 20 / 60)

@@ -54,7 +54,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def price_plan(stdout: str, config: dict, gpu_check: Path | None = None):
     jobs = plan.parse_dry_run(stdout)
     rates = assumptions.per_step_figures(gpu_check)
-    pricer = sheet.Pricer(config, rates, assumptions.search_step_figures(gpu_check, rates))
+    search = assumptions.search_step_figures(gpu_check, rates)
+    pricer = sheet.Pricer(config, rates, search, assumptions.step_curves(gpu_check, rates, search))
     costs = [pricer.price(job) for job in jobs]
     families, total = sheet.summarise(jobs, costs, forced_jobs.local_rules(REPO / "rules"))
     return families, total, pricer
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     except (RuntimeError, ValueError) as err:
         raise SystemExit(f"cost: {err}") from None
     precision = pricer.default_precision
-    text = sheet.markdown(families, total, pricer.rates, precision, pricer.search_rates)
+    text = sheet.markdown(families, total, pricer.rates, precision, pricer.search_rates, pricer.curves)
     if args.json:
         doc = {"configfiles": [str(p) for p in args.configfile], "targets": args.targets, "fresh": args.fresh,
                **sheet.as_json(families, total, pricer.rates, precision), "missing_user_inputs": missing}

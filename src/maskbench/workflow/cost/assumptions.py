@@ -182,6 +182,65 @@ def search_step_figures(gpu_check: Path | None = None, fine_tuning: dict[str, Fi
     return out
 
 
+@dataclass(frozen=True)
+class StepCurve:
+    """Seconds of one BERT-base step against its rows of 128 tokens: ``at_32`` at 32 rows and, where the GPU check
+    measured it, ``at_128`` at 128. Through both points the step is a fixed cost (the host queuing the step's
+    kernels: on an H100 or H200 a bf16 step of 32 rows waits on the host, results/benchmarks/gpu_check_profile.txt)
+    plus a cost per row; with only ``at_32``, or where the fit's fixed cost would come out negative, the step costs
+    in proportion to its rows (the sheet's model before batch 128 was measured)."""
+
+    at_32: float
+    at_128: float | None
+    source: str
+
+    def seconds(self, rows: float) -> float:
+        proportional = self.at_32 * rows / 32
+        if self.at_128 is None:
+            return proportional
+        per_row = max(0.0, (self.at_128 - self.at_32) / 96)
+        fixed = self.at_32 - 32 * per_row
+        return fixed + per_row * rows if fixed >= 0 else proportional
+
+    def describe(self) -> str:
+        at_128 = f", {1 / self.at_128:.3g} at 128 x 128" if self.at_128 else " (128 rows: 4x the time, not measured)"
+        return f"{1 / self.at_32:.3g} steps/s at 32 x 128{at_128} ({self.source})"
+
+
+# the GPU check's variants at 128 rows (fp16 was measured at 32 rows only: its bf16 rate stands in)
+LARGE_VARIANT = {"fp32": "fp32_b128", "bf16": "bf16_b128", "fp16": "bf16_b128"}
+
+
+def step_curves(gpu_check: Path | None, fine_tuning: dict[str, Figure], search: dict[str, Figure]
+                ) -> dict[str, dict[str, StepCurve]]:
+    """Per kind ("finetune", "search") and precision, the step-time curve: 32 rows from the rates (measured or
+    assumed, ``per_step_figures`` / ``search_step_figures``), 128 rows from the GPU check's ``<precision>_b128``
+    variants where it has them."""
+    path = GPU_CHECK if gpu_check is None else gpu_check
+    sections = {}
+    if path.exists():
+        doc = json.loads(path.read_text())
+        sections = doc.get("sections", {}) if isinstance(doc, dict) else {}
+    out: dict[str, dict[str, StepCurve]] = {}
+    for kind, rates, section_name in (("finetune", fine_tuning, "finetune_steps"),
+                                      ("search", search, "mask_search_steps")):
+        section = sections.get(section_name) if isinstance(sections.get(section_name), dict) else {}
+        variants = section.get("variants", {}) if section.get("status", "ok") == "ok" else {}
+        out[kind] = {}
+        for precision, figure in rates.items():
+            large = variants.get(LARGE_VARIANT.get(precision, ""), {})
+            rate = large.get("steps_per_s") if isinstance(large, dict) else None
+            measured = isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0 and \
+                large.get("batch_size", 128) == 128 and large.get("max_length", 128) == 128
+            source = figure.source
+            if measured:
+                stand_in = "" if LARGE_VARIANT[precision].startswith(precision) else \
+                    f"; at 128 rows its {LARGE_VARIANT[precision].split('_')[0]} rate"
+                source = f"{figure.source}; 128 x 128: measured {rate:g} steps/s ({path}){stand_in}"
+            out[kind][precision] = StepCurve(1 / figure.value, 1 / rate if measured else None, source)
+    return out
+
+
 def _is_cuda(doc: dict, section: dict) -> bool:
     said = " ".join(str(x) for x in (doc.get("device"), doc.get("backend"), section.get("device"),
                                      doc.get("cuda"), section.get("cuda")))

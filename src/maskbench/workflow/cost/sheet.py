@@ -87,11 +87,16 @@ def family_of(rule: str, tasks: Sequence[str]) -> str:
 
 class Pricer:
     def __init__(self, config: Mapping, rates: Mapping[str, A.Figure] | None = None,
-                 search_rates: Mapping[str, A.Figure] | None = None):
+                 search_rates: Mapping[str, A.Figure] | None = None,
+                 curves: Mapping[str, Mapping[str, A.StepCurve]] | None = None):
         self.config = config
         self.rates = dict(rates or A.per_step_figures())
         # a mask-search step (frozen weights, trained scores) where measured; else a fine-tuning step's rate
         self.search_rates = dict(search_rates or {p: A.Figure(f.value, f.source) for p, f in self.rates.items()})
+        # a training step's seconds against its rows (A.StepCurve); without a measured curve, in proportion to rows
+        self.curves = {kind: dict(c) for kind, c in (curves or {}).items()} or {
+            "finetune": {p: A.StepCurve(1 / f.value, None, f.source) for p, f in self.rates.items()},
+            "search": {p: A.StepCurve(1 / f.value, None, f.source) for p, f in self.search_rates.items()}}
         self.datasets = config.get("datasets") or {}
         self.tasks = list((config.get("tasks") or {}).keys())
         gender = config.get("gender") or {}
@@ -162,9 +167,12 @@ class Pricer:
             return spec["path"]
         return _first(opts, "model") or self.default_model
 
-    def _minutes(self, steps: float, units: float, precision: str, scored: bool = False) -> float:
-        rate = self.search_rates[precision].value if scored and precision in self.search_rates else self.rate(precision)
-        return steps * units / rate / 60
+    def _minutes(self, steps: float, rows: float, factor: float, precision: str, scored: bool = False) -> float:
+        """Minutes of ``steps`` steps of ``rows`` rows of 128 tokens, each ``factor`` x a BERT-base step (a smaller
+        model, a forward pass alone, a second pass), on the mask search's curve where ``scored``."""
+        self.rate(precision)  # an unknown precision is an error naming it
+        curves = self.curves["search" if scored and precision in self.curves["search"] else "finetune"]
+        return steps * factor * curves[precision].seconds(rows) / 60
 
     def _training(self, cost, job, opts, hp, model):
         rows = self.train_rows(_first(opts, "train"))
@@ -180,11 +188,10 @@ class Pricer:
         runs = (len(opts.get("sparsities", [])) or len(_json(opts, "runs") or []) or len(opts.get("masks", []))
                 or 1) if cost.step.startswith("nlu.srnet") else 1
         steps = runs * cluster_requests.steps_of(rows, batch, int(hp.get("epochs", 3)))
-        units = batch / 32 * length / 128 * A.model_factor(model)
         # mask search and paper C's mask training keep a score (and its AdamW state) per maskable weight, and step at
         # the mask search's rate
         scored = cost.step in ("nlu.mask_search", "nlu.srnet_mask_train")
-        cost.minutes = self._minutes(steps, units, cost.precision, scored)
+        cost.minutes = self._minutes(steps, batch * length / 128, A.model_factor(model), cost.precision, scored)
         self._memory(cost, model, batch, length, train=True, scored=scored)
 
     def _memory(self, cost, model, rows, length, train=True, scored=False, extra_forward_rows=0):
@@ -220,17 +227,19 @@ class Pricer:
                 return
             batch, length = int(hp.get("batch_size", 128)), int(hp.get("max_length", 128))
             steps = cluster_requests.steps_of(corpus, batch, int(hp.get("epochs", 1)))
-            # a target and an attribute sentence per example, and the original model's forward pass over both
-            units = 2 * batch / 32 * length / 128 * (1 + A.figure("forward_share")) * A.model_factor(model)
-            cost.minutes = self._minutes(steps, units, cost.precision)
+            # a target and an attribute sentence per example, and the original model's forward pass over both; with
+            # frozen weights (block and head pruning) a step of trained scores, at the mask search's rate
             spec = _json(opts, "spec") or {}
+            cost.minutes = self._minutes(steps, 2 * batch * length / 128,
+                                         (1 + A.figure("forward_share")) * A.model_factor(model), cost.precision,
+                                         scored=bool(spec.get("freeze_weights")))
             self._memory(cost, model, 2 * batch, length, train=True, scored=bool(spec.get("freeze_weights")),
                          extra_forward_rows=2 * batch)
         elif cost.step == "gender.mlm_head":
             batch, length = int(_first(opts, "batch-size", 32)), int(_first(opts, "max-length", 128))
             steps = cluster_requests.steps_of(corpus, batch, int(_first(opts, "epochs", 1)))
-            units = batch / 32 * length / 128 * A.figure("forward_share") * A.model_factor(model)
-            cost.minutes = self._minutes(steps, units, cost.precision)
+            cost.minutes = self._minutes(steps, batch * length / 128, A.figure("forward_share") * A.model_factor(model),
+                                         cost.precision)
             self._memory(cost, model, batch, length, train=False)
         elif cost.step == "gender.ffw":
             settings = _json(opts, "settings") or {}
@@ -245,7 +254,7 @@ class Pricer:
         batch = batch or int(settings.get("batch_size", 32))
         epochs = min(A.figure("gate_epochs"), float(settings.get("max_gate_epochs", A.figure("gate_epochs"))))
         steps = math.ceil(examples / batch) * epochs
-        cost.minutes = self._minutes(steps, batch / 32 * length / 128 * A.model_factor(model), cost.precision)
+        cost.minutes = self._minutes(steps, batch * length / 128, A.model_factor(model), cost.precision)
         cost.resumes = False
         self._memory(cost, model, batch, length, train=True, scored=True)
 
@@ -403,7 +412,8 @@ def summarise(jobs: Sequence[PlannedJob], costs: Sequence[JobCost], local: set[s
 
 
 def markdown(families: Sequence[Family], total: Family, rates: Mapping[str, A.Figure], precision: str,
-             search_rates: Mapping[str, A.Figure] | None = None) -> str:
+             search_rates: Mapping[str, A.Figure] | None = None,
+             curves: Mapping[str, Mapping[str, A.StepCurve]] | None = None) -> str:
     head = ("| family (rule) | jobs | GPU-h | CPU-h requested | peak GPU GB | peak host GB | disk GB written "
             "| disk GB kept | serves |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
     rows = [f"| `{f.family}` | {f.jobs:,} | {f.gpu_hours:,.0f}{' (+' + str(f.unpriced) + ' unpriced)' if f.unpriced else ''} "
@@ -415,9 +425,16 @@ def markdown(families: Sequence[Family], total: Family, rates: Mapping[str, A.Fi
                 f"| **{total.kept_gb:,.1f}** | |")
     flags = [f"- `{f.family}` ({f.flagged} of {f.jobs} jobs): " + "; ".join(f.problems[:2])
              + (f" (+{len(f.problems) - 2} more)" if len(f.problems) > 2 else "") for f in families if f.flagged]
-    per_step = [f"- fine-tuning, {p}: {f.value:g} BERT-base steps/s of 32 x 128 ({f.source})" for p, f in rates.items()]
-    per_step += [f"- mask search, {p}: {f.value:g} steps/s ({f.source})" for p, f in (search_rates or {}).items()]
-    lines = [head + "\n".join(rows), "", "Per step, by precision (each job at its own `--precision`; fp32 without one):",
+    if curves:
+        per_step = [f"- {label}, {p}: {curve.describe()}" for kind, label in (("finetune", "fine-tuning"),
+                                                                            ("search", "mask search"))
+                    for p, curve in curves.get(kind, {}).items()]
+    else:
+        per_step = [f"- fine-tuning, {p}: {f.value:g} BERT-base steps/s of 32 x 128 ({f.source})"
+                    for p, f in rates.items()]
+        per_step += [f"- mask search, {p}: {f.value:g} steps/s ({f.source})" for p, f in (search_rates or {}).items()]
+    lines = [head + "\n".join(rows), "", "Per step, by precision (each job at its own `--precision`; fp32 without one; "
+             "a step of other rows on the line through the two measured batch sizes, `StepCurve`):",
              *per_step, "", "Requests that do not cover the estimate:" if flags else "Every request covers its estimate.",
              *flags]
     return "\n".join(lines) + "\n"
