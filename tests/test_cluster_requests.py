@@ -26,6 +26,7 @@ def small_config(**compute):
 def made_up(monkeypatch):
     monkeypatch.setattr(cr, "TRAIN_SIZES", {("made:up", None, None): 3_200})
     monkeypatch.setattr(cr, "GPU_STEPS_PER_S", 0.1)  # 10 s a unit step
+    monkeypatch.setattr(cr, "GPU_CHECK", None)  # the assumed rate alone, not the recorded check's
 
 
 def test_steps_times_cost_times_margin(made_up):
@@ -50,22 +51,45 @@ def test_a_resuming_job_may_ask_less_within_the_profiles_submissions(made_up):
         check_requests(small_config(checkpoint_every=10, train_runtime_min=30))
 
 
-def test_the_cap_applies_only_to_a_job_that_resumes():
+def test_the_cap_applies_only_to_a_job_that_resumes(monkeypatch):
+    monkeypatch.setattr(cr, "GPU_CHECK", None)  # 9 unit steps a second
     long = Estimate("x", "k", 1440, steps=9 * 60 * 60 * 30, units_per_step=1.0, resumes=True)  # 30 h x 1.5
     assert (long.minutes, long.request, long.submissions) == (2700, 1440, 2)
     assert Estimate("x", "k", 1440, long.steps, 1.0, resumes=False).request == 2700
 
 
-def test_paper_config_estimates():
+def test_paper_config_estimates_at_the_recorded_checks_rates(monkeypatch, tmp_path):
+    """The recorded check's rates, written out here (the H200's at d5e41da): a step's seconds on the line through 32
+    and 128 rows, at the family's precision and kind of step."""
+    import json
+
+    check = tmp_path / "gpu_check.json"
+    check.write_text(json.dumps({"sections": {
+        "environment": {"device_name": "NVIDIA H200"},
+        "finetune_steps": {"status": "ok", "device": "cuda", "batch": 32, "seq": 128, "variants": {
+            "fp32": {"steps_per_s": 17.269}, "bf16": {"steps_per_s": 26.482}, "fp16_scaler": {"steps_per_s": 26.852},
+            "fp32_b128": {"steps_per_s": 5.083}, "bf16_b128": {"steps_per_s": 23.615}}},
+        "mask_search_steps": {"status": "ok", "device": "cuda", "batch": 32, "seq": 128, "variants": {
+            "fp32": {"steps_per_s": 14.978}, "bf16": {"steps_per_s": 15.11}, "fp32_b128": {"steps_per_s": 5.127},
+            "bf16_b128": {"steps_per_s": 13.322}}}}}))
+    monkeypatch.setattr(cr, "GPU_CHECK", check)
     config = yaml.safe_load((REPO / "configs/paper.yaml").read_text())
     found = {e.family: e for e in estimates(config)}
-    # paper B: 24,600 steps of 2 x 128 rows trained and 256 forward: 24,600 x 10.67 / 9 s x 1.5 = 729 min
+    # paper B (fp16; frozen-weight pruning at the search's rate, fp16 read as bf16): 24,600 steps of 2 x 128 rows
+    # trained plus their forward pass: per row (1/13.322 - 1/15.11) / 96 s, fixed 1/15.11 - 32 x that; at 256 rows
+    # 0.086908 s x 4/3 x 24,600 x 1.5 / 60 = 71.3 -> 72 min
     gender = found["gender_prune_frozen/gender_train_weights (paper B)"]
-    assert (gender.steps, gender.minutes, gender.requested) == (24_600, 729, 780)
-    # QQP's mask-training sweep: 8 x 11,371 x 7 steps, longer than the 24-h cap: resumes in a second submission
+    assert (gender.steps, gender.minutes, gender.requested) == (24_600, 72, 780)
+    # QQP's mask-training sweep (paper C, fp32, batch 32): 8 x 11,371 x 7 steps x 1/14.978 s x 1.5 = 1,063 min,
+    # within the 24-h request: one submission
     qqp = found["srnet_mask_train (qqp, 8 sparsities in turn)"]
-    assert (qqp.steps, qqp.minutes, qqp.request, qqp.submissions) == (636_776, 1769, 1440, 2)
+    assert (qqp.steps, qqp.minutes, qqp.request, qqp.submissions) == (636_776, 1063, 1063, 1)
+    # paper A's fine-tuning (fp16 at 32 rows): 36,816 steps / 26.852 x 1.5 = 34.3 -> 35 min
+    assert found["finetune_baseline/finetune_debiased (mnli)"].minutes == 35
     check_requests(config)
+    monkeypatch.setattr(cr, "GPU_CHECK", None)  # no check recorded: the assumed 9 steps/s of an fp32 unit step
+    found = {e.family: e for e in estimates(config)}
+    assert found["gender_prune_frozen/gender_train_weights (paper B)"].minutes == 729  # 24,600 x 10.67 / 9 x 1.5
 
 
 def test_only_the_jobs_a_run_executes_are_held_to_their_requests(made_up):
@@ -80,8 +104,8 @@ def test_only_the_jobs_a_run_executes_are_held_to_their_requests(made_up):
 
 def hub_config(tmp_path):
     """configs/real.yaml reading MNLI's training set from the Hub (paper A's 392,702 pairs), checkpointing every 100
-    steps: 2 fine-tuning epochs (68 min) fit its 60-min request in the profile's two submissions, 6 mask-search
-    epochs (205 min) do not."""
+    steps: 2 fine-tuning epochs (36 min at the recorded check's fp32 rate) fit its 60-min request, 6 mask-search
+    epochs (73,632 steps / 14.978 x 1.5 = 123 min) do not fit the profile's two submissions."""
     config = yaml.safe_load((REPO / "configs/real.yaml").read_text())
     config["results"] = "results/hub"
     config["datasets"]["mnli_train"] = {
@@ -97,8 +121,8 @@ def hub_config(tmp_path):
 
 
 MASK = "results/hub/nlu/mnli/minilm-l6/masks/method~movement_sigmoid/loss~ce/bias~none/seed~1.mask"
-REFUSAL = ("compute.train_runtime_min: 60 min needs 4 submissions of search_mask (mnli) (derived 205 min, 73,632 "
-           "steps); the SLURM profile retries a job 1 time(s): ask for at least 103")
+REFUSAL = ("compute.train_runtime_min: 60 min needs 3 submissions of search_mask (mnli) (derived 123 min, 73,632 "
+           "steps); the SLURM profile retries a job 1 time(s): ask for at least 62")
 
 
 def run(tmp_path, *args, path=None):

@@ -3,13 +3,18 @@ check that refuses a runtime request below a job's estimate unless the job resum
 cluster, before its first submission, and only for the jobs it will execute (rules/common.smk's onstart); a local
 run has no time limit and is never held to it.
 
-The cost model (stated, not measured on a GPU here):
+The cost model:
 
-- ``GPU_STEPS_PER_S``: one BERT-base training step (forward, backward, AdamW; fp32, 32 rows x 128 tokens) takes
-  1/9 s on an A100 (an estimate, not measured here). A step of ``n`` rows costs ``n / 32`` such steps; a forward pass alone
-  ``FORWARD_SHARE`` of one (backward ~ twice the forward).
-- A mask-search / mask-training step costs what a fine-tuning step does (0.967x, measured on the CPU at 32 x 128:
-  docs/speed.md, "The training step").
+- Measured, where the recorded GPU check has the job's precision (``results/benchmarks/gpu_check.json``, read as the
+  cost sheet reads it: ``maskbench.workflow.cost.assumptions.step_curves``): a step's seconds on the line through the
+  rates measured at 32 and 128 rows of 128 tokens, a fine-tuning step's or a mask search's (frozen weights, trained
+  scores: search_mask, paper C's mask training, paper B's pruning), at the job family's precision (paper A's nlu
+  jobs ``compute.precision``, paper C ``srnets.precision``, paper B ``gender.precision``). The card measured is the
+  card the estimate is for: a slower one needs larger requests, or resuming jobs' further submissions.
+- Without a recorded check (a copy of the package without results/): ``GPU_STEPS_PER_S``, one BERT-base training step
+  (forward, backward, AdamW; fp32, 32 rows x 128 tokens) in 1/9 s on an A100 (an estimate); a step of ``n`` rows
+  costs ``n / 32`` such steps.
+- A forward pass alone costs ``FORWARD_SHARE`` of a step (backward ~ twice the forward).
 - Paper B's step (Kaneko-Bollegala): each of the batch's 128 examples is a target and an attribute sentence (256
   rows trained) plus the original model's forward pass over the same 256 rows.
 - ``MARGIN`` (1.5x) covers the dev evaluations inside a run (paper C: every 500-1000 steps), loading, and a slower
@@ -25,11 +30,15 @@ Step counts: ``examples / batch`` (rounded up) x epochs, with the real sizes of 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 GPU_STEPS_PER_S = 9.0
+# the recorded GPU check whose rates the estimates use (None: GPU_STEPS_PER_S alone)
+GPU_CHECK: Path | None = Path(__file__).resolve().parents[3] / "results/benchmarks/gpu_check.json"
 UNIT_ROWS = 32
 FORWARD_SHARE = 1 / 3
 MARGIN = 1.5
@@ -70,14 +79,21 @@ class Estimate:
     resumes: bool
     rules: tuple[str, ...] = ()  # the rules whose jobs it estimates (a job of another rule is not held to it)
     task: str | None = None      # and their `task` wildcard, where the rule name does not carry the task
+    precision: str = "fp32"      # the jobs' precision, and the kinds of step they take ("finetune", "search"):
+    kinds: tuple[str, ...] = ("finetune",)  # the estimate covers the slowest
+    rows: float | None = None    # rows of 128 tokens a step (None: units_per_step x 32); the rest of
+    # units_per_step is a factor on the step (paper B's forward pass of the original model)
 
     def estimates_job(self, rule: str, wildcards: Mapping[str, str]) -> bool:
         return rule in self.rules and (self.task is None or wildcards.get("task") == self.task)
 
     @property
     def minutes(self) -> int:
-        """The derived wall time: steps x cost x margin."""
-        return math.ceil(self.steps * self.units_per_step / GPU_STEPS_PER_S * MARGIN / 60)
+        """The derived wall time: steps x a step's seconds (``step_seconds``) x margin."""
+        rows = self.rows if self.rows is not None else self.units_per_step * UNIT_ROWS
+        factor = self.units_per_step * UNIT_ROWS / rows
+        seconds = max(step_seconds(kind, self.precision, rows) for kind in self.kinds) * factor
+        return math.ceil(self.steps * seconds * MARGIN / 60)
 
     @property
     def request(self) -> int:
@@ -99,6 +115,27 @@ class Estimate:
                     f"(derived {self.minutes} min, {self.steps:,} steps); the SLURM profile retries a job "
                     f"{SUBMISSIONS - 1} time(s): ask for at least {math.ceil(self.minutes / SUBMISSIONS)}")
         return None
+
+
+@functools.cache
+def measured_curves(path: Path) -> dict | None:
+    """The step-time curves of a recorded GPU check (the cost sheet's), None where it has no measured rate."""
+    from maskbench.workflow.cost import assumptions  # imported here: assumptions reads this module's figures
+
+    if not path.is_file():
+        return None
+    rates = assumptions.per_step_figures(path)
+    if not any(figure.source.startswith("measured") for figure in rates.values()):
+        return None
+    return assumptions.step_curves(path, rates, assumptions.search_step_figures(path, rates))
+
+
+def step_seconds(kind: str, precision: str, rows: float) -> float:
+    """Seconds of one BERT-base step of ``rows`` rows of 128 tokens: measured (``GPU_CHECK``), else GPU_STEPS_PER_S."""
+    curves = measured_curves(GPU_CHECK) if GPU_CHECK is not None else None
+    if curves and precision in curves.get(kind, {}):
+        return curves[kind][precision].seconds(rows)
+    return rows / UNIT_ROWS / GPU_STEPS_PER_S
 
 
 def steps_of(examples: int, batch_size: int, epochs: int) -> int:
@@ -146,22 +183,25 @@ def estimates(config: Mapping) -> list[Estimate]:
     sizes = {task: train_size(datasets.get(spec.get("train"), {})) for task, spec in tasks.items()}
     sizes = {task: n for task, n in sizes.items() if n is not None}
     finetune = config.get("finetune") or {}
+    nlu_precision = str(compute.get("precision") or config.get("precision") or "fp32")
     for task, n in sizes.items():
         if finetune:
             out.append(Estimate(f"finetune_baseline/finetune_debiased ({task})", "train_runtime_min", train_min,
                                 steps_of(n, finetune.get("batch_size", 32), finetune.get("epochs", 3)),
                                 finetune.get("batch_size", 32) / UNIT_ROWS, resumes,
-                                ("finetune_baseline", "finetune_debiased"), task))
+                                ("finetune_baseline", "finetune_debiased"), task, nlu_precision))
         search = (config.get("mask_search") or {}).get("hparams")
         if search:
             out.append(Estimate(f"search_mask ({task})", "train_runtime_min", train_min,
                                 steps_of(n, search["batch_size"], search["epochs"]),
-                                search["batch_size"] / UNIT_ROWS, resumes, ("search_mask",), task))
+                                search["batch_size"] / UNIT_ROWS, resumes, ("search_mask",), task, nlu_precision,
+                                ("search",)))
     srn = config.get("srnets") or {}
     srn_min = int(compute.get("srnet_runtime_min", train_min))
     # mask training resumes within a run and keeps its finished sparsities; a retraining sweep resumes within a
     # run only (its finished sparsities are trained again) and IMP keeps its finished levels but restarts a round:
     # both are held to one request
+    srn_precision = str(srn.get("precision") or "fp32")
     for method, rule, runs, sweep_resumes in (
             ("mask_training", "srnet_mask_train", len(srn.get("sparsities", [])), resumes),
             ("retrain", "srnet_retrain", len(srn.get("sparsities", [])), False),
@@ -172,7 +212,8 @@ def estimates(config: Mapping) -> list[Estimate]:
             what = f"{runs} sparsities in turn" if runs > 1 else "one run"
             out.append(Estimate(f"{rule} ({task}, {what})", "srnet_runtime_min", srn_min,
                                 runs * steps_of(n, hp.get("batch_size") or 32, hp.get("epochs") or 3),
-                                (hp.get("batch_size") or 32) / UNIT_ROWS, sweep_resumes, (rule,), task))
+                                (hp.get("batch_size") or 32) / UNIT_ROWS, sweep_resumes, (rule,), task, srn_precision,
+                                ("search",) if method == "mask_training" else ("finetune",)))
     eval_min = int(compute.get("srnet_eval_runtime_min", compute.get("eval_runtime_min", 15)))
     eval_batch = int(finetune.get("eval_batch_size", 256))
     for task, spec in tasks.items() if srn else []:
@@ -182,7 +223,8 @@ def estimates(config: Mapping) -> list[Estimate]:
             batches = items * math.ceil(rows / eval_batch)  # forward passes only; an item staged once scored
             out.append(Estimate(f"evaluate_srnets_{task} ({items} subnetworks x {rows:,} rows)",
                                 "srnet_eval_runtime_min", eval_min, batches,
-                                eval_batch / UNIT_ROWS * FORWARD_SHARE, True, (f"evaluate_srnets_{task}",)))
+                                eval_batch / UNIT_ROWS * FORWARD_SHARE, True, (f"evaluate_srnets_{task}",),
+                                precision=srn_precision, rows=eval_batch))
     gender = config.get("gender") or {}
     batches = GENDER_BATCHES_PER_EPOCH.get((gender.get("corpus") or {}).get("source"))
     hp = (gender.get("pruning") or {}).get("hparams")
@@ -191,7 +233,9 @@ def estimates(config: Mapping) -> list[Estimate]:
         out.append(Estimate("gender_prune_frozen/gender_train_weights (paper B)",
                             "gender_runtime_min", int(compute.get("gender_runtime_min", train_min)),
                             batches * hp["epochs"], rows / UNIT_ROWS * (1 + FORWARD_SHARE), resumes,
-                            ("gender_prune_frozen", "gender_train_weights")))
+                            ("gender_prune_frozen", "gender_train_weights"),
+                            precision=str(gender.get("precision") or "fp32"), kinds=("finetune", "search"),
+                            rows=rows))
     return out
 
 
