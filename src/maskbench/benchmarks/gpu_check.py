@@ -54,6 +54,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -832,7 +833,8 @@ def markdown(report: dict, source: str) -> str:
                       + (f" (commit `{section['commit']}`)" if section.get("commit") else ""))
         else:
             detail = (section.get("reason") or "").splitlines()[0] if section.get("reason") else ""
-        lines.append(f"- `{name}`: {status}" + (f" — {detail}" if detail else ""))
+        lines.append(textwrap.fill(f"- `{name}`: {status}" + (f" — {detail}" if detail else ""), width=160,
+                                   subsequent_indent="  ", break_on_hyphens=False))
     return "\n".join(lines) + "\n"
 
 

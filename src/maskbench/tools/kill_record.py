@@ -10,7 +10,7 @@ the LR schedule and every random generator — what ``train.fit`` saves — writ
 fsync, rename) and read back by ``resume.read_state`` (checksum verified, then loaded). ``--page`` writes the
 section ``kill_reliability`` from the record (the harness's kills per step kind, tests/kill_harness.py), the save
 measurement and the paper config's ``compute.checkpoint_every`` with the step rates of
-``results/benchmarks/gpu_check.json`` (measured on one H100) and ``maskbench.workflow.cluster_requests`` (the A100
+``results/benchmarks/gpu_check.json`` (measured on the card it names) and ``maskbench.workflow.cluster_requests`` (the A100
 assumption).
 """
 
@@ -92,11 +92,12 @@ def paper_rates(gpu_check: Path) -> list[tuple[str, float, str]]:
     rates = []
     if gpu_check.is_file():
         sections = json.loads(gpu_check.read_text())["sections"]
+        card = (sections.get("environment", {}).get("device_name") or "GPU").removeprefix("NVIDIA ").split(" ")[0]
         for section, what in (("finetune_steps", "fine-tuning"), ("mask_search_steps", "mask search")):
             rate = sections.get(section, {}).get("variants", {}).get("fp32", {}).get("steps_per_s")
             if rate:
                 shown = gpu_check.relative_to(REPO) if gpu_check.is_relative_to(REPO) else gpu_check.name
-                rates.append((f"{what}, fp32, one H100 (measured, `{shown}`)", rate, "measured"))
+                rates.append((f"{what}, fp32, one {card} (measured, `{shown}`)", rate, "measured"))
     rates.append(("BERT-base step, fp32, one A100 (`maskbench.workflow.cluster_requests.GPU_STEPS_PER_S`, an assumption)",
                   GPU_STEPS_PER_S, "assumed"))
     return rates
