@@ -11,6 +11,7 @@ from pathlib import Path
 import background
 import pytest
 
+from maskbench.workflow import cluster_requests
 from maskbench.workflow.cost import assumptions, plan, sheet
 
 CONFIG = {
@@ -299,3 +300,21 @@ def test_a_step_costs_a_fixed_part_and_a_part_per_row_through_the_two_measured_b
     command = finetune(dict(HP, batch_size=128)).replace("nlu.finetune", "nlu.mask_search") + " --precision fp16"
     [search_job] = plan.parse_dry_run(block("search_mask", ["x.mask"], command))
     assert pricer.price(search_job).minutes == pytest.approx(math.ceil(392_702 / 128) * 3 / 20 / 60)
+
+
+def test_paper_bs_frozen_weight_pruning_steps_at_the_mask_search_rate():
+    """gender.debias with frozen weights (block and head pruning) is priced on the search's curve, with trained weights
+    on fine-tuning's: 246 batches of 128 examples an epoch, 2 x 128 rows a step plus their forward pass (4/3)."""
+    config = {"gender": {"corpus": {"source": next(iter(cluster_requests.GENDER_BATCHES_PER_EPOCH))}}}
+    rates = {"fp32": assumptions.Figure(20.0, "x"), "bf16": assumptions.Figure(40.0, "x"),
+             "fp16": assumptions.Figure(40.0, "x")}
+    search = {p: assumptions.Figure(f.value / 2, "x") for p, f in rates.items()}
+    pricer = sheet.Pricer(config, rates, search)
+    hp = json.dumps({"epochs": 1, "batch_size": 128, "max_length": 128})
+    for frozen, rate in ((True, 10.0), (False, 20.0)):
+        spec = json.dumps({"freeze_weights": frozen})
+        command = (f"python -m maskbench.steps gender.debias --model m --corpus c.parquet --out o --summary s.json "
+                   f"--seed 1 --spec '{spec}' --hparams '{hp}'")
+        [job] = plan.parse_dry_run(block("gender_prune_frozen", ["o.mask"], command))
+        # 246 steps x (256 rows / 32 = 8 unit steps) x 4/3 / rate
+        assert pricer.price(job).minutes == pytest.approx(246 * 8 * 4 / 3 / rate / 60)
