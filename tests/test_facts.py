@@ -108,3 +108,13 @@ def test_pages_and_lines_stay_short(page):
 def test_the_limits_check_sees_a_long_line():
     assert prose_lines("x\n| " + "t " * 200 + "|\n```\n" + "c" * 300 + "\n```\n" + "p" * 161) == ["x", "p" * 161]
     assert re.fullmatch(r"p+", prose_lines("p" * 161)[0]) and len(prose_lines("p" * 161)[0]) > MAX_LINE
+
+
+def test_the_side_by_side_rounds_are_recorded_rates():
+    """A rate quoted from the GPU check's interleaved rounds (each round's and each median) is a recorded one."""
+    from maskbench.report.facts import gpu_rates
+
+    check = json.loads((REPO / "results/benchmarks/gpu_check.json").read_text())
+    rounds = check["sections"]["side_by_side"]["batches"]["128"]
+    rates = gpu_rates(REPO)
+    assert set(rounds["rates"]["finetune_bf16"]) <= set(rates) and rounds["medians"]["reference_bf16"] in rates

@@ -102,12 +102,17 @@ def gpu_checks(repo: Path) -> list[dict]:
 
 
 def gpu_rates(repo: Path) -> list[float]:
-    """Every rate a recorded GPU check measured (steps or pairs per second, any section and variant)."""
+    """Every rate a recorded GPU check measured (steps or pairs per second, any section and variant, and each round
+    and median of its side-by-side section)."""
     rates = []
     for path in sorted((repo / "results" / "benchmarks").glob("gpu_check*.json")):
         for section in json.loads(path.read_text(encoding="utf-8")).get("sections", {}).values():
             for variant in (section.get("variants") or {}).values():
                 rates += [float(v) for k, v in variant.items() if k in ("steps_per_s", "pairs_per_s")]
+            for batch in (section.get("batches") or {}).values():  # side_by_side's interleaved rounds
+                for values in (batch.get("rates") or {}).values():
+                    rates += [float(v) for v in values]
+                rates += [float(v) for v in (batch.get("medians") or {}).values()]
     return rates
 
 
