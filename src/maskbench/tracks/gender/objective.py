@@ -183,10 +183,11 @@ class KanekoBollegala:
         else:
             regular = regulariser_kaneko(states, original, self.positions(attributes))
         loss = self.alpha * debias + self.beta * regular
-        logs = {"loss_debias": float(debias.detach()), "loss_regularize": float(regular.detach())}
+        # the terms stay on the device: the training loop reads them at its logged steps (no host read a step)
+        logs = {"loss_debias": debias.detach(), "loss_regularize": regular.detach()}
         if self.regularizer is not None:
             penalty = self.regularizer()
             if penalty is not None:
                 loss = loss + penalty
-                logs["mask_penalty"] = float(penalty.detach())
+                logs["mask_penalty"] = penalty.detach()
         return loss, logs
