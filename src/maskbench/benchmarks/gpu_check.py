@@ -508,11 +508,12 @@ def section_side_by_side(sizes: Sizes, allow_cpu: bool) -> dict:
     out = {"device": str(device), "seq": sizes.seq, "rounds": ROUNDS, "batches": {}}
     for batch in (sizes.batch, *sizes.large_batches):
         at = dataclasses.replace(sizes, batch=batch)
-        runs = {"finetune_bf16": lambda: timed_fit(random_bert(sizes.model), device, FINETUNE_VARIANTS["bf16"], at),
-                "reference_bf16": lambda: reference_fit(sizes, batch, "bf16", device),
-                "mask_search_bf16": lambda: timed_search(sizes, batch, "bf16", device, MaskSearchSpec())}
+        runs = {"finetune_bf16": lambda at=at: timed_fit(random_bert(sizes.model), device, FINETUNE_VARIANTS["bf16"], at),
+                "reference_bf16": lambda batch=batch: reference_fit(sizes, batch, "bf16", device),
+                "mask_search_bf16": lambda batch=batch: timed_search(sizes, batch, "bf16", device, MaskSearchSpec())}
         if batch == sizes.batch:
-            runs["finetune_fp32"] = lambda: timed_fit(random_bert(sizes.model), device, FINETUNE_VARIANTS["fp32"], at)
+            runs["finetune_fp32"] = lambda at=at: timed_fit(random_bert(sizes.model), device, FINETUNE_VARIANTS["fp32"],
+                                                            at)
         rates: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(ROUNDS):
             for name, run in runs.items():
