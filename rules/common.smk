@@ -25,6 +25,7 @@ from maskbench.cli import Json, shell_args  # noqa: E402,F401 - the rules render
 from maskbench.workflow.warm import Server as WarmServer, jobs_run_here  # noqa: E402
 from maskbench.workflow.workflow_config import check_references, check_renamed_keys, precision_options, tracks_of  # noqa: E402
 from maskbench.workflow.cluster_requests import check_requests  # noqa: E402
+from maskbench.workflow.cost.assumptions import recorded_curves  # noqa: E402
 from maskbench.workflow.results_folder import check_results_folder, claim_results_folder, config_name, lock_results_folder  # noqa: E402
 from maskbench.workflow import user_data  # noqa: E402
 from maskbench.progress import job_settings  # noqa: E402
@@ -138,7 +139,7 @@ def check_cluster_requests(jobs):
     job does not resume, stops it before the first submission (src/maskbench/workflow/cluster_requests.py; docs/cluster.md,
     "Requests"). A local run has no time limit: nothing is checked."""
     try:
-        check_requests(config, jobs)
+        check_requests(config, jobs, recorded_curves())
     except ValueError as err:
         raise WorkflowError(str(err)) from None
 

@@ -11,6 +11,7 @@ from test_workflow import REPO
 
 from maskbench.workflow import cluster_requests as cr
 from maskbench.workflow.cluster_requests import Estimate, check_requests, estimates
+from maskbench.workflow.cost import assumptions
 
 
 def small_config(**compute):
@@ -25,8 +26,7 @@ def small_config(**compute):
 @pytest.fixture
 def made_up(monkeypatch):
     monkeypatch.setattr(cr, "TRAIN_SIZES", {("made:up", None, None): 3_200})
-    monkeypatch.setattr(cr, "GPU_STEPS_PER_S", 0.1)  # 10 s a unit step
-    monkeypatch.setattr(cr, "GPU_CHECK", None)  # the assumed rate alone, not the recorded check's
+    monkeypatch.setattr(cr, "GPU_STEPS_PER_S", 0.1)  # 10 s a unit step (no measured curves passed)
 
 
 def test_steps_times_cost_times_margin(made_up):
@@ -51,14 +51,13 @@ def test_a_resuming_job_may_ask_less_within_the_profiles_submissions(made_up):
         check_requests(small_config(checkpoint_every=10, train_runtime_min=30))
 
 
-def test_the_cap_applies_only_to_a_job_that_resumes(monkeypatch):
-    monkeypatch.setattr(cr, "GPU_CHECK", None)  # 9 unit steps a second
+def test_the_cap_applies_only_to_a_job_that_resumes():
     long = Estimate("x", "k", 1440, steps=9 * 60 * 60 * 30, units_per_step=1.0, resumes=True)  # 30 h x 1.5
     assert (long.minutes, long.request, long.submissions) == (2700, 1440, 2)
     assert Estimate("x", "k", 1440, long.steps, 1.0, resumes=False).request == 2700
 
 
-def test_paper_config_estimates_at_the_recorded_checks_rates(monkeypatch, tmp_path):
+def test_paper_config_estimates_at_the_recorded_checks_rates(tmp_path):
     """The recorded check's rates, written out here (the H200's at d5e41da): a step's seconds on the line through 32
     and 128 rows, at the family's precision and kind of step."""
     import json
@@ -72,9 +71,9 @@ def test_paper_config_estimates_at_the_recorded_checks_rates(monkeypatch, tmp_pa
         "mask_search_steps": {"status": "ok", "device": "cuda", "batch": 32, "seq": 128, "variants": {
             "fp32": {"steps_per_s": 14.978}, "bf16": {"steps_per_s": 15.11}, "fp32_b128": {"steps_per_s": 5.127},
             "bf16_b128": {"steps_per_s": 13.322}}}}}))
-    monkeypatch.setattr(cr, "GPU_CHECK", check)
+    curves = assumptions.recorded_curves(check)
     config = yaml.safe_load((REPO / "configs/paper.yaml").read_text())
-    found = {e.family: e for e in estimates(config)}
+    found = {e.family: e for e in estimates(config, curves)}
     # paper B (fp16; frozen-weight pruning at the search's rate, fp16 read as bf16): 24,600 steps of 2 x 128 rows
     # trained plus their forward pass: per row (1/13.322 - 1/15.11) / 96 s, fixed 1/15.11 - 32 x that; at 256 rows
     # 0.086908 s x 4/3 x 24,600 x 1.5 / 60 = 71.3 -> 72 min
@@ -86,9 +85,8 @@ def test_paper_config_estimates_at_the_recorded_checks_rates(monkeypatch, tmp_pa
     assert (qqp.steps, qqp.minutes, qqp.request, qqp.submissions) == (636_776, 1063, 1063, 1)
     # paper A's fine-tuning (fp16 at 32 rows): 36,816 steps / 26.852 x 1.5 = 34.3 -> 35 min
     assert found["finetune_baseline/finetune_debiased (mnli)"].minutes == 35
-    check_requests(config)
-    monkeypatch.setattr(cr, "GPU_CHECK", None)  # no check recorded: the assumed 9 steps/s of an fp32 unit step
-    found = {e.family: e for e in estimates(config)}
+    check_requests(config, curves=curves)
+    found = {e.family: e for e in estimates(config)}  # no curves: the assumed 9 steps/s of an fp32 unit step
     assert found["gender_prune_frozen/gender_train_weights (paper B)"].minutes == 729  # 24,600 x 10.67 / 9 x 1.5
 
 

@@ -88,7 +88,7 @@ def test_gate_objective_is_alpha_ce_plus_gamma_mean_mi():
     mis = [empirical_mi(batch["bias"][:, b], torch.softmax(h(feats), 1), k) for b, (h, k) in
            enumerate(zip(heads, [2, 3], strict=True))]
     torch.testing.assert_close(loss, 0.5 * ce + 3.0 * (mis[0] + mis[1]) / 2)
-    assert logs["ce"] == pytest.approx(ce.item()) and logs["mi"] == pytest.approx(((mis[0] + mis[1]) / 2).item())
+    assert float(logs["ce"]) == pytest.approx(ce.item()) and float(logs["mi"]) == pytest.approx(((mis[0] + mis[1]) / 2).item())
 
 
 def test_schedule_lowers_the_temperature_after_patience_bad_epochs_and_stops(monkeypatch):

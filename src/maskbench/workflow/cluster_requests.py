@@ -5,13 +5,13 @@ run has no time limit and is never held to it.
 
 The cost model:
 
-- Measured, where the recorded GPU check has the job's precision (``results/benchmarks/gpu_check.json``, read as the
-  cost sheet reads it: ``maskbench.workflow.cost.assumptions.step_curves``): a step's seconds on the line through the
-  rates measured at 32 and 128 rows of 128 tokens, a fine-tuning step's or a mask search's (frozen weights, trained
-  scores: search_mask, paper C's mask training, paper B's pruning), at the job family's precision (paper A's nlu
-  jobs ``compute.precision``, paper C ``srnets.precision``, paper B ``gender.precision``). The card measured is the
-  card the estimate is for: a slower one needs larger requests, or resuming jobs' further submissions.
-- Without a recorded check (a copy of the package without results/): ``GPU_STEPS_PER_S``, one BERT-base training step
+- Measured, given ``curves`` (the recorded GPU check's step curves, ``maskbench.workflow.cost.assumptions.
+  recorded_curves``, which rules/common.smk passes): a step's seconds on the line through the rates measured at 32
+  and 128 rows of 128 tokens, a fine-tuning step's or a mask search's (frozen weights, trained scores: search_mask,
+  paper C's mask training, paper B's pruning), at the job family's precision (paper A's nlu jobs
+  ``compute.precision``, paper C ``srnets.precision``, paper B ``gender.precision``). The card measured is the card
+  the estimate is for: a slower one needs larger requests, or resuming jobs' further submissions.
+- Without curves (no recorded check): ``GPU_STEPS_PER_S``, one BERT-base training step
   (forward, backward, AdamW; fp32, 32 rows x 128 tokens) in 1/9 s on an A100 (an estimate); a step of ``n`` rows
   costs ``n / 32`` such steps.
 - A forward pass alone costs ``FORWARD_SHARE`` of a step (backward ~ twice the forward).
@@ -30,15 +30,11 @@ Step counts: ``examples / batch`` (rounded up) x epochs, with the real sizes of 
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
 GPU_STEPS_PER_S = 9.0
-# the recorded GPU check whose rates the estimates use (None: GPU_STEPS_PER_S alone)
-GPU_CHECK: Path | None = Path(__file__).resolve().parents[3] / "results/benchmarks/gpu_check.json"
 UNIT_ROWS = 32
 FORWARD_SHARE = 1 / 3
 MARGIN = 1.5
@@ -83,6 +79,7 @@ class Estimate:
     kinds: tuple[str, ...] = ("finetune",)  # the estimate covers the slowest
     rows: float | None = None    # rows of 128 tokens a step (None: units_per_step x 32); the rest of
     # units_per_step is a factor on the step (paper B's forward pass of the original model)
+    curves: Mapping | None = field(default=None, repr=False, compare=False)  # measured step curves (step_seconds)
 
     def estimates_job(self, rule: str, wildcards: Mapping[str, str]) -> bool:
         return rule in self.rules and (self.task is None or wildcards.get("task") == self.task)
@@ -92,7 +89,7 @@ class Estimate:
         """The derived wall time: steps x a step's seconds (``step_seconds``) x margin."""
         rows = self.rows if self.rows is not None else self.units_per_step * UNIT_ROWS
         factor = self.units_per_step * UNIT_ROWS / rows
-        seconds = max(step_seconds(kind, self.precision, rows) for kind in self.kinds) * factor
+        seconds = max(step_seconds(kind, self.precision, rows, self.curves) for kind in self.kinds) * factor
         return math.ceil(self.steps * seconds * MARGIN / 60)
 
     @property
@@ -117,22 +114,9 @@ class Estimate:
         return None
 
 
-@functools.cache
-def measured_curves(path: Path) -> dict | None:
-    """The step-time curves of a recorded GPU check (the cost sheet's), None where it has no measured rate."""
-    from maskbench.workflow.cost import assumptions  # imported here: assumptions reads this module's figures
-
-    if not path.is_file():
-        return None
-    rates = assumptions.per_step_figures(path)
-    if not any(figure.source.startswith("measured") for figure in rates.values()):
-        return None
-    return assumptions.step_curves(path, rates, assumptions.search_step_figures(path, rates))
-
-
-def step_seconds(kind: str, precision: str, rows: float) -> float:
-    """Seconds of one BERT-base step of ``rows`` rows of 128 tokens: measured (``GPU_CHECK``), else GPU_STEPS_PER_S."""
-    curves = measured_curves(GPU_CHECK) if GPU_CHECK is not None else None
+def step_seconds(kind: str, precision: str, rows: float, curves: Mapping | None = None) -> float:
+    """Seconds of one BERT-base step of ``rows`` rows of 128 tokens: on ``curves[kind][precision]`` (anything with a
+    ``seconds(rows)``: the measured ``StepCurve``) where given, else at GPU_STEPS_PER_S."""
     if curves and precision in curves.get(kind, {}):
         return curves[kind][precision].seconds(rows)
     return rows / UNIT_ROWS / GPU_STEPS_PER_S
@@ -173,8 +157,9 @@ def merged(*layers: Mapping | None) -> dict:
     return out
 
 
-def estimates(config: Mapping) -> list[Estimate]:
-    """The derived runtime of each long job family the config plans whose step count is known."""
+def estimates(config: Mapping, curves: Mapping | None = None) -> list[Estimate]:
+    """The derived runtime of each long job family the config plans whose step count is known (``curves``: the
+    measured step curves, ``step_seconds``)."""
     compute = config.get("compute", {})
     train_min = int(compute.get("train_runtime_min", 30))
     resumes = int(compute.get("checkpoint_every", 0)) > 0
@@ -189,13 +174,13 @@ def estimates(config: Mapping) -> list[Estimate]:
             out.append(Estimate(f"finetune_baseline/finetune_debiased ({task})", "train_runtime_min", train_min,
                                 steps_of(n, finetune.get("batch_size", 32), finetune.get("epochs", 3)),
                                 finetune.get("batch_size", 32) / UNIT_ROWS, resumes,
-                                ("finetune_baseline", "finetune_debiased"), task, nlu_precision))
+                                ("finetune_baseline", "finetune_debiased"), task, nlu_precision, curves=curves))
         search = (config.get("mask_search") or {}).get("hparams")
         if search:
             out.append(Estimate(f"search_mask ({task})", "train_runtime_min", train_min,
                                 steps_of(n, search["batch_size"], search["epochs"]),
                                 search["batch_size"] / UNIT_ROWS, resumes, ("search_mask",), task, nlu_precision,
-                                ("search",)))
+                                ("search",), curves=curves))
     srn = config.get("srnets") or {}
     srn_min = int(compute.get("srnet_runtime_min", train_min))
     # mask training resumes within a run and keeps its finished sparsities; a retraining sweep resumes within a
@@ -213,7 +198,7 @@ def estimates(config: Mapping) -> list[Estimate]:
             out.append(Estimate(f"{rule} ({task}, {what})", "srnet_runtime_min", srn_min,
                                 runs * steps_of(n, hp.get("batch_size") or 32, hp.get("epochs") or 3),
                                 (hp.get("batch_size") or 32) / UNIT_ROWS, sweep_resumes, (rule,), task, srn_precision,
-                                ("search",) if method == "mask_training" else ("finetune",)))
+                                ("search",) if method == "mask_training" else ("finetune",), curves=curves))
     eval_min = int(compute.get("srnet_eval_runtime_min", compute.get("eval_runtime_min", 15)))
     eval_batch = int(finetune.get("eval_batch_size", 256))
     for task, spec in tasks.items() if srn else []:
@@ -224,7 +209,7 @@ def estimates(config: Mapping) -> list[Estimate]:
             out.append(Estimate(f"evaluate_srnets_{task} ({items} subnetworks x {rows:,} rows)",
                                 "srnet_eval_runtime_min", eval_min, batches,
                                 eval_batch / UNIT_ROWS * FORWARD_SHARE, True, (f"evaluate_srnets_{task}",),
-                                precision=srn_precision, rows=eval_batch))
+                                precision=srn_precision, rows=eval_batch, curves=curves))
     gender = config.get("gender") or {}
     batches = GENDER_BATCHES_PER_EPOCH.get((gender.get("corpus") or {}).get("source"))
     hp = (gender.get("pruning") or {}).get("hparams")
@@ -235,16 +220,17 @@ def estimates(config: Mapping) -> list[Estimate]:
                             batches * hp["epochs"], rows / UNIT_ROWS * (1 + FORWARD_SHARE), resumes,
                             ("gender_prune_frozen", "gender_train_weights"),
                             precision=str(gender.get("precision") or "fp32"), kinds=("finetune", "search"),
-                            rows=rows))
+                            rows=rows, curves=curves))
     return out
 
 
-def check_requests(config: Mapping, jobs: Iterable[tuple[str, Mapping[str, str]]] | None = None) -> None:
+def check_requests(config: Mapping, jobs: Iterable[tuple[str, Mapping[str, str]]] | None = None,
+                   curves: Mapping | None = None) -> None:
     """Refuse a runtime request below a job's derived estimate, unless the job resumes within the profile's
     submissions: one line naming the key and value. With ``jobs`` (rule name, wildcards of each job a run will
     execute), only the estimates of those jobs: a job the run does not execute is not held to its request."""
     jobs = None if jobs is None else list(jobs)
-    for estimate in estimates(config):
+    for estimate in estimates(config, curves):
         if jobs is not None and not any(estimate.estimates_job(rule, w) for rule, w in jobs):
             continue
         problem = estimate.problem()

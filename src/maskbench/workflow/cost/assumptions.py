@@ -13,6 +13,7 @@ SMALL_MODEL_FLOOR: a tiny model on a GPU is bound by kernel launches, not arithm
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -239,6 +240,21 @@ def step_curves(gpu_check: Path | None, fine_tuning: dict[str, Figure], search: 
                 source = f"{figure.source}; 128 x 128: measured {rate:g} steps/s ({path}){stand_in}"
             out[kind][precision] = StepCurve(1 / figure.value, 1 / rate if measured else None, source)
     return out
+
+
+# the project's own recorded check, wherever the workflow runs from (the cost tool reads GPU_CHECK from its cwd)
+RECORDED_GPU_CHECK = Path(__file__).resolve().parents[4] / "results/benchmarks/gpu_check.json"
+
+
+@functools.cache
+def recorded_curves(path: Path = RECORDED_GPU_CHECK) -> dict[str, dict[str, StepCurve]] | None:
+    """The step curves of a recorded GPU check with measured rates (the cluster requests' estimates), else None."""
+    if not path.is_file():
+        return None
+    rates = per_step_figures(path)
+    if not any(figure.source.startswith("measured") for figure in rates.values()):
+        return None
+    return step_curves(path, rates, search_step_figures(path, rates))
 
 
 def _is_cuda(doc: dict, section: dict) -> bool:
