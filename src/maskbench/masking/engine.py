@@ -102,26 +102,21 @@ class Masked(nn.Module):
             if own is not None:
                 return own(self, weight)
             if low is not None and not weight.requires_grad and weight.dtype != low:
-                return self._masked_low(self.low_precision_copy(weight, low))
+                return self._masked(self.low_precision_copy(weight, low), low_precision=True)
             return self._masked(weight)
 
-    def _masked(self, weight: torch.Tensor) -> torch.Tensor:
+    def _masked(self, weight: torch.Tensor, low_precision: bool = False) -> torch.Tensor:
+        """``weight`` masked by the fp32 scores' decision. ``low_precision``: ``weight`` is a frozen weight's
+        low-precision copy under autocast, and the masked weight is built in that precision, so the matmul reads it
+        as it is (no fp32 copy of every masked matrix cast down again each forward pass); the scores' gradient is
+        still formed in fp32 (``masked_weight`` / ``scaled_weight`` widen the incoming gradient before multiplying)."""
         if self._fused():
             threshold = self.decider.threshold(self, self.training)
             if threshold is not None:
                 return masked_weight(weight, self.scores, threshold)
+        if low_precision:
+            return scaled_weight(weight, self.mask())
         return weight * self.mask().to(weight.dtype)
-
-    def _masked_low(self, weight: torch.Tensor) -> torch.Tensor:
-        """A frozen weight under autocast: ``weight`` is its low-precision copy and the masked weight is built in
-        that precision, so the matmul reads it as it is (no fp32 copy of every masked matrix cast down again each
-        forward pass). The fp32 scores decide the mask as in ``_masked``, and their gradient is formed in fp32
-        (``masked_weight`` / ``scaled_weight`` widen the incoming gradient before multiplying)."""
-        if self._fused():
-            threshold = self.decider.threshold(self, self.training)
-            if threshold is not None:
-                return masked_weight(weight, self.scores, threshold)
-        return scaled_weight(weight, self.mask())
 
     def low_precision_copy(self, weight: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         """The frozen ``weight`` cast to ``dtype``, cast once and kept until the weight changes (another tensor, or
