@@ -110,8 +110,9 @@ def test_the_smoke_report_shows_a_page_listing_every_table_and_figure_the_run_wr
     pixels = Image.open(shot).convert("RGB")
     colours = pixels.getcolors(maxcolors=1 << 20)
     white = sum(n for n, rgb in colours if min(rgb) > 245)
-    # a drawn page: many colours, and most of it not blank
-    assert len(colours) > 100 and white < 0.8 * pixels.width * pixels.height, (len(colours), white)
+    # a drawn page, not a blank one: many colours, and not all of it white (a drawn report is 65-85 % white as its
+    # panels and the workflow's graph happen to be laid out when the shot is taken; 0.8 failed once in CI at 84.7 %)
+    assert len(colours) > 100 and white < 0.95 * pixels.width * pixels.height, (len(colours), white)
 
     page = tmp_path / "report_listed.html"
     text = smoke_report.read_text()

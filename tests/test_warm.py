@@ -95,18 +95,38 @@ def test_no_server_means_the_step_runs_in_its_own_process(tmp_path):
     assert read_timing(err)["warm"] is False and (tmp_path / "out/t.csv").exists()
 
 
+def command_line(process: psutil.Process) -> list[str]:
+    """The process's command line, or none for one that has exited (a zombie not yet reaped has none to read)."""
+    try:
+        return process.cmdline()
+    except psutil.NoSuchProcess:
+        return []
+
+
+def forked_jobs(serving: psutil.Process) -> list[psutil.Process]:
+    """The server's grandchildren (worker -> job); a process that exits while they are listed (a worker gone, a zombie
+    not yet reaped: psutil.ZombieProcess, seen in CI) is passed over."""
+    jobs = []
+    for worker in serving.children(recursive=True):
+        try:
+            jobs += worker.children()
+        except psutil.NoSuchProcess:
+            continue
+    return jobs
+
+
 def test_killing_the_jobs_process_kills_the_job(server, tmp_path):
     """snakemake cancels a job by killing its process: the forked job must go with it and write nothing."""
     args = ["maskbench.steps", "nlu.mask_benchmark", "--out", "bench.json", "--step-repeats", "100000",
             "--step-hidden", "32", "--step-layers", "1", "--step-heads", "2", "--step-intermediate", "64",
             "--step-vocab", "100", "--step-batch", "2", "--step-seq", "8"]
     client = step(args, tmp_path, server)
-    serving = psutil.Process([p for p in psutil.Process().children() if server in " ".join(p.cmdline())][0].pid)
+    serving = next(p for p in psutil.Process().children() if server in " ".join(command_line(p)))
     deadline = time.monotonic() + 60
-    while not [p for p in serving.children(recursive=True) if p.children()]:  # worker -> job
+    while not (jobs := forked_jobs(serving)):  # worker -> job
         assert time.monotonic() < deadline and client.poll() is None, client.communicate()
         time.sleep(0.1)
-    job = [c for p in serving.children(recursive=True) for c in p.children()][0]
+    job = jobs[0]
     client.kill()
     client.wait(timeout=10)
     job.wait(timeout=30)  # raises if the job outlives its process by 30 s
