@@ -109,13 +109,14 @@ def smoke_run(tmp_path_factory):
 def slurm_after_smoke(factory, every_rule: bool):
     """The SLURM run (tests/test_slurm.py), once the smoke run has ended well; it sets SMOKE["slurm_copied"] once it
     has read what it needs of the smoke run's folder (or has ended)."""
-    from test_slurm import run_slurm_smoke
+    from test_slurm import plan_slurm_smoke, run_slurm_smoke
 
     try:
+        planned = plan_slurm_smoke(factory)  # meanwhile: it reads nothing of the smoke run
         SMOKE["process"].wait()
         if SMOKE["process"].returncode != 0:
             pytest.fail("the smoke run failed: no SLURM run on its outputs")
-        return run_slurm_smoke(factory, SMOKE["workdir"], every_rule, SMOKE["slurm_copied"])
+        return run_slurm_smoke(factory, SMOKE["workdir"], every_rule, SMOKE["slurm_copied"], planned)
     finally:
         SMOKE["slurm_copied"].set()
 

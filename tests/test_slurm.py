@@ -317,6 +317,10 @@ def test_the_shared_groups_keep_dependent_rules_together_and_balance_the_rest():
 
 # the SLURM run's snakemake while it runs (tests/conftest.py stops it when the session ends early)
 RUNNING: dict = {}
+# The SLURM plugin checks its jobs this many seconds after submitting and after any check that saw one end; each
+# check that saw none waits 10 s longer than the last (5, 15, 25, ... s apart). The plugin's default, 40, suits a
+# real cluster; a run of minute-long jobs on a one-node cluster learns of each end sooner with a short first wait.
+FIRST_STATUS_CHECK_S = 2
 
 
 @pytest.fixture(scope="module")
@@ -332,18 +336,22 @@ def slurm_run(tmp_path_factory, smoke_run, request):
     return result
 
 
-def run_slurm_smoke(tmp_path_factory, smoke_run, every_rule: bool, copied=None) -> dict:
+def run_slurm_smoke(tmp_path_factory, smoke_run, every_rule: bool, copied=None, planned=None) -> dict:
     """The body of the slurm_run fixture (smoke_run: the local run's folder; every_rule: `--slurm-all`); ``copied``
     (a threading.Event, or None) is set once nothing more is read from the local run's folder, which the other smoke
-    tests may then change for a while (tests/conftest.py), however this ends."""
+    tests may then change for a while (tests/conftest.py), however this ends; ``planned``: what ``plan_slurm_smoke``
+    returned, when it ran while the smoke run went on (tests/conftest.py), else it runs here."""
     try:
-        return _run_slurm_smoke(tmp_path_factory, smoke_run, every_rule, copied)
+        return _run_slurm_smoke(tmp_path_factory, smoke_run, every_rule, copied,
+                                planned or plan_slurm_smoke(tmp_path_factory))
     finally:
         if copied is not None:
             copied.set()
 
 
-def _run_slurm_smoke(tmp_path_factory, smoke_run, every_rule: bool, copied) -> dict:
+def plan_slurm_smoke(tmp_path_factory) -> tuple[int, subprocess.CompletedProcess, list[str]]:
+    """What the SLURM run needs before the local run has ended (it skips here without a cluster): the node's CPUs,
+    the plan of the whole smoke DAG through the profile in an empty folder, and the arguments of both."""
     if not os.environ.get("MASKBENCH_SLURM_CLUSTER"):
         pytest.skip("no SLURM cluster: MASKBENCH_SLURM_CLUSTER is unset (as root: tests/slurm/start-cluster.sh DIR "
                     "and . DIR/env.sh)")
@@ -360,10 +368,16 @@ def _run_slurm_smoke(tmp_path_factory, smoke_run, every_rule: bool, copied) -> d
 
     # the plan of the whole DAG in an empty folder: every job, its outputs and resources
     empty = tmp_path_factory.mktemp("slurm_plan")
-    args = ["--configfile", str(REPO / "configs/smoke.yaml"), "--slurm-init-seconds-before-status-checks", "5",
-            *gpuless_set_resources()]
+    args = ["--configfile", str(REPO / "configs/smoke.yaml"), "--slurm-init-seconds-before-status-checks",
+            str(FIRST_STATUS_CHECK_S), *gpuless_set_resources()]
     plan = run(snakemake_cmd(empty, "-n", *args), timeout=300)
     assert plan.returncode == 0, plan.stderr[-3000:]
+    return node_cpus, plan, args
+
+
+def _run_slurm_smoke(tmp_path_factory, smoke_run, every_rule: bool, copied, planned) -> dict:
+    node_cpus, plan, args = planned
+    args = list(args)
     jobs = planned_resources(plan.stdout)
     # the node has no GPU: the smoke config's gpus_per_training_job is 0 and the evaluations' GPU is taken off
     assert not [(rule, res) for rule, _, res in jobs if int(res.get("gpu", 0))]
@@ -442,7 +456,8 @@ def _run_slurm_smoke(tmp_path_factory, smoke_run, every_rule: bool, copied) -> d
     assert acct.returncode == 0, acct.stderr
     records = [line.split("|", 3) for line in acct.stdout.splitlines() if line.strip()]
     summary = {"command": "snakemake --profile profiles/slurm --configfile configs/smoke.yaml "
-                          "--slurm-init-seconds-before-status-checks 5 " + " ".join(args[4:]) + " --force TARGETS",
+                          f"--slurm-init-seconds-before-status-checks {FIRST_STATUS_CHECK_S} " + " ".join(args[4:])
+                          + " --force TARGETS",
                "jobs_planned_in_the_dag": len(jobs), "jobs_through_sbatch": sum(remote.values()),
                "rule_kinds": len(remote), "sbatch_submissions": len(records), "wall_time_s": round(elapsed),
                "cancelled": cancelled[1]}
