@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from maskbench.masking.codec import entropy_bits, write_mask_file
-from maskbench.steps.nlu.mask_benchmark import (
+from maskbench.steps.nlu.mask_benchmark import main
+from maskbench.tracks.nlu.mask_benchmark import (
     bernoulli_entropy_bytes,
     bernoulli_masks,
     encoder_mask_shapes,
-    main,
     mask_file_sizes,
 )
 

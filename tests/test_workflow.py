@@ -719,7 +719,7 @@ def test_smoke_dag_builds_masks_figure_2_and_the_benchmark(smoke_run):
     assert bench["revert_bit_exact"] is True
     # the README's targets, each judged against its own value; the file-size target does not depend on the machine's
     # load and must hold (the timed ones are reported, never asserted: a test is not a benchmark)
-    from maskbench.steps.nlu.mask_benchmark import TARGETS
+    from maskbench.tracks.nlu.mask_benchmark import TARGETS
     assert bench["targets"] == TARGETS
     assert bench["meets_targets"] == {key: bench[key] <= target for key, target in TARGETS.items()}
     assert bench["meets_targets"]["mask_bytes_over_entropy"] and bench["mask_bytes_over_fp32"] < 1 / 32
