@@ -318,8 +318,9 @@ def test_the_shared_groups_keep_dependent_rules_together_and_balance_the_rest():
 # the SLURM run's snakemake while it runs (tests/conftest.py stops it when the session ends early)
 RUNNING: dict = {}
 # The SLURM plugin checks its jobs this many seconds after submitting and after any check that saw one end; each
-# check that saw none waits 10 s longer than the last (5, 15, 25, ... s apart). The plugin's default, 40, suits a
-# real cluster; a run of minute-long jobs on a one-node cluster learns of each end sooner with a short first wait.
+# check that saw none waits 10 s longer than the last (from 2: 2, 12, 22, ... s apart). The plugin's default, 40,
+# suits a real cluster; a run of minute-long jobs on a one-node cluster learns of each end sooner with a short first
+# wait (this run: 90-113 s in three runs with 5, 77 s in one with 2, on 2 cores).
 FIRST_STATUS_CHECK_S = 2
 
 
