@@ -157,13 +157,17 @@ def test_paper_figures_from_reference_tables():
 
 def test_the_verdict_table_prices_each_claim_at_the_papers_scale(tmp_path):
     from maskbench.matrix.verdict import markdown
-    from maskbench.steps.matrix.verdict import read_prices
+    from maskbench.steps.matrix.verdict import caption, read_prices
 
     facts = tmp_path / "facts.json"
     facts.write_text(json.dumps({"jobs": {}, "gpu_hours_by_paper": {"priced_with": "gpu_check.json",
+                                                                    "priced_on": "NVIDIA H200",
                                                                     "priced_at": "abc1234", "A": 1385, "D": 65}}))
-    prices, priced_with = read_prices(facts)
-    assert prices == {"A": 1385.0, "D": 65.0} and priced_with == "gpu_check.json"
+    prices, priced_with, priced_on = read_prices(facts)
+    assert prices == {"A": 1385.0, "D": 65.0} and (priced_with, priced_on) == ("gpu_check.json", "NVIDIA H200")
+    # the caption names the card the GPU check ran on, as the record gives it
+    assert "rates of results/benchmarks/gpu_check.json (one NVIDIA H200; docs/cost.md)" in caption(None, priced_with,
+                                                                                                    priced_on)
     cells = [_cell(benchmark="biased_mnist_0.99", method="baseline", method_paper="-", native=False, seed=1, ood=30.0,
                    id=99.0, id_dev=99.0)]
     table = verdict_table(pd.DataFrame(cells), 1.0, prices=prices).set_index("paper")
@@ -174,4 +178,4 @@ def test_the_verdict_table_prices_each_claim_at_the_papers_scale(tmp_path):
     assert rows["| A"].endswith("| 1,385 GPU-h |") and rows["| B"].endswith("| – |")
     # without prices the column is left out
     assert "paper's scale" not in markdown(verdict_table(pd.DataFrame(cells), 1.0))
-    assert read_prices(None) == ({}, "")
+    assert read_prices(None) == ({}, "", "")

@@ -232,20 +232,68 @@ def test_the_suite_pages_write_every_kind_to_its_page_from_config_yaml():
     class Given:
         wall, ran_at, code_changed = "2 h", ["abc1234"], ""
 
-    calls = {page: suite_pages.arguments(kind, page, figures, only, Given, Path("."))
-             for kind, page, figures, only in suite_pages.PAGES}
-    assert set(calls) == {"docs/paper-a.md", "docs/paper-b.md", "docs/paper-c.md", "docs/paper-d.md",
-                          "docs/matrix.md", "README.md"}
-    for page, argv in calls.items():
+    calls = [(page, suite_pages.arguments(kind, page, figures, only, paper, Given, Path(".")))
+             for kind, page, figures, only, paper in suite_pages.PAGES]
+    assert {page for page, _ in calls} == {"docs/paper-a.md", "docs/paper-b.md", "docs/paper-c.md", "docs/paper-d.md",
+                                           "docs/matrix.md", "README.md"}
+    for page, argv in calls:
         parsed = readme_tables.parse_args(argv)
         assert (parsed.config.as_posix(), parsed.name, parsed.command, parsed.wall, parsed.ran_at) == \
             ("config.yaml", "suite", "snakemake --cores 2", "2 h", ["abc1234"])
         assert parsed.insert_before == suite_pages.ANCHOR and parsed.readme.as_posix() == page
         assert suite_pages.ANCHOR in (REPO / page).read_text().split("\n"), page
-    assert readme_tables.parse_args(calls["README.md"]).only == ["table1"]
-    kinds = {page: readme_tables.parse_args(argv).kind for page, argv in calls.items()}
-    assert {page: readme_tables.PAGES[kind].as_posix() for page, kind in kinds.items() if page != "README.md"} == \
-        {page: page for page in kinds if page != "README.md"}
+    written = {(page, readme_tables.parse_args(argv).kind, readme_tables.parse_args(argv).paper,
+                tuple(readme_tables.parse_args(argv).only)) for page, argv in calls}
+    # the README: Table 1 and the whole verdict table; each paper's page: its kind's sections and its verdict row
+    assert {w for w in written if w[0] == "README.md"} == {("README.md", "table1", None, ("table1",)),
+                                                           ("README.md", "verdict", None, ())}
+    assert {(page, paper) for page, kind, paper, _ in written if kind == "verdict" and paper} == {
+        (f"docs/paper-{p.lower()}.md", p) for p in "ABCD"}
+    kinds = {page: kind for page, kind, _, _ in written if kind != "verdict" and page != "README.md"}
+    assert {page: readme_tables.PAGES[kind].as_posix() for page, kind in kinds.items()} == {p: p for p in kinds}
+    # each page's verdict row has its markers at the page's top, under the title, before any prose
+    for paper in "ABCD":
+        lines = (REPO / f"docs/paper-{paper.lower()}.md").read_text().split("\n")
+        assert lines[0].startswith("# ") and lines[2] == "<!-- generated:suite_verdict -->", paper
+
+
+VERDICT_MD = ("**A label**\n\n**The four papers' claims** (caption).\n\n"
+              "| paper | claim | paper's figure | ours (paired by seed) | engagement | verdict |\n"
+              "|---|---|---|---|---|---|\n"
+              "| A | a claim | HANS +2.3 | OOD +0.0 (no SE) | not engaged: keeps 100.00 % on a seed | **not engaged** |\n"
+              "| B | b claim | mean |SEAT 6–8| 0.63 → 0.51 | not run in this config | – | **not run here** |\n")
+
+
+def test_the_verdict_table_goes_whole_to_the_readme_and_one_row_to_a_papers_page(tmp_path, capsys):
+    repo = tmp_path / "repo"
+    (repo / "docs").mkdir(parents=True)
+    readme, page = repo / "README.md", repo / "docs/paper-b.md"
+    readme.write_text("# x\n<!-- generated:s_verdict -->\nNot generated yet.\n<!-- /generated:s_verdict -->\nafter\n")
+    page.write_text("# B\n\n<!-- generated:s_verdict -->\n<!-- /generated:s_verdict -->\nprose\n")
+    new_repo(repo)
+    commit = commit_all(repo)
+    tables, _ = run_tables(tmp_path / "results/s")
+    (tables / "verdict.md").write_text(VERDICT_MD)
+    config = write_config(tmp_path / "s.yaml", tmp_path / "results/s")
+    argv = ["--config", str(config), "--name", "s", "--command", "snakemake --cores 2", "--wall", "3 h",
+            "--kind", "verdict"]
+    assert readme_tables.main(argv + ["--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "Not generated yet" not in text and text.endswith("<!-- /generated:s_verdict -->\nafter\n")
+    assert f"*Run at `{commit}` · `snakemake --cores 2` · " in text and VERDICT_MD in text  # the table as written
+    assert readme_tables.main(argv + ["--readme", str(page), "--paper", "B"]) == 0
+    row = page.read_text()
+    assert flat("(`" + str(tables / "verdict.md") + "`, the README's headline; the words: [the glossary](glossary.md)):"
+                "\n\n| paper | claim | paper's figure | ours (paired by seed) | engagement | verdict |\n"
+                "|---|---|---|---|---|---|\n"
+                "| B | b claim | mean |SEAT 6–8| 0.63 → 0.51 | not run in this config | – | **not run here** |\n"
+                "<!-- /generated:s_verdict -->\nprose\n") in flat(row)
+    assert "| A |" not in row
+    with pytest.raises(SystemExit, match="verdict.md: no table row for paper 'C'"):
+        readme_tables.main(argv + ["--readme", str(page), "--paper", "C"])
+    with pytest.raises(SystemExit):
+        readme_tables.parse_args(["--config", "c", "--command", "c", "--wall", "w", "--paper", "A"])
+    assert "--paper A: only --kind verdict writes one paper's row (--kind is table1)" in capsys.readouterr().err
 
 
 def test_a_page_in_docs_is_stamped_refused_on_a_changed_tree_and_links_figures_from_its_folder(tmp_path):
@@ -295,7 +343,8 @@ def test_without_readme_each_kind_writes_its_paper_page():
     assert readme_tables.parse_args(base).readme.as_posix() == "docs/paper-a.md"
     pages = {kind: readme_tables.parse_args([*base, "--kind", kind]).readme.as_posix() for kind in readme_tables.KINDS}
     assert pages == {"table1": "docs/paper-a.md", "srnets": "docs/paper-c.md", "vision": "docs/paper-d.md",
-                     "gender": "docs/paper-b.md", "matrix": "docs/matrix.md", "budget": "docs/budget-study.md"}
+                     "gender": "docs/paper-b.md", "matrix": "docs/matrix.md", "budget": "docs/budget-study.md",
+                     "verdict": "README.md"}
     assert readme_tables.parse_args([*base, "--readme", "README.md"]).readme.as_posix() == "README.md"
 
 

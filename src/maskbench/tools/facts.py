@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         first = REPO / "results/benchmarks/gpu_check.json"
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                 cwd=REPO).stdout.strip()
-        out["gpu_hours_by_paper"] = {"priced_with": first.name, "priced_at": commit,
+        card = json.loads(first.read_text(encoding="utf-8"))["sections"]["environment"]["device_name"]
+        out["gpu_hours_by_paper"] = {"priced_with": first.name, "priced_on": card, "priced_at": commit,
                                      **{paper: gpu_hours(first, target) for paper, target in PAPER_TARGETS.items()}}
     if args.cost:
         out["gpu_hours_by_card"] = {p.name: gpu_hours(p)

@@ -4,7 +4,8 @@
         --command "snakemake --cores 2" --wall "22 min 40 s" [--ran-at COMMIT ...]
 
 `--readme` is the Markdown file that holds the sections (any file: README.md or a page of docs/); without it, the
-kind's page: docs/paper-a.md (table1), docs/paper-c.md (srnets), docs/paper-d.md (vision), docs/paper-b.md (gender), docs/matrix.md (matrix).
+kind's page: docs/paper-a.md (table1), docs/paper-c.md (srnets), docs/paper-d.md (vision), docs/paper-b.md (gender),
+docs/matrix.md (matrix), docs/budget-study.md (budget), README.md (verdict).
 
 Every section starts with a one-paragraph stamp (the commit(s) the DAG ran at, the command, the date, the commit
 through which the plan is unchanged — the report's — and a link to the run's record in docs/provenance.md, which
@@ -21,7 +22,9 @@ down) and `<NAME>_shrunk` (the structured subnetworks shrunk to dense models,
 <results>/benchmarks/vision_structured.json); `--kind gender`: `<NAME>_tables` (the gender report's tables.md) and
 `<NAME>_shrunk` (its masks shrunk to dense encoders, <results>/benchmarks/structured.json); `--kind matrix`:
 `<NAME>_matrix` (the cross-paper matrix, <results>/tables/matrix.md, and its figure); `--kind budget`: `<NAME>_study`
-(the budget study's table, <results>/tables/budget_study.md, and its figure, into docs/budget-study.md).
+(the budget study's table, <results>/tables/budget_study.md, and its figure, into docs/budget-study.md); `--kind
+verdict`: `<NAME>_verdict` (the four papers' verdict table, <results>/tables/verdict.md, into README.md; with `--paper
+X` that paper's row alone, the opening of its page).
 
 The report's commit is the repository's HEAD; the step refuses when the code, rules, schemas or configs differ from
 HEAD, and when a ``--ran-at`` commit's differ from HEAD's unless ``--code-changed`` says what changed and how the
@@ -69,12 +72,13 @@ from maskbench.tracks.vision.report.readme_sections import shrunk_models_markdow
 
 # what decides a run's outputs; a change here that is not committed means the outputs are not HEAD's
 CODE_PATHS = ("src", "rules", "schemas", "configs", "config.yaml", "Snakefile")
-KINDS = ("table1", "srnets", "vision", "gender", "matrix", "budget")
+KINDS = ("table1", "srnets", "vision", "gender", "matrix", "budget", "verdict")
 TRACK_TABLES = {"table1": "", "srnets": "", "vision": "vision", "gender": "gender", "matrix": "",
-                "budget": ""}  # <results>/tables/<track>
+                "budget": "", "verdict": ""}  # <results>/tables/<track>
 # the page that holds each kind's sections when --readme is not given
 PAGES = {"table1": Path("docs/paper-a.md"), "srnets": Path("docs/paper-c.md"), "vision": Path("docs/paper-d.md"),
-         "gender": Path("docs/paper-b.md"), "matrix": Path("docs/matrix.md"), "budget": Path("docs/budget-study.md")}
+         "gender": Path("docs/paper-b.md"), "matrix": Path("docs/matrix.md"), "budget": Path("docs/budget-study.md"),
+         "verdict": Path("README.md")}
 
 
 @dataclass
@@ -91,6 +95,7 @@ class Args:
     code_changed: str = ""
     insert_before: str | None = None  # a line of the page: sections it lacks are added before it
     only: list[str] = field(default_factory=list)  # the sections to write (without the prefix); empty: all
+    paper: str | None = None  # --kind verdict: that paper's row alone (a paper's page); None: the whole table
     results: Path = Path("results")  # the config's results folder, set by main
 
 
@@ -125,9 +130,13 @@ def parse_args(argv: list[str] | None = None) -> Args:
     parser.add_argument("--only", nargs="+", default=[], metavar="SECTION",
                         help="write only these of the kind's sections, named without the prefix (table1 effects "
                              "tradeoff ...); the others are left as they are")
+    parser.add_argument("--paper", choices=("A", "B", "C", "D"), default=None,
+                        help="--kind verdict: write that paper's row alone (its page's opening); without: the table")
     ns = parser.parse_args(argv)
+    if ns.paper and ns.kind != "verdict":
+        parser.error(f"--paper {ns.paper}: only --kind verdict writes one paper's row (--kind is {ns.kind})")
     return Args(ns.readme or PAGES[ns.kind], ns.config, ns.name, ns.command, ns.wall, ns.kind, ns.tables, ns.figures,
-                ns.ran_at, ns.code_changed, ns.insert_before, ns.only)
+                ns.ran_at, ns.code_changed, ns.insert_before, ns.only, ns.paper)
 
 
 def repository_top(folder: Path) -> Path:
@@ -184,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     header = stamp(commit, ran_at, args.command, today, args.name, link)
     header += "\n" + wrap_prose(caption_of(args, config))
     writer = {"table1": table1_sections, "srnets": srnets_sections, "vision": vision_sections,
-              "gender": gender_sections, "matrix": matrix_sections, "budget": budget_sections}[args.kind]
+              "gender": gender_sections, "matrix": matrix_sections, "budget": budget_sections,
+              "verdict": verdict_sections}[args.kind]
     text = writer(text, args, header)
     with atomic_path(args.readme) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
@@ -207,6 +217,9 @@ def caption_of(args: Args, config: dict) -> str:
     if args.kind == "budget":
         return (f"Config `{args.config}` (outputs below `{args.results}/`), seeds {config['seeds']}: "
                 f"{config.get('label', '')}; each training set's size is the table's `pairs` column.\n")
+    if args.kind == "verdict":
+        return (f"Config `{args.config}` (outputs below `{args.results}/`), seeds {config['seeds']}; each claim's "
+                "benchmark (data, model) is its cell's in [the matrix](docs/matrix.md).\n")
     if args.kind == "matrix":
         return (f"Config `{args.config}` (outputs below `{args.results}/`), seeds {config['seeds']}; each "
                 "benchmark's data (real / synthetic / stand-in, sizes) and model are listed under the grid.\n")
@@ -300,6 +313,25 @@ def matrix_sections(text: str, args: Args, stamp: str) -> str:
                f"{stamp}\n`{args.tables / 'matrix.md'}` (long form: `{args.tables / 'matrix.csv'}`; "
                f"figure: `{figure}`):\n\n" + (args.tables / "matrix.md").read_text(encoding="utf-8")
                + shown)
+
+
+def verdict_sections(text: str, args: Args, stamp: str) -> str:
+    """The four papers' verdict table (the README's headline) or, with ``--paper``, that paper's row alone (the
+    opening of its page): <results>/tables/verdict.md as the run wrote it, or its header and that row."""
+    source = args.tables / "verdict.md"
+    written = source.read_text(encoding="utf-8")
+    if args.paper is None:
+        return put(args, text, f"{args.name}_verdict", f"{stamp}\n`{source}`:\n\n" + written)
+    lines = written.splitlines()
+    head = [i for i, line in enumerate(lines) if line.startswith("| paper |")]
+    row = [line for line in lines if line.startswith(f"| {args.paper} |")]
+    if not head or len(row) != 1:
+        raise SystemExit(f"readme_tables: {source}: no table row for paper {args.paper!r} under a '| paper |' header")
+    glossary = os.path.relpath(repository_top(args.readme.resolve().parent) / "docs" / "glossary.md",
+                               args.readme.resolve().parent)
+    return put(args, text, f"{args.name}_verdict",
+               f"{stamp}\nThis paper's row of the four papers' verdict table (`{source}`, the README's headline; "
+               f"the words: [the glossary]({glossary})):\n\n" + "\n".join([*lines[head[0]:head[0] + 2], row[0]]) + "\n")
 
 
 def budget_sections(text: str, args: Args, stamp: str) -> str:

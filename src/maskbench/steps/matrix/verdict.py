@@ -35,18 +35,19 @@ class VerdictArgs:
         "help": "docs/facts.json: its gpu_hours_by_paper prices each claim at the paper config's scale"})
 
 
-def read_prices(path: Path | None) -> tuple[dict[str, float], str]:
-    """paper -> GPU-hours of its target in the paper config, and the GPU check they were priced with."""
+def read_prices(path: Path | None) -> tuple[dict[str, float], str, str]:
+    """paper -> GPU-hours of its target in the paper config, the GPU check they were priced with and its card."""
     if path is None:
-        return {}, ""
+        return {}, "", ""
     found = json.loads(path.read_text(encoding="utf-8")).get("gpu_hours_by_paper") or {}
     return ({k: float(v) for k, v in found.items() if isinstance(v, (int, float))},
-            str(found.get("priced_with", "")))
+            str(found.get("priced_with", "")), str(found.get("priced_on", "")))
 
 
-def caption(table, priced_with: str = "") -> str:
+def caption(table, priced_with: str = "", priced_on: str = "") -> str:
+    card = f"one {priced_on}; " if priced_on else ""
     price = (f" **At the paper's scale**: the GPU-hours of the paper's target in configs/paper.yaml, priced by the "
-             f"cost sheet at the rates of results/benchmarks/{priced_with} (one H100; docs/cost.md): what testing a "
+             f"cost sheet at the rates of results/benchmarks/{priced_with} ({card}docs/cost.md): what testing a "
              "claim this config leaves open would take." if priced_with else "")
     return (f"**The four papers' claims at this config's scale** (data and model: docs/glossary.md and each cell's "
             f"benchmark in matrix.md). Ours: the gain and the ID cost as mean ± SE of per-seed differences against the "
@@ -60,11 +61,11 @@ def caption(table, priced_with: str = "") -> str:
 def main(args: VerdictArgs) -> int:
     if args.delta < 0:
         raise ValueError(f"--delta must be >= 0, got {args.delta}")
-    prices, priced_with = read_prices(args.prices)
+    prices, priced_with, priced_on = read_prices(args.prices)
     table = verdict_table(read_cells(args.cells), args.delta, prices=prices)
     with runtime.atomic_path(args.table) as tmp:
         table.to_csv(tmp, index=False, float_format="%.6g")
-    runtime.atomic_write_text(args.markdown, labelled(caption(table, priced_with) + markdown(table), args.label))
+    runtime.atomic_write_text(args.markdown, labelled(caption(table, priced_with, priced_on) + markdown(table), args.label))
     return 0
 
 
