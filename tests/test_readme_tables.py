@@ -283,7 +283,10 @@ def test_the_verdict_table_goes_whole_to_the_readme_and_one_row_to_a_papers_page
     assert f"*Run at `{commit}` · `snakemake --cores 2` · " in text and VERDICT_MD in text  # the table as written
     assert readme_tables.main(argv + ["--readme", str(page), "--paper", "B"]) == 0
     row = page.read_text()
-    assert flat("(`" + str(tables / "verdict.md") + "`, the README's headline; the words: [the glossary](glossary.md)):"
+    on = (f"config `{config}`, seeds 1, 2; each claim's data and model are its benchmark's in [the matrix]"
+          "({docs}matrix.md); the words: [the glossary]({docs}glossary.md)")
+    assert flat(f"`{tables / 'verdict.md'}` ({on.format(docs='docs/')}):\n\n") in flat(text)
+    assert flat(f"(`{tables / 'verdict.md'}`, the README's headline; {on.format(docs='')}):"
                 "\n\n| paper | claim | paper's figure | ours (paired by seed) | engagement | verdict |\n"
                 "|---|---|---|---|---|---|\n"
                 "| B | b claim | mean |SEAT 6–8| 0.63 → 0.51 | not run in this config | – | **not run here** |\n"

@@ -97,6 +97,7 @@ class Args:
     only: list[str] = field(default_factory=list)  # the sections to write (without the prefix); empty: all
     paper: str | None = None  # --kind verdict: that paper's row alone (a paper's page); None: the whole table
     results: Path = Path("results")  # the config's results folder, set by main
+    seeds: list[int] = field(default_factory=list)  # the config's seeds, set by main
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
@@ -191,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
                                                         args.code_changed))
     link = os.path.relpath(repo / PROVENANCE_PAGE, args.readme.resolve().parent)
     header = stamp(commit, ran_at, args.command, today, args.name, link)
-    header += "\n" + wrap_prose(caption_of(args, config))
+    if args.kind != "verdict":  # the verdict's sections say what they are on in their own paragraph
+        header += "\n" + wrap_prose(caption_of(args, config))
+    args.seeds = [int(seed) for seed in config.get("seeds", [])]
     writer = {"table1": table1_sections, "srnets": srnets_sections, "vision": vision_sections,
               "gender": gender_sections, "matrix": matrix_sections, "budget": budget_sections,
               "verdict": verdict_sections}[args.kind]
@@ -217,9 +220,6 @@ def caption_of(args: Args, config: dict) -> str:
     if args.kind == "budget":
         return (f"Config `{args.config}` (outputs below `{args.results}/`), seeds {config['seeds']}: "
                 f"{config.get('label', '')}; each training set's size is the table's `pairs` column.\n")
-    if args.kind == "verdict":
-        return (f"Config `{args.config}` (outputs below `{args.results}/`), seeds {config['seeds']}; each claim's "
-                "benchmark (data, model) is its cell's in [the matrix](docs/matrix.md).\n")
     if args.kind == "matrix":
         return (f"Config `{args.config}` (outputs below `{args.results}/`), seeds {config['seeds']}; each "
                 "benchmark's data (real / synthetic / stand-in, sizes) and model are listed under the grid.\n")
@@ -320,18 +320,21 @@ def verdict_sections(text: str, args: Args, stamp: str) -> str:
     opening of its page): <results>/tables/verdict.md as the run wrote it, or its header and that row."""
     source = args.tables / "verdict.md"
     written = source.read_text(encoding="utf-8")
+    here = args.readme.resolve().parent
+    docs = repository_top(here) / "docs"
+    on = (f"config `{args.config}`, seeds {', '.join(map(str, args.seeds))}; each claim's data and model are its "
+          f"benchmark's in [the matrix]({os.path.relpath(docs / 'matrix.md', here)}); the words: "
+          f"[the glossary]({os.path.relpath(docs / 'glossary.md', here)})")
     if args.paper is None:
-        return put(args, text, f"{args.name}_verdict", f"{stamp}\n`{source}`:\n\n" + written)
+        return put(args, text, f"{args.name}_verdict", f"{stamp}\n`{source}` ({on}):\n\n" + written)
     lines = written.splitlines()
     head = [i for i, line in enumerate(lines) if line.startswith("| paper |")]
     row = [line for line in lines if line.startswith(f"| {args.paper} |")]
     if not head or len(row) != 1:
         raise SystemExit(f"readme_tables: {source}: no table row for paper {args.paper!r} under a '| paper |' header")
-    glossary = os.path.relpath(repository_top(args.readme.resolve().parent) / "docs" / "glossary.md",
-                               args.readme.resolve().parent)
     return put(args, text, f"{args.name}_verdict",
-               f"{stamp}\nThis paper's row of the four papers' verdict table (`{source}`, the README's headline; "
-               f"the words: [the glossary]({glossary})):\n\n" + "\n".join([*lines[head[0]:head[0] + 2], row[0]]) + "\n")
+               f"{stamp}\nThis paper's row of the four papers' verdict table (`{source}`, the README's headline; {on}):"
+               "\n\n" + "\n".join([*lines[head[0]:head[0] + 2], row[0]]) + "\n")
 
 
 def budget_sections(text: str, args: Args, stamp: str) -> str:
