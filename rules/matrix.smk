@@ -8,6 +8,7 @@ if not MATRIX_CELLS:
 
 
 rule matrix_report:
+    """cross-paper matrix"""
     input:
         cells=MATRIX_CELLS,
     output:
@@ -34,6 +35,7 @@ rule matrix_report:
 # the four papers' verdict table (one row a paper: claim, the paper's figure, ours paired by seed, engagement, the
 # word): maskbench.matrix.verdict
 rule verdict_table:
+    """four papers: verdict table"""
     input:
         cells=MATRIX_CELLS,
         prices=os.path.join(PROJECT_DIR, "docs", "facts.json"),

@@ -131,7 +131,7 @@ def test_families_sum_their_jobs_and_name_the_reports_they_feed():
             + block("table1", ["tables/table1.csv"], "python -m maskbench.steps nlu.table1 --evals e/a.json",
                     inputs=["e/a.json"], resources="mem_mb=1000, runtime=10"))
     jobs, costs = priced(text)
-    families, total = sheet.summarise(jobs, costs, local={"table1"})
+    families, total = sheet.summarise(jobs, costs, local={"table1"}, reports={"table1": "A: Table 1"})
     by = {f.family: f for f in families}
     assert set(by) == {"finetune_baseline", "evaluate_<task>"}
     assert by["finetune_baseline"].jobs == 2 and by["finetune_baseline"].gpu_hours == pytest.approx(2 * 36_816 / 9 / 3600)
@@ -269,6 +269,24 @@ def test_a_gpu_job_of_every_rule_of_the_paper_config_is_priced(paper_dry_run):
     assert unpriced == []
     # and the checkpoints its rules flag temp() are read from the plan: paper C's retraining and IMP, the sweeps
     assert {job.rule for job in jobs if job.temporary} == {"finetune_sweep", "srnet_retrain", "srnet_imp"}
+
+
+def test_every_rule_that_writes_a_table_figure_or_benchmark_says_what_it_makes(paper_dry_run, tmp_path):
+    """The sheet's "serves" column is each report rule's docstring (`snakemake --list-rules`): a rule of the paper
+    config that writes under tables/, figures/ or benchmarks/ without one fails here, as a job the sheet cannot price
+    fails above."""
+    repo = Path(__file__).resolve().parents[1]
+    docs = plan.rule_docstrings(repo / "Snakefile", tmp_path, [repo / "configs/paper.yaml"])
+    assert docs["table1"] == "A: Table 1" and docs["verdict_table"] == "four papers: verdict table"
+    writers = {job.rule for job in plan.parse_dry_run(paper_dry_run.stdout)
+               if any(f"/{kind}/" in path for path in job.outputs for kind in ("tables", "figures", "benchmarks"))}
+    assert len(writers) > 10 and sorted(writers - set(docs)) == []
+    # and the labels reach the families that feed them, through the plan's inputs and outputs
+    text = (block("finetune_baseline", ["m/a/model.safetensors"], finetune(out="m/a"))
+            + block("table1", ["tables/table1.csv"], "python -m maskbench.steps nlu.table1 --evals m/a",
+                    inputs=["m/a/model.safetensors"], resources="mem_mb=1000, runtime=10"))
+    jobs, costs = priced(text)
+    assert sheet.summarise(jobs, costs, local={"table1"}, reports=docs)[0][0].serves == ["A: Table 1"]
 
 
 def test_a_step_costs_a_fixed_part_and_a_part_per_row_through_the_two_measured_batch_sizes(tmp_path):

@@ -7,6 +7,7 @@ GENDER_TABLE_CAPTIONS = {"layer_density.csv": "gender_density", "heads.csv": "ge
 
 
 rule gender_report:
+    """B: tables, figures"""
     input:
         summaries=[run.summary for run in GPLAN.runs],
         seats=[run.seat for run in GPLAN.runs],

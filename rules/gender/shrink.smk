@@ -3,6 +3,7 @@
 
 
 rule gender_shrink:
+    """B: shrunk models"""
     input:
         masks=GPLAN.shrink_masks,
         encoder=GPLAN.encoder_input,

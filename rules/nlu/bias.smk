@@ -76,6 +76,7 @@ use rule finetune_baseline as finetune_debiased with:
 
 
 rule bias_models_table:
+    """A: bias models table"""
     # how biased each bias model is: its accuracy on the ID and OOD sets
     input:
         evals=P.evaluation_jsons(BIAS_ROWS),

@@ -54,6 +54,7 @@ rule negation_subset:
 
 
 rule dataset_summary:
+    """datasets table"""
     input:
         prepared=[f"{p.removesuffix('.parquet')}.summary.json" for p in P.prepared_datasets()],
     output:

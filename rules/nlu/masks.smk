@@ -60,6 +60,7 @@ for _task in TASKS if MASK_ROWS else []:
 
 
 rule mask_report:
+    """A: pruning rates, mask overlap"""
     # paper A figure 2 (pruning rate per module type and layer, mean over seeds) and how stable a search is
     # across seeds (Jaccard of the pruned sets)
     input:
@@ -85,6 +86,7 @@ rule mask_report:
 
 
 rule mask_benchmark:
+    """A: mask overhead benchmark"""
     # search-step time vs fine-tuning step, mask file bytes vs the entropy bound, apply + revert time
     input:
         masks=P.mask_files(),

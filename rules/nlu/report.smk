@@ -2,6 +2,7 @@
 
 
 rule table1:
+    """A: Table 1"""
     input:
         evals=P.evaluation_jsons(),
         # with `tradeoff:` a "<row>_selected" row per swept row: the point the selection rule picks
@@ -33,6 +34,7 @@ if SWEEPS:
     # Table 1 with the paper's rows only (target paper_a_table1): table1 adds a "<row>_selected" row per swept row,
     # which needs every trade-off point; this one needs the rows' own runs alone
     rule table1_paper_rows:
+        """A: Table 1 (paper rows)"""
         input:
             evals=P.evaluation_jsons(),
         output:
@@ -55,6 +57,7 @@ if SWEEPS:
 # whether each run behind Table 1 engaged (a mask that prunes, a fine-tuning above chance): Table 1 marks the rows
 # that did not
 rule engagement:
+    """A, C: engagement of Table 1's runs"""
     input:
         runs=[run["path"] for run in P.engagement_runs()],
     output:
@@ -73,6 +76,7 @@ rule engagement:
 
 
 rule baseline_curve:
+    """A: baseline curve"""
     input:
         summaries=[f"{checkpoint_dir(task, seed)}/train_summary.json" for task in TASKS for seed in SEEDS],
     output:
@@ -92,6 +96,7 @@ rule baseline_curve:
 
 
 rule figure_id_ood:
+    """A: ID-OOD figure"""
     input:
         table=rules.table1.output.csv,
     output:

@@ -121,6 +121,7 @@ if SRN:
                 " --threads {threads} > {log:q} 2>&1"
 
     rule srnet_report:
+        """C: sparsity curves, Table 5, timing"""
         # paper C's curves (ID and OOD metric vs sparsity, std bands over seeds), Table 5 and the timing study
         input:
             evals=srn_all_evals(),

@@ -166,6 +166,7 @@ if STUDY_SRN_METHODS:
 
 
 rule budget_study_report:
+    """A, C: budget study"""
     input:
         study_inputs(),
     output:

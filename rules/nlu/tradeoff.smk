@@ -88,6 +88,7 @@ if SWEEPS:
                     "python -m maskbench.steps {params.step} {params.args} --threads {threads} > {log:q} 2>&1"
 
     rule tradeoff_report:
+        """A: trade-off curves"""
         input:
             evals=SW.evals(),
         output:

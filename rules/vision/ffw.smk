@@ -49,6 +49,7 @@ rule magnitude_vision:
 
 
 rule shrink_vision:
+    """D: shrunk nets"""
     input:
         masks=VISION.structured_masks,
         test=VISION.split(*VISION.figure_level, "test"),

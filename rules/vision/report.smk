@@ -3,6 +3,7 @@
 
 
 rule vision_report:
+    """D: Tables 2-5, figures"""
     input:
         evals=VISION.eval_jsons,
         samples=VISION.sample_splits,

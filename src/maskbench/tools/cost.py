@@ -7,9 +7,9 @@ Plans the config and targets with `snakemake -n --printshellcmds` (maskbench.wor
 prices every job from its own command line (maskbench.workflow.cost.sheet; every figure and its source in
 maskbench.workflow.cost.assumptions, per-step rates from results/benchmarks/gpu_check.json when it holds CUDA numbers) and
 prints, per rule family and in total: GPU-hours, peak GPU and host memory, disk written, the tables and figures the
-family serves, the requests (runtime, memory) that do not cover their estimate, and the files and folders the
-planned jobs read from you that are not there yet (maskbench.workflow.user_data; planning does not need them). `--profile` plans through a
-profile (profiles/slurm: its set-resources give the evaluations their GPU); `--fresh` plans in an empty folder (the
+family serves (each report rule's docstring, `snakemake --list-rules`), the requests (runtime, memory) that do not
+cover their estimate, and the files and folders the planned jobs read from you that are not there yet
+(maskbench.workflow.user_data; planning does not need them). `--profile` plans through a profile (profiles/slurm: its set-resources give the evaluations their GPU); `--fresh` plans in an empty folder (the
 whole run, as from nothing; a user-supplied data file is an empty placeholder there), else the current folder's
 finished jobs are left out. `--write-docs PAGE` puts the sheet into PAGE's `cost_<name>` generated section
 (`--docs-name`), stamped with HEAD's commit.
@@ -51,13 +51,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def price_plan(stdout: str, config: dict, gpu_check: Path | None = None):
+def price_plan(stdout: str, config: dict, gpu_check: Path | None = None, reports: dict[str, str] | None = None):
     jobs = plan.parse_dry_run(stdout)
     rates = assumptions.per_step_figures(gpu_check)
     search = assumptions.search_step_figures(gpu_check, rates)
     pricer = sheet.Pricer(config, rates, search, assumptions.step_curves(gpu_check, rates, search))
     costs = [pricer.price(job) for job in jobs]
-    families, total = sheet.summarise(jobs, costs, forced_jobs.local_rules(REPO / "rules"))
+    families, total = sheet.summarise(jobs, costs, forced_jobs.local_rules(REPO / "rules"), reports)
     return families, total, pricer
 
 
@@ -101,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
                 stdout = plan.dry_run(args.snakefile.resolve(), Path(scratch), configfiles, args.targets, extra)
         else:
             stdout = plan.dry_run(args.snakefile.resolve(), Path.cwd(), configfiles, args.targets, extra)
-        families, total, pricer = price_plan(stdout, config, args.gpu_check)
+        # what each report rule makes, from its docstring (the "serves" column)
+        reports = plan.rule_docstrings(args.snakefile.resolve(), Path.cwd(), configfiles, extra)
+        families, total, pricer = price_plan(stdout, config, args.gpu_check, reports)
         missing = missing_inputs(stdout, config, Path.cwd())
     except (RuntimeError, ValueError) as err:
         raise SystemExit(f"cost: {err}") from None

@@ -129,12 +129,27 @@ def dry_run(snakefile: Path, workdir: Path, configfiles: Iterable[Path], targets
             extra: Iterable[str] = ()) -> str:
     """The text of `snakemake -n --printshellcmds` in `workdir` (the site facts of profiles/slurm filled with
     placeholders where the environment lacks them)."""
-    cmd = [sys.executable, "-m", "snakemake", "-n", "--printshellcmds", "--snakefile", str(snakefile),
+    return _snakemake(["-n", "--printshellcmds"], snakefile, workdir, configfiles, targets, extra)
+
+
+_RULE_DOC = re.compile(r"^(\w+) \((.*)\)$", re.M)
+
+
+def rule_docstrings(snakefile: Path, workdir: Path, configfiles: Iterable[Path], extra: Iterable[str] = ()
+                    ) -> dict[str, str]:
+    """{rule: its docstring} for the rules that have one, from `snakemake --list-rules`: each rule that writes a
+    table, figure or benchmark says in its docstring what it makes (the cost sheet's "serves" column)."""
+    return dict(_RULE_DOC.findall(_snakemake(["--list-rules"], snakefile, workdir, configfiles, (), extra)))
+
+
+def _snakemake(mode: list[str], snakefile: Path, workdir: Path, configfiles: Iterable[Path], targets: Iterable[str],
+               extra: Iterable[str]) -> str:
+    cmd = [sys.executable, "-m", "snakemake", *mode, "--snakefile", str(snakefile),
            "--directory", str(workdir), *extra, *targets, "--configfile", *map(str, configfiles)]
     env = {**SITE, **os.environ,
            "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-15:]
-        raise RuntimeError("snakemake -n failed: " + " | ".join(tail))
+        raise RuntimeError(f"snakemake {' '.join(mode)} failed: " + " | ".join(tail))
     return done.stdout

@@ -6,7 +6,8 @@ its precision; an evaluation from its subnetworks x rows scored x seconds per ro
 gradients and AdamW state plus the activations of one batch; host memory: a process with its data; disk: the
 checkpoints and masks the job writes. Each job's request is checked against its estimate: wall time x margin within
 the runtime (or within the profile's submissions where the job resumes), memory within mem_mb, GPU memory within the
-card. Which table or figure a family serves is read from the plan itself: the report jobs each job feeds.
+card. Which table or figure a family serves is read from the plan itself: the report jobs each job feeds, each named
+by its rule's docstring (``plan.rule_docstrings``).
 """
 
 from __future__ import annotations
@@ -22,16 +23,6 @@ from maskbench.workflow import cluster_requests
 from maskbench.workflow.cost import assumptions as A
 from maskbench.workflow.cost.plan import PlannedJob
 
-# the report jobs (and the per-paper targets) a job may feed: what each one is
-REPORTS = {
-    "table1": "A: Table 1", "figure_id_ood": "A: ID-OOD figure", "tradeoff_report": "A: trade-off curves",
-    "mask_report": "A: pruning rates, mask overlap", "bias_models_table": "A: bias models table",
-    "mask_benchmark": "A: mask overhead benchmark", "baseline_curve": "A: baseline curve",
-    "dataset_summary": "datasets table", "srnet_report": "C: sparsity curves, Table 5, timing",
-    "vision_report": "D: Tables 2-5, figures", "shrink_vision": "D: shrunk nets",
-    "gender_report": "B: tables, figures", "gender_shrink": "B: shrunk models", "matrix_report": "cross-paper matrix",
-    "table1_paper_rows": "A: Table 1 (paper rows)",
-}
 TRAINING_STEPS = {"nlu.finetune", "gender.task", "nlu.mask_search", "nlu.srnet_mask_train", "nlu.srnet_retrain",
                   "nlu.srnet_imp"}
 EVALUATION_STEPS = {"nlu.evaluate", "nlu.evaluate_masks", "nlu.evaluate_srnets"}
@@ -334,13 +325,14 @@ class Pricer:
             cost.problems.append(f"GPU memory {cost.gpu_mem_gb:.1f} GB > the card's {A.figure('gpu_memory_gb'):g} GB")
 
 
-def serves(jobs: Sequence[PlannedJob]) -> list[set[str]]:
-    """For each job, the report jobs (REPORTS) it feeds, directly or not, read from the plan's inputs and outputs."""
+def serves(jobs: Sequence[PlannedJob], reports: Mapping[str, str]) -> list[set[str]]:
+    """For each job, the report jobs it feeds, directly or not (read from the plan's inputs and outputs), each named
+    by ``reports`` (rule -> its docstring: what the rule makes)."""
     producer = {path: i for i, job in enumerate(jobs) for path in job.outputs}
     parents = [{producer[p] for p in job.inputs if p in producer} for job in jobs]
     out: list[set[str]] = [set() for _ in jobs]
     for i, job in enumerate(jobs):
-        label = REPORTS.get(job.rule)
+        label = reports.get(job.rule)
         if not label:
             continue
         seen, todo = set(), [i]
@@ -371,13 +363,14 @@ class Family:
     problems: list[str] = field(default_factory=list)
 
 
-def summarise(jobs: Sequence[PlannedJob], costs: Sequence[JobCost], local: set[str] = frozenset()
-              ) -> tuple[list[Family], Family]:
+def summarise(jobs: Sequence[PlannedJob], costs: Sequence[JobCost], local: set[str] = frozenset(),
+              reports: Mapping[str, str] | None = None) -> tuple[list[Family], Family]:
     """Per-family sums (GPU-hours of jobs on a GPU; requested hours of the rest) and the total, largest first; jobs
-    of `local` rules (run by snakemake itself: tables, figures) and target rules are left out."""
+    of `local` rules (run by snakemake itself: tables, figures) and target rules are left out; `reports`: the rules
+    whose docstrings name what they make, the families' "serves"."""
     families: dict[str, Family] = {}
     labels: dict[str, set[str]] = defaultdict(set)
-    for job, cost, feeds in zip(jobs, costs, serves(jobs), strict=True):
+    for job, cost, feeds in zip(jobs, costs, serves(jobs, reports or {}), strict=True):
         if job.local or job.rule in local or not job.command:
             continue
         fam = families.setdefault(cost.family, Family(cost.family))
