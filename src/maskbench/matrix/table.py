@@ -283,9 +283,3 @@ def _unbiased(rows: pd.DataFrame) -> str:
         return f" (unbiased: {ideals[0]:g})"
     return " (unbiased: " + ", ".join(f"{r.method} {r.bias_ideal:.3g}" for r in rows.itertuples()
                                       if not math.isnan(r.bias_mean)) + ")"
-
-
-def picked_frame(table: pd.DataFrame) -> pd.DataFrame:
-    """The columns the figure draws, one row per (benchmark, method)."""
-    return table[["benchmark", "method", "method_paper", "native", "id_mean", "id_sd", "ood_mean", "ood_sd",
-                  "bias_mean", "bias_sd", "bias_ideal", "density", "n_seeds"]].copy()

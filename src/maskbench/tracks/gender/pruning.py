@@ -101,13 +101,6 @@ def heads_pruned_nn_pruning(masks: dict[str, np.ndarray], head_size: int) -> np.
     return grid
 
 
-def ffn_neurons_kept(masks: dict[str, np.ndarray]) -> dict[int, int]:
-    """Per layer, the FFN neurons that both the input row and the output column keep."""
-    rows = {layer_of(n): m.any(axis=1) for n, m in masks.items() if n.endswith("intermediate.dense")}
-    cols = {layer_of(n): m.any(axis=0) for n, m in masks.items() if re.search(r"layer\.\d+\.output\.dense$", n)}
-    return {layer: int((rows[layer] & cols.get(layer, rows[layer])).sum()) for layer in sorted(rows)}
-
-
 def layer_density(masks: dict[str, np.ndarray]) -> list[dict]:
     """Long form: one row per (layer, part) with the kept fraction; parts are attention (Q, K, V, output) and
     ffn (both FFN matrices)."""

@@ -64,9 +64,6 @@ class FFWPlan:
     def masks_of_seed(self, seed) -> list[str]:
         return [self.mask(*run, seed) for run in self.runs()]
 
-    def summaries_of_seed(self, seed) -> list[str]:
-        return [self.summary(*run, seed) for run in self.runs()]
-
     def all_masks(self) -> list[str]:
         return [m for s in self.seeds for m in self.masks_of_seed(s)]
 

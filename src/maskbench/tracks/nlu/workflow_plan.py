@@ -158,9 +158,6 @@ class NluPlan:
         """task/row/seed of every mask file, in the order of mask_files()."""
         return [f"{t}/{r}/{s}" for r in self.mask_rows for t in self.tasks for s in self.seeds]
 
-    def mask_rows_of(self, loss: str, source: str) -> list[str]:
-        return [r for r, spec in self.md.items() if spec["loss"] == loss and (spec.get("bias") or "none") == source]
-
     def row_model(self, task: str, row: str, seed) -> dict[str, str]:
         """The checkpoint a row is evaluated with: the baseline, a debiased model, or a neural bias model."""
         if row == "baseline":

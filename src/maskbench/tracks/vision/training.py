@@ -70,12 +70,3 @@ def magnitude_masks(model: nn.Module, targets: list[str], sparsity: float) -> di
         return masked.hard_masks()
     finally:
         masked.detach()
-
-
-@torch.no_grad()
-def apply_keep(model: nn.Module, keep: dict[str, np.ndarray]) -> None:
-    """Zero the pruned weights in place (for a pruned model that is evaluated or saved as it is)."""
-    modules = dict(model.named_modules())
-    for name, mask in keep.items():
-        weight = modules[name].weight
-        weight.mul_(torch.from_numpy(mask).to(weight.device, weight.dtype))
