@@ -82,3 +82,25 @@ def test_the_plan_imports_nothing_heavy():
     code = ("import sys, maskbench.tracks.nlu.workflow_plan, maskbench.tracks.nlu.sweep_points; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'pandas', 'numpy')))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"
+
+
+def test_one_reading_of_a_mask_search_section_for_the_plan_paper_cs_grid_and_the_console():
+    from maskbench.tracks.nlu import srnet_grid
+    from maskbench.tracks.nlu.mask_search_run import SEARCH_HPARAMS, search_settings
+    from maskbench.tracks.nlu.search_section import split_search_section
+
+    section = {"method": "movement", "hparams": {"epochs": 2, "learning_rate": 1.0, "batch_size": 8},
+               "score_learning_rate": 0.03, "l1_lambda": 0.5}
+    spec, optimiser = split_search_section(section)
+    assert spec == {"method": "movement", "l1_lambda": 0.5}
+    # the rate replaces hparams' own in place: the key keeps its position, so a planned --hparams JSON keeps its bytes
+    assert list(optimiser.items()) == [("epochs", 2), ("learning_rate", 0.03), ("batch_size", 8)]
+    assert split_search_section({"hparams": {"epochs": 1}}) == ({}, {"epochs": 1})  # no rate: hparams' own
+    assert section["hparams"]["learning_rate"] == 1.0  # the config is not changed
+    # the three readers agree: the workflow's plan, paper C's grid (its mask training), the console and the API
+    plan = NluPlan({**CONFIG, "mask_search": section})
+    assert (plan.mask_search_spec(), plan.mask_search_hparams()) == (spec, optimiser)
+    srn = {"mask_training": section}
+    assert srnet_grid.spec(srn, {"mt": {"method": "mask_train"}}, "mt", "mnli") == spec
+    assert srnet_grid.hparams(srn, {"mt": {"method": "mask_train"}}, "mt", "mnli") == optimiser
+    assert search_settings(section) == (spec, {**SEARCH_HPARAMS, **optimiser})

@@ -22,6 +22,7 @@ from maskbench.text.batches import EncodedPairs
 from maskbench.text.classifier_training import accuracy_on, objective_and_groups
 from maskbench.text.models import input_view, load_classifier, model_labels
 from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec, attach_scores
+from maskbench.tracks.nlu.search_section import split_search_section
 from maskbench.tracks.nlu.training import read_training_inputs
 from maskbench.train import fit, parse_hparams, total_steps
 
@@ -40,11 +41,8 @@ def search_settings(section: dict | None) -> tuple[dict, dict]:
     rate ``score_learning_rate``. No section: the spec's defaults and ``SEARCH_HPARAMS``."""
     if not section:
         return {}, dict(SEARCH_HPARAMS)
-    spec = {k: v for k, v in section.items() if k not in ("hparams", "score_learning_rate")}
-    hparams = {**SEARCH_HPARAMS, **section.get("hparams", {})}
-    if "score_learning_rate" in section:
-        hparams["learning_rate"] = section["score_learning_rate"]
-    return spec, hparams
+    spec, optimiser = split_search_section(section)
+    return spec, {**SEARCH_HPARAMS, **optimiser}
 
 
 @step_arguments(Deterministic, Compute)

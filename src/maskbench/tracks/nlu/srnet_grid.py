@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from maskbench.tracks.nlu.search_section import split_search_section
+
 # Figure 1's paradigms: (a) subnetworks of the fine-tuned model, (b) the masks of other runs fine-tuned in
 # isolation from theta_pt, (c) subnetworks of theta_pt. One row per kind of run, expanded once over its losses
 # (`{loss}` in the name and the start). start: ft (theta_ft), ft_<loss> (figure 3's debiased start), init
@@ -82,9 +84,8 @@ def hparams(srn: Mapping, runs: Mapping, run: str, task: str) -> dict:
     """The run's TrainHParams: ``srnets.<its method's section>.hparams`` (mask training at its
     ``score_learning_rate``), with the OOD-informed and Table 5 overrides."""
     extra = "ood_informed" if runs.get(run, {}).get("ood") else "table5" if run == "t5" else None
-    own = settings(srn, SECTION[method_of(runs, run)], task)
-    score_lr = {"learning_rate": own["score_learning_rate"]} if "score_learning_rate" in own else {}
-    return {**own["hparams"], **score_lr, **settings(srn, extra, task)["hparams"]}
+    _, optimiser = split_search_section(settings(srn, SECTION[method_of(runs, run)], task))
+    return {**optimiser, **settings(srn, extra, task)["hparams"]}
 
 
 def spec(srn: Mapping, runs: Mapping, run: str, task: str) -> dict:
@@ -96,7 +97,7 @@ def spec(srn: Mapping, runs: Mapping, run: str, task: str) -> dict:
         return {"rewind": method == "imp_rewind", "final_sparsity": imp_levels(srn)[-1]}
     if method == "retrain":
         return {}
-    out = {k: v for k, v in settings(srn, "mask_training", task).items() if k not in ("hparams", "score_learning_rate")}
+    out, _ = split_search_section(settings(srn, "mask_training", task))
     out.update({"select_after": srn["select_after"]} if "select_after" in srn else {})
     if runs.get(run, {}).get("start") == "init":
         out["select_after"] = 0.0

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from maskbench.objectives.needs import needing
+from maskbench.tracks.nlu.search_section import split_search_section
 
 TRACK = "nlu"  # the track's folder under results/
 # keys of `finetune:` that are not TrainHParams fields: they select how the run is made, not its optimiser
@@ -201,11 +202,11 @@ class NluPlan:
         return None if self.config["finetune"].get("train_classifier", True) else 0
 
     def mask_search_spec(self) -> dict:
-        return {k: v for k, v in self.mask_search.items() if k not in ("hparams", "score_learning_rate")}
+        return split_search_section(self.mask_search)[0]
 
     def mask_search_hparams(self) -> dict:
         """The scores' optimiser: `mask_search.hparams`, at the rate `mask_search.score_learning_rate`."""
-        return {**self.mask_search["hparams"], "learning_rate": self.mask_search["score_learning_rate"]}
+        return split_search_section(self.mask_search)[1]
 
     def loss_hparams(self, rows: Mapping, loss: str, source: str) -> dict:
         """The loss settings of the first row of `rows` with this loss and bias source ({} when none)."""
