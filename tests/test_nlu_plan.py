@@ -85,9 +85,9 @@ def test_the_plan_imports_nothing_heavy():
 
 
 def test_one_reading_of_a_mask_search_section_for_the_plan_paper_cs_grid_and_the_console():
-    from maskbench.tracks.nlu import srnet_grid
     from maskbench.tracks.nlu.mask_search_run import SEARCH_HPARAMS, search_settings
     from maskbench.tracks.nlu.search_section import split_search_section
+    from maskbench.tracks.nlu.srnets import grid as srnet_grid
 
     section = {"method": "movement", "hparams": {"epochs": 2, "learning_rate": 1.0, "batch_size": 8},
                "score_learning_rate": 0.03, "l1_lambda": 0.5}

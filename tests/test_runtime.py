@@ -52,7 +52,7 @@ def _umask() -> int:
 @pytest.mark.parametrize("sparsity", [0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 0.35, 0.05, 1 / 3, 0.99])
 def test_level_name_is_the_folder_srnet_writes(sparsity, tmp_path):
     from maskbench.tracks.nlu.paths import level_name
-    from maskbench.tracks.nlu.srnets import level_dir
+    from maskbench.tracks.nlu.srnets.methods import level_dir
 
     assert level_dir(tmp_path, sparsity) == tmp_path / level_name(sparsity)
 

@@ -18,7 +18,7 @@ from maskbench.masking.ranking import local_threshold, magnitude_init, prune_cou
 from maskbench.masking.selectors import ENCODER_KINDS, select_linear
 from maskbench.objectives.losses import get_loss
 from maskbench.text.classifier_training import classification_objective
-from maskbench.tracks.nlu.srnet_pruning import (
+from maskbench.tracks.nlu.srnets.pruning import (
     MaskTraining,
     SparsityController,
     apply_fixed_masks,
@@ -27,7 +27,7 @@ from maskbench.tracks.nlu.srnet_pruning import (
     magnitude_masks,
     rewind_weights,
 )
-from maskbench.tracks.nlu.srnet_spec import ImpSpec, MaskTrainingSpec
+from maskbench.tracks.nlu.srnets.spec import ImpSpec, MaskTrainingSpec
 from maskbench.train import TrainHParams, fit
 
 W_HAND = torch.tensor([[0.5, -0.1, 0.3], [-0.05, 0.9, 0.2]])

@@ -21,9 +21,9 @@ from maskbench.steps.nlu import finetune as finetune_cli
 from maskbench.steps.nlu import srnet_imp, srnet_mask_train, srnet_retrain
 from maskbench.text.batches import EncodedPairs
 from maskbench.text.models import load_classifier
-from maskbench.tracks.nlu.srnet_pruning import magnitude_masks
-from maskbench.tracks.nlu.srnet_spec import MaskTrainingSpec
-from maskbench.tracks.nlu.srnets import train_mask
+from maskbench.tracks.nlu.srnets.methods import train_mask
+from maskbench.tracks.nlu.srnets.pruning import magnitude_masks
+from maskbench.tracks.nlu.srnets.spec import MaskTrainingSpec
 from maskbench.train import TrainHParams
 
 TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",

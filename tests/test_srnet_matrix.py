@@ -15,7 +15,7 @@ from test_workflow import planned_jobs
 from maskbench.steps.nlu.matrix_cells import cells_of
 from maskbench.tracks.nlu.config_checks import check_ffw
 from maskbench.tracks.nlu.ffw_plan import FFWPlan
-from maskbench.tracks.nlu.srnet_matrix import chosen_runs, eligible_runs, method_names
+from maskbench.tracks.nlu.srnets.matrix import chosen_runs, eligible_runs, method_names
 from maskbench.tracks.nlu.workflow_plan import NluPlan
 from maskbench.workflow.workflow_config import ConfigError
 

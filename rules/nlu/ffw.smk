@@ -1,7 +1,7 @@
 # Paper D's FFW on the task's fine-tuned baseline (config `ffw:`; maskbench.tracks.nlu.ffw): one gate run per
 # (method, attribute, gamma, seed), the masks of a seed scored on one loaded model by nlu.evaluate_masks as paper A's
 # are, and the nlu track's records of the cross-paper matrix (the FFW runs beside the native rows: the baseline,
-# paper A's masks and, with `srnets:`, paper C's subnetworks on the task, maskbench.tracks.nlu.srnet_matrix).
+# paper A's masks and, with `srnets:`, paper C's subnetworks on the task, maskbench.tracks.nlu.srnets.matrix).
 
 if FFW:
 

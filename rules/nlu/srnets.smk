@@ -1,5 +1,5 @@
 # Paper C (sparse and robust subnetworks), planned only when the config has `srnets:` (helpers: rules/nlu/srnets_common.smk,
-# the run grid: src/maskbench/tracks/nlu/srnet_grid.py). Each srnet job runs one sweep of one (run, task, seed) in one
+# the run grid: src/maskbench/tracks/nlu/srnets/grid.py). Each srnet job runs one sweep of one (run, task, seed) in one
 # process, one rule per method (steps nlu.srnet_mask_train / nlu.srnet_imp / nlu.srnet_retrain, settings as a typed
 # `--spec`); evaluate_srnets scores every subnetwork of a (task, seed), srnet_report draws the curves and Table 5.
 

@@ -1,10 +1,10 @@
 # Paper C's helpers (rules/nlu/srnets.smk, and the baseline's extra outputs in rules/nlu/train.smk), apart from
 # paper A's (rules/nlu/common.smk, which this file builds on). Planned only when the config has `srnets:`. The run
-# grid and every run's settings are src/maskbench/tracks/nlu/srnet_grid.py's; they reach the steps as typed JSON
-# (`--spec`: tracks.nlu.srnet_spec, where the methods' defaults are written). This file adds the paths.
+# grid and every run's settings are src/maskbench/tracks/nlu/srnets/grid.py's; they reach the steps as typed JSON
+# (`--spec`: tracks.nlu.srnets.spec, where the methods' defaults are written). This file adds the paths.
 import os
 
-from maskbench.tracks.nlu import srnet_grid
+from maskbench.tracks.nlu.srnets import grid as srnet_grid
 from maskbench.tracks.nlu.paths import level_name
 
 SRN = config.get("srnets") or {}

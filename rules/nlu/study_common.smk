@@ -5,7 +5,7 @@
 # selection rule reads dev accuracy and engagement only (maskbench.tracks.nlu.report.budget_study).
 from types import SimpleNamespace
 
-from maskbench.tracks.nlu import srnet_grid
+from maskbench.tracks.nlu.srnets import grid as srnet_grid
 from maskbench.tracks.nlu.paths import level_name
 from maskbench.tracks.nlu.sweep_points import value_text
 

@@ -11,7 +11,7 @@ Deciders:
   a cubic schedule, L1 penalty ``lambda * mean sigmoid(S)`` per group (attention, dense);
 * ``MovementTopK`` — movement pruning keeping the top ``tau`` fraction of each matrix's scores;
 * ``ThresholdMaskTraining`` — paper C's mask training: magnitude-initialised real-valued scores, m = 1[S > t_j]
-  with a per-module threshold t_j re-set to a target sparsity (``tracks.nlu.srnet_pruning.SparsityController``);
+  with a per-module threshold t_j re-set to a target sparsity (``tracks.nlu.srnets.pruning.SparsityController``);
 * ``Magnitude`` — iterative magnitude pruning: no trained scores, a fixed keep mask per module that
   ``prune_to`` recomputes from |W| (the weights train; pruned ones stay pruned);
 * ``TemperatureGate`` — paper D's FFW gates: keep where the gate m >= 0; the backward pass goes through

@@ -139,7 +139,7 @@ def train_size(dataset: Mapping) -> int | None:
 def srnet_subnetworks(srn: Mapping, task: str) -> int:
     """The subnetworks evaluate_srnets scores for one (task, seed): every grid run's sparsities, the named sweeps'
     runs, theta_ft (rules/nlu/srnets_common.smk, srn_items)."""
-    from maskbench.tracks.nlu import srnet_grid
+    from maskbench.tracks.nlu.srnets import grid as srnet_grid
 
     runs = srnet_grid.grid(srn)
     count = sum(len(srn.get("sparsities", [])) for run in runs

@@ -11,7 +11,7 @@ come from. The bias readout of an FFW run is its summary's fresh bias head accur
 (the masked model), with the slice's majority share as the unbiased ideal; the native rows have none (NaN).
 
 A run's training seconds are its ``cost`` file's ``cost_key`` — or the sum over a list of files (paper C's IMP
-level: every round up to it, ``tracks/nlu/srnet_matrix``); its density is 1 - ``exact_sparsity`` of its
+level: every round up to it, ``tracks/nlu/srnets/matrix``); its density is 1 - ``exact_sparsity`` of its
 ``sparsity_file`` when it has one (paper C's summaries), else the ID evaluation's ``mask_density`` (1.0 without a
 mask). ``native_on`` lists the benchmarks a run is native on (paper C: mnli_hans only), else ``native`` holds for
 every benchmark; a run's ``model`` overrides the records' (a subnetwork cut from another model than the baseline).

@@ -5,7 +5,7 @@ trainable weights, 10 % of every matrix's original weights per round (local), op
     python -m maskbench.steps nlu.srnet_imp --start-dir FT --train T.parquet --dev D.parquet --seed 1 \
         --hparams JSON --spec '{"rewind": false, "final_sparsity": 0.9}' --sweep-dir results/.../imp/seed~1
 
-``--spec`` holds the run's settings (``tracks.nlu.srnet_spec.ImpSpec``: rewinding, the last level, the rounds and
+``--spec`` holds the run's settings (``tracks.nlu.srnets.spec.ImpSpec``: rewinding, the last level, the rounds and
 the fraction pruned per round). Writes per level ``<sweep-dir>/sparsity~0.1/ ... sparsity~0.9/`` (a checkpoint
 with the mask baked in as zeros, ``mask.mask``, ``train_curve.csv``, ``train_summary.json`` last) and
 ``<sweep-dir>/imp_summary.json`` after the last level.
@@ -35,7 +35,8 @@ from maskbench.masking.apply import MaskSet, model_fingerprint
 from maskbench.masking.codec import read_mask_file
 from maskbench.steps import run_step, step_main
 from maskbench.text.models import load_classifier
-from maskbench.tracks.nlu.srnet_run import (
+from maskbench.tracks.nlu.srnets.methods import IMP_SUMMARY, iterative_magnitude_pruning, level_dir
+from maskbench.tracks.nlu.srnets.run import (
     SrnetArgs,
     check_common,
     chosen_modules,
@@ -45,8 +46,7 @@ from maskbench.tracks.nlu.srnet_run import (
     prepare,
     read_inputs,
 )
-from maskbench.tracks.nlu.srnet_spec import ImpSpec
-from maskbench.tracks.nlu.srnets import IMP_SUMMARY, iterative_magnitude_pruning, level_dir
+from maskbench.tracks.nlu.srnets.spec import ImpSpec
 from maskbench.workflow import staging
 
 log = logging.getLogger("maskbench.steps.nlu.srnet_imp")

@@ -5,7 +5,7 @@ frozen weights. On a fine-tuned start checkpoint this is paradigm (a), on a pre-
         --train T.parquet --dev D.parquet --seed 1 --loss poe --bias-probs B.parquet --hparams JSON \
         --spec '{"sparsity": 0.5, "select_after": 0.7}' --tag a_mask_poe --out-mask M.mask --summary M.json
 
-``--spec`` holds the run's settings (``tracks.nlu.srnet_spec.MaskTrainingSpec``: sparsity, initialisation,
+``--spec`` holds the run's settings (``tracks.nlu.srnets.spec.MaskTrainingSpec``: sparsity, initialisation,
 schedule, threshold resets, evaluation and selection). Writes the best mask (ID dev accuracy every ``eval_every``
 steps, candidates from step ``select_after`` x total on; thresholds reset to the sparsity before saving, so the
 mask meets it per matrix), then ``--summary`` last. The weights never change; the mask records the start model's
@@ -37,7 +37,8 @@ from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_f
 from maskbench.resume import run_key
 from maskbench.steps import run_step, step_main
 from maskbench.tracks.nlu.paths import level_name
-from maskbench.tracks.nlu.srnet_run import (
+from maskbench.tracks.nlu.srnets.methods import MASK_TRAIN, mask_sparsity, train_mask
+from maskbench.tracks.nlu.srnets.run import (
     SrnetArgs,
     check_common,
     chosen_modules,
@@ -50,8 +51,7 @@ from maskbench.tracks.nlu.srnet_run import (
     spec_json,
     unique_folders,
 )
-from maskbench.tracks.nlu.srnet_spec import MaskTrainingSpec
-from maskbench.tracks.nlu.srnets import MASK_TRAIN, mask_sparsity, train_mask
+from maskbench.tracks.nlu.srnets.spec import MaskTrainingSpec
 from maskbench.workflow import staging
 
 log = logging.getLogger("maskbench.steps.nlu.srnet_mask_train")

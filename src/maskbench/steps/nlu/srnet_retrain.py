@@ -4,7 +4,7 @@ weights under a fixed mask found elsewhere::
     python -m maskbench.steps nlu.srnet_retrain --start-dir INIT --mask M.mask --train T.parquet \
         --dev D.parquet --seed 1 --hparams JSON --out-dir results/.../retrain/seed~1
 
-``--spec`` holds the run's settings (``tracks.nlu.srnet_spec.RetrainSpec``: whether the mask's classifier entry
+``--spec`` holds the run's settings (``tracks.nlu.srnets.spec.RetrainSpec``: whether the mask's classifier entry
 applies). The mask is read WITHOUT the fingerprint check (transferring it to other weights is the point); its
 module names and shapes must fit the start model. Writes a finetune-style checkpoint folder with the mask baked in,
 ``train_summary.json`` last.
@@ -29,7 +29,14 @@ from maskbench.masking.apply import MaskMismatchError, MaskSet, model_fingerprin
 from maskbench.masking.codec import read_mask_header
 from maskbench.masking.selectors import module_kind
 from maskbench.steps import run_step, step_main
-from maskbench.tracks.nlu.srnet_run import (
+from maskbench.tracks.nlu.srnets.methods import (
+    RETRAIN,
+    check_transferable_mask,
+    level_dir,
+    mask_sparsity,
+    retrain_with_mask,
+)
+from maskbench.tracks.nlu.srnets.run import (
     SrnetArgs,
     check_common,
     common_meta,
@@ -40,14 +47,7 @@ from maskbench.tracks.nlu.srnet_run import (
     resume_of,
     unique_folders,
 )
-from maskbench.tracks.nlu.srnet_spec import RetrainSpec
-from maskbench.tracks.nlu.srnets import (
-    RETRAIN,
-    check_transferable_mask,
-    level_dir,
-    mask_sparsity,
-    retrain_with_mask,
-)
+from maskbench.tracks.nlu.srnets.spec import RetrainSpec
 
 log = logging.getLogger("maskbench.steps.nlu.srnet_retrain")
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from maskbench.config_checks import ConfigError
 from maskbench.objectives.needs import HYPERPARAMETERS
-from maskbench.tracks.nlu.srnet_matrix import eligible_runs
+from maskbench.tracks.nlu.srnets.matrix import eligible_runs
 from maskbench.tracks.nlu.workflow_plan import FINETUNED, GOLD_ONLY_LOSSES, NEURAL_KINDS, PRECOMPUTED
 
 # paper A's Table 1 columns (and the breakdowns and weighted F1 beside them): the column names of a table that

@@ -1,7 +1,7 @@
 """What the nlu track's FFW cells (paper D's gates on the fine-tuned encoder; config ``ffw:``) plan: one gate run per
 (method, attribute, gamma, seed) on the task's baseline checkpoint, one evaluation job per seed scoring all of that
 seed's FFW masks, and the matrix records (beside the native rows: the baseline, paper A's masks and, with
-``srnets:``, paper C's subnetworks, ``srnet_matrix``). Standard library only (imported when the Snakefile is parsed).
+``srnets:``, paper C's subnetworks, ``srnets.matrix``). Standard library only (imported when the Snakefile is parsed).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from maskbench.tracks.nlu.srnet_matrix import SrnetMatrixRows
+from maskbench.tracks.nlu.srnets.matrix import SrnetMatrixRows
 
 METHODS = ("ffw", "ffw_structured")
 ATTRIBUTES = ("overlap", "negation")

@@ -1,7 +1,7 @@
 """Paper C's run grid and every run's settings, read off config ``srnets`` (rules/nlu/srnets*.smk plan with them).
 
 Without torch, so that planning imports it in milliseconds. The settings are what the steps take as typed JSON
-(``--spec``: ``srnet_spec``'s dataclasses, where the methods' defaults are written; ``--hparams``: TrainHParams),
+(``--spec``: ``srnets.spec``'s dataclasses, where the methods' defaults are written; ``--hparams``: TrainHParams),
 never option strings.
 """
 

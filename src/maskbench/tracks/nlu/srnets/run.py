@@ -29,7 +29,7 @@ from maskbench.resume import Resume
 from maskbench.text.batches import EncodedPairs
 from maskbench.text.classifier_training import accuracy_on
 from maskbench.text.models import input_view, load_classifier, model_labels
-from maskbench.tracks.nlu.srnets import DEFAULT_MODULES, select_linear_or_none, start_step_of
+from maskbench.tracks.nlu.srnets.methods import DEFAULT_MODULES, select_linear_or_none, start_step_of
 from maskbench.tracks.nlu.training import read_training_inputs
 from maskbench.train import LR_SCHEDULES, TrainHParams, parse_hparams, total_steps
 
@@ -44,7 +44,7 @@ class SrnetArgs:
     train: Path = field(metadata={"help": "prepared training parquet"})
     seed: int = field(metadata={"help": "fixes data order, dropout and any freshly initialised head"})
     dev: Path | None = field(default=None, metadata={"help": "prepared ID dev parquet"})
-    spec: str = field(default="{}", metadata={"help": "JSON of the method's spec fields (tracks.nlu.srnet_spec)"})
+    spec: str = field(default="{}", metadata={"help": "JSON of the method's spec fields (tracks.nlu.srnets.spec)"})
     hparams: str = field(default="{}", metadata={"help": "JSON of TrainHParams fields"})
     loss: str = field(default="ce", metadata={"help": "objective name in maskbench.objectives.losses (ce, poe, reweight, "
                                                       "reweight_beta, conf_reg, ...)"})

@@ -23,7 +23,7 @@ from maskbench.resume import Resume, set_rng_state
 from maskbench.text.batches import EncodedPairs
 from maskbench.text.classifier_training import classification_objective
 from maskbench.tracks.nlu.paths import level_name
-from maskbench.tracks.nlu.srnet_pruning import (
+from maskbench.tracks.nlu.srnets.pruning import (
     SparsityController,
     apply_fixed_masks,
     attach_mask_training,
@@ -31,7 +31,7 @@ from maskbench.tracks.nlu.srnet_pruning import (
     magnitude_masks,
     rewind_weights,
 )
-from maskbench.tracks.nlu.srnet_spec import ImpSpec, MaskTrainingSpec
+from maskbench.tracks.nlu.srnets.spec import ImpSpec, MaskTrainingSpec
 from maskbench.train import TrainHParams, fit, total_steps
 
 log = logging.getLogger(__name__)

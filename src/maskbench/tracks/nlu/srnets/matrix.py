@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from maskbench.tracks.nlu import srnet_grid
 from maskbench.tracks.nlu.paths import level_name
+from maskbench.tracks.nlu.srnets import grid as srnet_grid
 
 MATRIX_METHODS = {"mask_train": "mask_training", "imp": "imp"}  # paper C's method -> the matrix's method name
 MASK_SUMMARY = "search.json"  # what srnet_mask_train writes beside each level's mask.mask

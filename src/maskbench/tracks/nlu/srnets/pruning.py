@@ -1,7 +1,7 @@
 """Paper C's pruning methods (Liu et al., "A Win-win Deal", 2022) on top of the masking engine: the masks of mask
 training (magnitude-initialised scores, ``deciders.ThresholdMaskTraining``) with a per-matrix ("local") sparsity
 controller, and the fixed masks of iterative magnitude pruning (IMP) with optional weight rewinding. Their settings
-are ``srnet_spec``'s typed specs; the counting and ranking rules are the engine's (``maskbench.masking.ranking``).
+are ``srnets.spec``'s typed specs; the counting and ranking rules are the engine's (``maskbench.masking.ranking``).
 
 Conventions:
 
@@ -31,7 +31,7 @@ from maskbench.masking.engine import Masked, MaskedModules, attach, plain_parame
 from maskbench.masking.granularity import Weight
 from maskbench.masking.ranking import ascending_rank_prune, prune_count
 from maskbench.masking.schedules import cubic
-from maskbench.tracks.nlu.srnet_spec import MaskTrainingSpec
+from maskbench.tracks.nlu.srnets.spec import MaskTrainingSpec
 
 _PARAMETRIZED = ".parametrizations."
 
