@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "maskbench.metrics", "maskbench.objectives", "maskbench.config_checks", "maskbench.errors",
               "maskbench.precision", "maskbench.progress", "maskbench._version")),
     ("library", ("maskbench.data", "maskbench.masking", "maskbench.ffw", "maskbench.checkpoints", "maskbench.checkpoint_integrity",
-                 "maskbench.train", "maskbench.hub", "maskbench.miniature", "maskbench.config_files")),
+                 "maskbench.training", "maskbench.hub", "maskbench.miniature", "maskbench.config_files")),
     ("shared", ("maskbench.text", "maskbench.report", "maskbench.matrix")),
     ("tracks", ("maskbench.tracks",)),
     ("api", ("maskbench.api",)),  # the public Python API: a facade over the layers below

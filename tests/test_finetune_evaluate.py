@@ -12,7 +12,8 @@ from maskbench.data.synthetic import generate
 from maskbench.steps.nlu import evaluate as evaluate_cli
 from maskbench.steps.nlu import finetune as finetune_cli
 from maskbench.tracks.nlu.evaluation import map_predictions
-from maskbench.train import linear_schedule, warmup_steps
+from maskbench.training.hparams import warmup_steps
+from maskbench.training.optim import linear_schedule
 
 TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
               "bert_config": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,

@@ -34,7 +34,7 @@ from maskbench.tracks.gender.pruning import (
 )
 from maskbench.tracks.gender.training import DebiasSpec, batches_per_epoch, run_debias
 from maskbench.tracks.gender.wordlists import read_word_list
-from maskbench.train import TrainHParams
+from maskbench.training.hparams import TrainHParams
 
 DATA = Path(__file__).resolve().parents[1] / "data/gender"
 MALE, FEMALE, STEREO = {"he", "man", "king"}, {"she", "woman", "queen"}, {"doctor", "nurse"}

@@ -10,7 +10,9 @@ from maskbench.masking.binarizers import masked_weight, scaled_weight
 from maskbench.masking.deciders import MovementSigmoid
 from maskbench.masking.engine import attach
 from maskbench.progress import host_floats
-from maskbench.train import FiniteLosses, TrainHParams, fused_on, make_optimizer
+from maskbench.training.hooks import FiniteLosses
+from maskbench.training.hparams import TrainHParams
+from maskbench.training.optim import fused_on, make_optimizer
 
 
 def test_host_floats_reads_tensors_as_float_does_and_keeps_the_order():

@@ -19,7 +19,9 @@ from test_resume import (  # noqa: F401  (data: the fixture)
 )
 from tiny_models import tiny_bert
 
-from maskbench.train import LengthGroupedBatches, TrainHParams, fit
+from maskbench.training.batches import LengthGroupedBatches
+from maskbench.training.hparams import TrainHParams
+from maskbench.training.loop import fit
 
 LENGTHS = [3, 9, 1, 7, 10, 2, 8, 4, 6, 5]  # a permutation of 1..10
 

@@ -8,10 +8,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-import maskbench.train as train_module
+import maskbench.training.loop as train_loop
 from maskbench.steps.vision import train as vision_train
 from maskbench.tracks.vision.images import ImageDataset, ImageSet, write_images
-from maskbench.train import LRPlateau
+from maskbench.training.hooks import LRPlateau
 
 LOSSES = [1.0, 0.9, 0.95, 0.91, 0.92, 0.93, 0.8, 0.85, 0.86, 0.87, 0.88, 0.89, 0.9, 0.91]
 
@@ -105,7 +105,7 @@ def test_a_plateau_run_lowers_its_rate_stops_and_resumes_bit_identically(tmp_pat
     for epoch, record in enumerate(history[:-1], start=1):
         assert logged[4 * epoch + 1] == pytest.approx(record["lr"], rel=1e-12)
 
-    real, dead, ran = train_module.train_step, {"done": False}, []
+    real, dead, ran = train_loop.train_step, {"done": False}, []
 
     def dying(model, batch, objective, optimizer, scheduler, clip, norm, step, times=None, **precision):
         if step == 9 and not dead["done"]:
@@ -115,7 +115,7 @@ def test_a_plateau_run_lowers_its_rate_stops_and_resumes_bit_identically(tmp_pat
             ran.append(step)
         return real(model, batch, objective, optimizer, scheduler, clip, norm, step, times, **precision)
 
-    monkeypatch.setattr(train_module, "train_step", dying)
+    monkeypatch.setattr(train_loop, "train_step", dying)
     with pytest.raises(RuntimeError, match="killed"):
         train(tmp_path, tmp_path / "resumed", PLATEAU_HP, "--checkpoint-every", "2")
     assert train(tmp_path, tmp_path / "resumed", PLATEAU_HP, "--checkpoint-every", "2") == 0

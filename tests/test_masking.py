@@ -171,7 +171,8 @@ def test_selectors_name_the_six_matrices_of_every_layer():
 def test_a_search_changes_scores_and_not_a_single_bit_of_the_weights():
     from maskbench.objectives.losses import get_loss
     from maskbench.text.classifier_training import classification_objective
-    from maskbench.train import TrainHParams, fit
+    from maskbench.training.hparams import TrainHParams
+    from maskbench.training.loop import fit
 
     model = tiny_bert()
     before = snapshot(model)

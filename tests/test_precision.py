@@ -16,7 +16,10 @@ from maskbench.masking.deciders import MovementSigmoid
 from maskbench.masking.engine import attach, outside_autocast
 from maskbench.precision import FP32, Precision, PrecisionError, parse_precision
 from maskbench.resume import Resume, read_state
-from maskbench.train import Hook, TrainHParams, fit, trainable_groups
+from maskbench.training.hooks import Hook
+from maskbench.training.hparams import TrainHParams
+from maskbench.training.loop import fit
+from maskbench.training.optim import trainable_groups
 from maskbench.workflow.workflow_config import precision_options
 
 REPO = Path(__file__).resolve().parents[1]

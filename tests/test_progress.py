@@ -13,7 +13,8 @@ from tiny_models import FeatureBatches
 from torch import nn
 
 from maskbench import progress
-from maskbench.train import TrainHParams, fit
+from maskbench.training.hparams import TrainHParams
+from maskbench.training.loop import fit
 
 HP = TrainHParams(epochs=5, batch_size=4, learning_rate=0.1, lr_schedule="constant", log_every=2)  # 20 steps
 

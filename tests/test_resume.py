@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import maskbench.train as train_module
+import maskbench.training.loop as train_loop
 from maskbench.data.schema import write_prepared
 from maskbench.data.synthetic import generate
 from maskbench.masking.codec import read_mask_file
@@ -45,25 +45,25 @@ def finetune(data, out, *extra):
 
 
 def kill_at(monkeypatch, step_to_die):
-    real = train_module.train_step
+    real = train_loop.train_step
 
     def dying(model, batch, objective, optimizer, scheduler, clip, norm, step, times=None, **precision):
         if step == step_to_die:
             raise Killed(f"killed before step {step}")
         return real(model, batch, objective, optimizer, scheduler, clip, norm, step, times, **precision)
 
-    monkeypatch.setattr(train_module, "train_step", dying)
+    monkeypatch.setattr(train_loop, "train_step", dying)
 
 
 def count_steps(monkeypatch) -> list:
     """Record the steps the loop runs (a resumed run must not redo the steps before its state)."""
-    real, ran = train_module.train_step, []
+    real, ran = train_loop.train_step, []
 
     def counting(model, batch, objective, optimizer, scheduler, clip, norm, step, times=None, **precision):
         ran.append(step)
         return real(model, batch, objective, optimizer, scheduler, clip, norm, step, times, **precision)
 
-    monkeypatch.setattr(train_module, "train_step", counting)
+    monkeypatch.setattr(train_loop, "train_step", counting)
     return ran
 
 
@@ -255,7 +255,7 @@ def test_a_killed_sweep_keeps_its_finished_sparsities_and_resumes_the_cut_one(da
     for f in files:
         f.unlink()
     calls = []
-    real = train_module.train_step
+    real = train_loop.train_step
 
     def dying(*args, **kwargs):
         calls.append(args[7])
@@ -263,7 +263,7 @@ def test_a_killed_sweep_keeps_its_finished_sparsities_and_resumes_the_cut_one(da
             raise Killed("time limit")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(train_module, "train_step", dying)
+    monkeypatch.setattr(train_loop, "train_step", dying)
     with pytest.raises(Killed):
         train()
     monkeypatch.undo()
@@ -286,14 +286,14 @@ def signal_at(monkeypatch, step_to_signal, signum):
     """A real signal sent to this process right before the loop's step ``step_to_signal``."""
     import os
 
-    real = train_module.train_step
+    real = train_loop.train_step
 
     def signalling(model, batch, objective, optimizer, scheduler, clip, norm, step, times=None, **precision):
         if step == step_to_signal:
             os.kill(os.getpid(), signum)
         return real(model, batch, objective, optimizer, scheduler, clip, norm, step, times, **precision)
 
-    monkeypatch.setattr(train_module, "train_step", signalling)
+    monkeypatch.setattr(train_loop, "train_step", signalling)
 
 
 @pytest.fixture

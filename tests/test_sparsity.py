@@ -28,7 +28,8 @@ from maskbench.tracks.nlu.srnets.pruning import (
     rewind_weights,
 )
 from maskbench.tracks.nlu.srnets.spec import ImpSpec, MaskTrainingSpec
-from maskbench.train import TrainHParams, fit
+from maskbench.training.hparams import TrainHParams
+from maskbench.training.loop import fit
 
 W_HAND = torch.tensor([[0.5, -0.1, 0.3], [-0.05, 0.9, 0.2]])
 

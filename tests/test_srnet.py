@@ -24,7 +24,7 @@ from maskbench.text.models import load_classifier
 from maskbench.tracks.nlu.srnets.methods import train_mask
 from maskbench.tracks.nlu.srnets.pruning import magnitude_masks
 from maskbench.tracks.nlu.srnets.spec import MaskTrainingSpec
-from maskbench.train import TrainHParams
+from maskbench.training.hparams import TrainHParams
 
 TINY_MODEL = {"name": "t", "init": "scratch", "tokenizer": "data_vocab",
               "bert_config": {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,

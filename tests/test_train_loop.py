@@ -13,7 +13,10 @@ from maskbench.masking.selectors import ENCODER_KINDS
 from maskbench.objectives.logits import logits_objective
 from maskbench.objectives.losses import get_loss
 from maskbench.text.classifier_training import classification_objective
-from maskbench.train import EvalHook, Hook, TrainHParams, fit, trainable_groups
+from maskbench.training.hooks import EvalHook, Hook
+from maskbench.training.hparams import TrainHParams
+from maskbench.training.loop import fit
+from maskbench.training.optim import trainable_groups
 
 
 def clone(params):
@@ -128,7 +131,7 @@ def test_sgd_with_momentum_and_adam_take_their_textbook_steps():
     (bias-corrected m / sqrt(v) = 1), with L2 decay inside the gradient (not decoupled)."""
     import dataclasses
 
-    from maskbench.train import make_optimizer
+    from maskbench.training.optim import make_optimizer
 
     for optimizer, expected in (("sgd", [0.1, 0.1 + 0.19]), ("adam", [0.1, 0.2])):
         w = nn.Parameter(torch.zeros(()))
@@ -236,7 +239,7 @@ def test_a_classification_objective_adds_the_regulariser():
 def test_early_stop_keeps_the_best_epoch_and_stops_after_patience_epochs_without_a_rise():
     """Scripted dev scores 50, 60, 59, 58, 70 at patience 2: the run stops after epoch 4 (two epochs without a
     rise), its weights are put back to epoch 2's, and a rise within min_delta does not count."""
-    from maskbench.train import EarlyStop
+    from maskbench.training.hooks import EarlyStop
 
     model = nn.Linear(2, 1, bias=False)
     scores, seen = iter([50.0, 60.0, 59.0, 58.0, 70.0]), []

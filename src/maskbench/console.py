@@ -174,7 +174,7 @@ def check_search_settings(section: dict, args: argparse.Namespace) -> None:
     from maskbench.objectives.losses import LOSSES
     from maskbench.tracks.nlu.mask_search_run import search_settings
     from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec
-    from maskbench.train import parse_hparams
+    from maskbench.training.hparams import parse_hparams
 
     if args.loss not in LOSSES:
         raise DataError(f"--loss: field 'loss' is {args.loss!r}, not one of {sorted(LOSSES)}")

@@ -1,8 +1,8 @@
 """Numeric precision of training and evaluation on CUDA: fp32, bf16 or fp16 autocast, and TF32 matmuls.
 
 The papers trained in mixed precision (paper A's Lightning trainer ``precision: 16``, paper B's fp16, ...);
-``Precision`` carries that setting from a config's ``compute`` section to the training loop (``train.fit`` /
-``train.train_step``), the mask searches, FFW and evaluation:
+``Precision`` carries that setting from a config's ``compute`` section to the training loop (``training.loop.fit`` /
+``training.loop.train_step``), the mask searches, FFW and evaluation:
 
 * ``autocast()`` wraps a forward pass and its loss in ``torch.autocast(device_type="cuda", dtype=...)`` for bf16
   and fp16; fp32 is no context at all;
@@ -80,7 +80,7 @@ _current = FP32
 
 def use(precision: Precision) -> None:
     """Make ``precision`` the process's default (a step's start-up, ``compute.start``, calls this once from its
-    ``--precision`` and ``--tf32``): ``train.fit``, ``text.batches.predict_proba`` and the
+    ``--precision`` and ``--tf32``): ``training.loop.fit``, ``text.batches.predict_proba`` and the
     tracks' scoring read it through ``current()`` unless given one. One step is one process and one setting, so the
     setting need not be threaded through every track's training and scoring functions."""
     global _current

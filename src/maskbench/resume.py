@@ -165,7 +165,7 @@ def state_path_for(output: str | os.PathLike) -> Path:
 
 @dataclass
 class Resume:
-    """How ``train.fit`` saves and restores a run: the state file, every how many steps, and the caller's own
+    """How ``training.loop.fit`` saves and restores a run: the state file, every how many steps, and the caller's own
     state (``extra() -> dict`` saved with it, ``restore(dict)`` called on resume before training goes on)."""
 
     path: Path

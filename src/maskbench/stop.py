@@ -7,7 +7,7 @@
   limit's SIGTERM comes the last state is at most that warning old even if the second save is cut off by SLURM's
   SIGKILL (``KillWait`` seconds after the SIGTERM).
 
-While ``train.fit`` runs the signals only set a flag (``stop_signals``); the loop reads it after every optimiser
+While ``training.loop.fit`` runs the signals only set a flag (``stop_signals``); the loop reads it after every optimiser
 step (``requested``, ``take_save_request``), saves the state (``maskbench.resume``) and, for a stop, raises
 ``StopRequested``, which ``steps.run_step`` turns into one line and exit status 75. Nothing the step declares as an
 output has been written at that point (every step writes its outputs after training, through a temporary name), so

@@ -8,7 +8,7 @@ Sections (``--sections`` runs a subset, by name):
 
 1. ``environment``: torch, transformers and CUDA versions, the device, its capability and memory, the CPU count;
 2. ``finetune_steps``: BERT-base's shape (``transformers.BertConfig()`` defaults, randomly initialised, nothing
-   downloaded), 3 labels, batches of 32 and 128 x 128 random token ids, AdamW, through ``maskbench.train.fit`` (its
+   downloaded), 3 labels, batches of 32 and 128 x 128 random token ids, AdamW, through ``maskbench.training.loop.fit`` (its
    ``train_step``): steps/s, peak CUDA memory and model FLOPs utilisation (``mfu``: the step's model FLOPs, 6 x
    non-embedding parameters x tokens + attention's 12 x layers x hidden x length x tokens, per second, over the card's
    dense peak for that precision, ``PEAK_TFLOPS``) in fp32, fp32 + TF32, bf16 autocast and fp16 with a GradScaler
@@ -258,7 +258,8 @@ def timed_fit(model, device, precision: Precision, sizes: Sizes, groups: list[di
     """``fit`` over ``warmup + timed`` steps of random batches; steps/s of the timed ones and the peak memory."""
     from maskbench.objectives.logits import logits_objective
     from maskbench.text.batches import model_inputs
-    from maskbench.train import TrainHParams, fit
+    from maskbench.training.hparams import TrainHParams
+    from maskbench.training.loop import fit
 
     total = sizes.warmup_steps + sizes.timed_steps
     vocab = model.config.vocab_size
@@ -330,7 +331,7 @@ def section_mask_search_steps(sizes: Sizes, allow_cpu: bool) -> dict:
 def timed_search(sizes: Sizes, batch: int, name: str, device, spec, extra_hooks: Sequence = ()) -> dict:
     """One mask-search variant: BERT-base with attached scores (weights frozen) through ``fit``."""
     from maskbench.tracks.nlu.mask_search_spec import attach_scores
-    from maskbench.train import trainable_groups
+    from maskbench.training.optim import trainable_groups
 
     model = random_bert(sizes.model)
     flops = model_flops_per_step(model, batch, sizes.seq)
@@ -590,7 +591,8 @@ def resumable_run(device, precision: Precision, sizes: Sizes, state: Path | None
     from maskbench.objectives.logits import logits_objective
     from maskbench.resume import Resume
     from maskbench.text.batches import model_inputs
-    from maskbench.train import TrainHParams, fit
+    from maskbench.training.hparams import TrainHParams
+    from maskbench.training.loop import fit
 
     seed_everything(0)
     model = random_bert(RESUME_MODEL, seed=0)

@@ -57,7 +57,7 @@ def grouped_batches(lengths, batch_size: int, group: int, count: int, seed: int 
     """The first ``count`` batches of an epoch of the training loop's length-grouped batches."""
     import torch
 
-    from maskbench.train import LengthGroupedBatches
+    from maskbench.training.batches import LengthGroupedBatches
 
     return list(LengthGroupedBatches(lengths, batch_size, group, torch.Generator().manual_seed(seed)))[:count]
 

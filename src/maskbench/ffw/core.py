@@ -47,7 +47,10 @@ from maskbench.ffw.mutual_information import empirical_mi
 from maskbench.masking.deciders import TemperatureGate
 from maskbench.masking.engine import MaskedModules, attach
 from maskbench.resume import Resume
-from maskbench.train import Hook, TrainHParams, fit, trainable_groups
+from maskbench.training.hooks import Hook
+from maskbench.training.hparams import TrainHParams
+from maskbench.training.loop import fit
+from maskbench.training.optim import trainable_groups
 
 log = logging.getLogger("maskbench.ffw")
 HEAD_UPDATES = ("refit", "online")

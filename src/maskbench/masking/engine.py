@@ -9,7 +9,7 @@ bit-identical to before; ``bypass()`` makes every mask return the raw weight (th
 regulariser towards it, without a copy).
 
 Frozen weights are the default (only the scores train); ``train_weights=True`` keeps the weights trainable, and
-``train.trainable_groups`` (the one parameter-group builder) gives scores and weights their own learning rate and
+``training.optim.trainable_groups`` (the one parameter-group builder) gives scores and weights their own learning rate and
 weight decay.
 """
 

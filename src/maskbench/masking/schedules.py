@@ -41,7 +41,7 @@ SCHEDULES = {"cubic": cubic, "linear": linear, "constant": constant}
 
 class Plateau:
     """A value lowered when a monitored score stops improving (paper D's temperature; torch's ReduceLROnPlateau for
-    the "plateau" learning-rate schedule, ``train.LRPlateau``).
+    the "plateau" learning-rate schedule, ``training.hooks.LRPlateau``).
 
     ``update(score)`` after every evaluation: a score better than the best by more than ``threshold`` (an absolute
     margin, or with ``relative`` a fraction of the best, torch's "rel" mode) resets the count, otherwise after

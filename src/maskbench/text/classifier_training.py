@@ -13,7 +13,8 @@ from maskbench.data.schema import DataError, read_prepared
 from maskbench.objectives.logits import logits_objective
 from maskbench.objectives.losses import NEEDS
 from maskbench.text.batches import EncodedPairs, model_inputs, predict_proba
-from maskbench.train import TrainHParams, trainable_groups
+from maskbench.training.hparams import TrainHParams
+from maskbench.training.optim import trainable_groups
 
 log = logging.getLogger(__name__)
 

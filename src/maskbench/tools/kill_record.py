@@ -6,7 +6,7 @@
 ``--measure-save`` times the save of a BERT-base-sized resume state on this machine's CPU and disk and adds it to
 the record (``bert_base_save``): ``transformers.BertConfig()`` at random initialisation (no download) with a
 classification head, AdamW's two moments for every parameter (one optimiser step on zero gradients fills them),
-the LR schedule and every random generator — what ``train.fit`` saves — written by ``resume.write_state`` (checksum,
+the LR schedule and every random generator — what ``training.loop.fit`` saves — written by ``resume.write_state`` (checksum,
 fsync, rename) and read back by ``resume.read_state`` (checksum verified, then loaded). ``--page`` writes the
 section ``kill_reliability`` from the record (the harness's kills per step kind, tests/kill_harness.py), the save
 measurement and the paper config's ``compute.checkpoint_every`` with the step rates of
@@ -58,7 +58,7 @@ def measure_bert_base_save(folder: Path) -> dict:
     from transformers import BertConfig, BertForSequenceClassification
 
     from maskbench.resume import read_state, rng_state, write_state
-    from maskbench.train import linear_schedule
+    from maskbench.training.optim import linear_schedule
 
     load = os.getloadavg()[0]  # the one-minute load average: whether other work shared the machine
     torch.manual_seed(0)

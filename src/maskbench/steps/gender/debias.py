@@ -32,7 +32,7 @@ from maskbench.tracks.gender.models import load_encoder
 from maskbench.tracks.gender.pruning import heads_pruned, heads_pruned_nn_pruning, layer_density
 from maskbench.tracks.gender.training import DebiasSpec, head_size_of, run_debias
 from maskbench.tracks.gender.wordlists import check_known_to
-from maskbench.train import parse_hparams
+from maskbench.training.hparams import parse_hparams
 
 log = logging.getLogger("maskbench.steps.gender.debias")
 

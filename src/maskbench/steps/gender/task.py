@@ -38,7 +38,8 @@ from maskbench.tracks.gender.downstream import (
     run_masks,
 )
 from maskbench.tracks.gender.evaluation import load_run
-from maskbench.train import fit, parse_hparams
+from maskbench.training.hparams import parse_hparams
+from maskbench.training.loop import fit
 
 log = logging.getLogger("maskbench.steps.gender.task")
 

@@ -30,7 +30,9 @@ from maskbench.text.classifier_training import accuracy_on, objective_and_groups
 from maskbench.text.models import build_model_and_tokenizer
 from maskbench.tracks.nlu.bias.probs import write_probs
 from maskbench.tracks.nlu.training import read_training_inputs, training_subset
-from maskbench.train import EarlyStop, TrainHParams, fit, parse_hparams, total_steps
+from maskbench.training.hooks import EarlyStop
+from maskbench.training.hparams import TrainHParams, parse_hparams, total_steps
+from maskbench.training.loop import fit
 
 log = logging.getLogger("maskbench.steps.nlu.finetune")
 

@@ -28,7 +28,8 @@ from maskbench.tracks.vision.data import image_dataset, loader, read_split, save
 from maskbench.tracks.vision.evaluation import task_accuracy, task_loss
 from maskbench.tracks.vision.models import build_model
 from maskbench.tracks.vision.training import augmented_objective, classification_objective, train_vanilla
-from maskbench.train import Hook, LRPlateau, TrainHParams
+from maskbench.training.hooks import Hook, LRPlateau
+from maskbench.training.hparams import TrainHParams
 
 log = logging.getLogger("maskbench.steps.vision.train")
 

@@ -130,7 +130,7 @@ class AttributeVectors:
 
 
 class KanekoBollegala:
-    """The objective ``(model, batch) -> (loss, logs)`` for ``train.fit``; a batch is ``{"targets": rows,
+    """The objective ``(model, batch) -> (loss, logs)`` for ``training.loop.fit``; a batch is ``{"targets": rows,
     "attributes": rows}`` of ``Encoded.rows``. ``original(batch) -> (L+1, B, T, H)`` gives the original model's
     hidden states (no gradient). ``attention_mask`` False: no attention mask reaches the model (nor ``original``,
     which is then called with a batch padded to its longest sentence and must not pass one either)."""

@@ -32,7 +32,10 @@ from maskbench.resume import Resume
 from maskbench.tracks.gender.encoding import Encoded, hidden_states
 from maskbench.tracks.gender.objective import LAYER_MODES, MODES, VARIANTS, AttributeVectors, KanekoBollegala
 from maskbench.tracks.gender.pruning import GRANULARITIES, HEAD_MATRICES, frozen_kinds, granularity_plan
-from maskbench.train import Hook, TrainHParams, fit, total_steps, trainable_groups
+from maskbench.training.hooks import Hook
+from maskbench.training.hparams import TrainHParams, total_steps
+from maskbench.training.loop import fit
+from maskbench.training.optim import trainable_groups
 
 BATCHINGS = ("paired", "context_debias")
 

@@ -42,7 +42,9 @@ from maskbench.masking.engine import detach_parametrizations
 from maskbench.objectives.logits import logits_objective
 from maskbench.text.batches import model_inputs
 from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec, attach_scores
-from maskbench.train import StepTimes, adamw, train_step
+from maskbench.training.hooks import StepTimes
+from maskbench.training.loop import train_step
+from maskbench.training.optim import adamw
 
 log = logging.getLogger("maskbench.tracks.nlu.mask_benchmark")
 
@@ -78,7 +80,7 @@ class MaskBenchmarkArgs:
     step_warmup: int = field(default=2, metadata={"help": "untimed steps of each variant first"})
     step_repeats: int = field(default=10, metadata={"help": "timed steps of each variant (median reported)"})
     step_max_grad_norm: float = field(default=0.0, metadata={
-        "help": "clip gradients to this norm in both variants, as maskbench.train.fit does (0: no clipping)"})
+        "help": "clip gradients to this norm in both variants, as maskbench.training.loop.fit does (0: no clipping)"})
     density: float = field(default=0.9, metadata={"help": "kept fraction of the iid Bernoulli masks"})
     apply_hidden: int = field(default=768, metadata={"help": "mask and apply model: hidden size (BERT-base: 768)"})
     apply_layers: int = field(default=12, metadata={"help": "mask and apply model: layers"})

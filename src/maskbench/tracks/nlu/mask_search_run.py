@@ -24,7 +24,8 @@ from maskbench.text.models import input_view, load_classifier, model_labels
 from maskbench.tracks.nlu.mask_search_spec import MaskSearchSpec, attach_scores
 from maskbench.tracks.nlu.search_section import split_search_section
 from maskbench.tracks.nlu.training import read_training_inputs
-from maskbench.train import fit, parse_hparams, total_steps
+from maskbench.training.hparams import parse_hparams, total_steps
+from maskbench.training.loop import fit
 
 log = logging.getLogger("maskbench.steps.nlu.mask_search")
 

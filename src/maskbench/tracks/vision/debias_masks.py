@@ -41,7 +41,9 @@ from maskbench.masking.deciders import Magnitude, MovementTopK, ThresholdMaskTra
 from maskbench.masking.engine import MaskedModules, attach, plain_parameter_name
 from maskbench.objectives.losses import get_loss
 from maskbench.tracks.vision.ffw import gate_targets
-from maskbench.train import TrainHParams, fit, trainable_groups
+from maskbench.training.hparams import TrainHParams
+from maskbench.training.loop import fit
+from maskbench.training.optim import trainable_groups
 
 log = logging.getLogger(__name__)
 

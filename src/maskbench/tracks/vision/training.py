@@ -10,7 +10,9 @@ from torch import nn
 
 from maskbench.masking.deciders import Magnitude
 from maskbench.masking.engine import attach
-from maskbench.train import TrainHParams, fit, trainable_groups
+from maskbench.training.hparams import TrainHParams
+from maskbench.training.loop import fit
+from maskbench.training.optim import trainable_groups
 
 
 def classification_objective(model, batch):
@@ -54,7 +56,7 @@ def train_vanilla(model: nn.Module, train_data, hp: TrainHParams, seed: int, dev
                   resume=None, hooks=(), objective=classification_objective, lr_plateau=None) -> list[dict]:
     """Train every parameter with CE on the biased split. One parameter group: paper D's optimisers decay every
     parameter alike (torch's SGD / Adam ``weight_decay``), unlike BERT's no-decay list. ``lr_plateau`` drives the
-    "plateau" schedule (``train.LRPlateau``)."""
+    "plateau" schedule (``training.hooks.LRPlateau``)."""
     groups = trainable_groups(model, hp.learning_rate, hp.weight_decay, decay_by_name=False)
     return fit(model, train_data, objective, hp, seed, device, evaluate, groups=groups,
                resume=resume, hooks=hooks, lr_plateau=lr_plateau)

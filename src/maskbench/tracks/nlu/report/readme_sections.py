@@ -181,7 +181,7 @@ def mask_benchmark_markdown(bench: dict) -> str:
     targets = bench["targets"]
     rows = [
         (f"mask-search step ÷ fine-tuning step (MiniLM-L6 shape: hidden {step['hidden']}, {step['layers']} layers; "
-         "steps interleaved, both through `maskbench.train.train_step`)",
+         "steps interleaved, both through `maskbench.training.loop.train_step`)",
          f"{bench['search_step_ratio']:.3f}", f"≤ {targets['search_step_ratio']}"),
         ("that fine-tuning step ÷ a plain torch loop's step (same batch, interleaved)",
          f"{bench['finetune_over_plain_ratio']:.3f}", f"≤ {targets['finetune_over_plain_ratio']}"),

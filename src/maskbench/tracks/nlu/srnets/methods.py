@@ -32,7 +32,8 @@ from maskbench.tracks.nlu.srnets.pruning import (
     rewind_weights,
 )
 from maskbench.tracks.nlu.srnets.spec import ImpSpec, MaskTrainingSpec
-from maskbench.train import TrainHParams, fit, total_steps
+from maskbench.training.hparams import TrainHParams, total_steps
+from maskbench.training.loop import fit
 
 log = logging.getLogger(__name__)
 

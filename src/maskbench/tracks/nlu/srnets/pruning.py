@@ -79,7 +79,7 @@ def attach_mask_training(model: nn.Module, modules: list[str] | tuple[str, ...],
 
 
 class SparsityController:
-    """Paper C's sparsity control for mask training, as a ``train.fit`` step hook.
+    """Paper C's sparsity control for mask training, as a ``training.loop.fit`` step hook.
 
     Every ``spec.reset_every`` steps (step 0 included) every threshold is re-set to meet the scheduled sparsity
     exactly (per matrix); in between the thresholds stay put and the sparsity may drift as the scores train
@@ -112,7 +112,7 @@ class SparsityController:
         return cubic(step, self.final_fraction * max(1, int(total)), self.initial_sparsity, self.final_sparsity)
 
     def step_hook(self, step: int, total: int) -> None:
-        """``train.fit``'s hook (runs before each step's forward pass): reset the thresholds on schedule."""
+        """``training.loop.fit``'s hook (runs before each step's forward pass): reset the thresholds on schedule."""
         if step % self.reset_every:
             return
         sparsity = self.sparsity_at(step, total)

@@ -31,7 +31,7 @@ from maskbench.text.classifier_training import accuracy_on
 from maskbench.text.models import input_view, load_classifier, model_labels
 from maskbench.tracks.nlu.srnets.methods import DEFAULT_MODULES, select_linear_or_none, start_step_of
 from maskbench.tracks.nlu.training import read_training_inputs
-from maskbench.train import LR_SCHEDULES, TrainHParams, parse_hparams, total_steps
+from maskbench.training.hparams import LR_SCHEDULES, TrainHParams, parse_hparams, total_steps
 
 log = logging.getLogger("maskbench.steps.nlu.srnet")
 
