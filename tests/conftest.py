@@ -6,7 +6,12 @@ import os
 import threading
 
 import background
+import numpy  # noqa: F401 (see below)
 import pytest
+
+# numpy imported before any background thread starts: pytest.approx looks numpy up in sys.modules without importing
+# it, and a background thread's import of it still under way made an approx in a unit test fail ("partially
+# initialized module 'numpy' has no attribute 'isscalar'").
 
 # Torch on one thread in every process of the session but the workflow's jobs (snakemake sets each job's
 # OMP_NUM_THREADS to its threads; torch reads the variable when it loads): on 2 cores the unit tests, the background

@@ -114,10 +114,10 @@ def test_local_dataset_without_text_b_and_without_columns_is_refused(tmp_path, m
     Path("pairs.jsonl").write_text("".join(json.dumps({"text_a": t, "label": "entailment"}) + "\n"
                                            for t in ("the cat sat", "a dog ran")))
     spec = {"source": "local:pairs.jsonl", "labels": LABELS, "task": "mnli"}
-    code = prepare.main(["--name", "pairs", "--spec", json.dumps(spec), "--out", "out/pairs.parquet",
-                         "--summary", "out/pairs.summary.json"])
-    assert code == 1
-    err = capsys.readouterr().err
+    with pytest.raises(DataError) as refused:  # the step's one error line (steps/__init__.py: run_step)
+        prepare.main(["--name", "pairs", "--spec", json.dumps(spec), "--out", "out/pairs.parquet",
+                      "--summary", "out/pairs.summary.json"])
+    err = str(refused.value)
     assert "pairs.jsonl (dataset 'pairs'): field 'text_b' is missing" in err
     assert "(it has: text_a, label)" in err and "columns:" in err and "single_text: true" in err
     assert not Path("out").exists()
@@ -129,10 +129,10 @@ def test_non_utf8_byte_in_a_jsonl_is_named_with_its_line_by_prepare(tmp_path, mo
     good = json.dumps({"text_a": "the cat sat", "text_b": "a cat sat", "label": "entailment"}).encode()
     Path("pairs.jsonl").write_bytes(good + b"\n" + good.replace(b"cat sat", b"caf\xe9 sat", 1) + b"\n")
     spec = {"source": "local:pairs.jsonl", "labels": LABELS}
-    code = prepare.main(["--name", "pairs", "--spec", json.dumps(spec), "--out", "out/pairs.parquet",
-                         "--summary", "out/pairs.summary.json"])
-    assert code == 1
-    err = capsys.readouterr().err
+    with pytest.raises(DataError) as refused:  # the step's one error line (steps/__init__.py: run_step)
+        prepare.main(["--name", "pairs", "--spec", json.dumps(spec), "--out", "out/pairs.parquet",
+                      "--summary", "out/pairs.summary.json"])
+    err = str(refused.value)
     assert "pairs.jsonl: line 2 has byte b'\\xe9' at column 20, which is not UTF-8" in err
     assert "Traceback" not in err and not Path("out").exists()
 

@@ -118,6 +118,31 @@ def test_requests_below_the_estimate_are_flagged_unless_the_job_carries_its_work
     assert [p.split()[0] for p in short.problems] == ["runtime", "mem_mb"]  # 4 submissions; 4 GB < 5.44 GB x 1.2
 
 
+def test_how_a_job_is_priced_is_its_step_modules_own_declaration(tmp_path, monkeypatch):
+    """The sheet keeps no list of step names: each step module says how it is priced (PRICED_AS) and whether its
+    saved state carries over to a second submission (CARRIES_OVER), read from its source without importing it."""
+    assert sheet.declared("nlu.srnet_imp") == {"PRICED_AS": "training", "CARRIES_OVER": False}
+    assert sheet.declared("nlu.evaluate_masks") == {"PRICED_AS": "evaluation"}
+    assert sheet.declared("nlu.table1") == {} and sheet.declared("no.such_step") == {} and sheet.declared("") == {}
+    # a retraining under fixed masks does not carry finished runs over: checkpointing does not make it resume
+    retrain = finetune(extra="--checkpoint-every 1000").replace("nlu.finetune", "nlu.srnet_retrain")
+    _, [cost] = priced(block("r", ["m/model.safetensors"], retrain, resources="mem_mb=32000, runtime=60, gpu=1"))
+    assert not cost.resumes and "does not carry" in cost.problems[0]
+    # a step whose module declares another kind is priced as that kind; a kind the sheet lacks is one line naming it
+    monkeypatch.setattr(sheet, "STEPS", tmp_path)
+    (tmp_path / "nlu").mkdir()
+    (tmp_path / "nlu" / "finetune.py").write_text('PRICED_AS = "evaluation"\n')
+    (tmp_path / "nlu" / "typo.py").write_text('"""A step."""\nPRICED_AS = "trainig"\n')
+    sheet.declared.cache_clear()
+    try:
+        _, [as_evaluation] = priced(block("f", ["m/model.safetensors"], finetune()))
+        assert as_evaluation.minutes == pytest.approx(10 / 60 * 0)  # no --model-dirs: nothing scored, no model loaded
+        with pytest.raises(ValueError, match=r"nlu/typo\.py: PRICED_AS is 'trainig', not one of training, "):
+            sheet.declared("nlu.typo")
+    finally:
+        sheet.declared.cache_clear()
+
+
 def test_an_unknown_training_set_is_left_unpriced_and_said():
     _, [cost] = priced(block("f", ["m/model.safetensors"], finetune(train="local_cut")))
     assert cost.minutes is None and cost.gpu_hours == 0 and "no size known" in cost.problems[0]

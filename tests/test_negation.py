@@ -120,7 +120,8 @@ def test_cli_empty_subset_fails_and_writes_nothing(tmp_path, capsys):
     source = tmp_path / "dev.parquet"
     write_prepared(frame().assign(label=[1, 1, 1, 1, 1, 1]), LABELS, source, {})
     out, summary = tmp_path / "o.parquet", tmp_path / "o.json"
-    assert negation_cli.main(["--input", str(source), "--out", str(out), "--summary", str(summary)]) == 1
+    with pytest.raises(DataError) as refused:
+        negation_cli.main(["--input", str(source), "--out", str(out), "--summary", str(summary)])
     assert not out.exists() and not summary.exists()
-    err = capsys.readouterr().err
+    err = str(refused.value)
     assert str(source) in err and "empty" in err

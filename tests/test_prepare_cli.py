@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from maskbench.data.schema import read_prepared
+from maskbench.data.schema import DataError, read_prepared
 from maskbench.steps import prepare
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -64,9 +64,10 @@ def test_task_argument_overrides_spec(workdir):
 def test_bad_input_fails_and_writes_nothing(workdir, capsys):
     with open("data/fever_dev.jsonl", "a") as handle:
         handle.write(json.dumps({"id": 105, "claim": "c", "evidence": "e", "gold_label": "UNSURE"}) + "\n")
-    assert prepare.main(argv(SPEC)) == 1
+    with pytest.raises(DataError) as refused:
+        prepare.main(argv(SPEC))
     assert not (workdir / "results").exists()
-    err = capsys.readouterr().err
+    err = str(refused.value)
     assert "data/fever_dev.jsonl" in err and "field 'label'" in err and "'UNSURE'" in err
 
 
@@ -100,5 +101,6 @@ def test_a_spec_that_says_single_text_leaves_text_b_empty_and_a_pair_spec_is_ref
     frame, labels, _ = read_prepared(out)
     assert list(frame["text_b"]) == ["", ""] and list(frame["label"]) == [1, 0]
     out.unlink()
-    assert prepare.main([*args, "--spec", json.dumps(spec)]) == 1
+    with pytest.raises(DataError, match="text_b"):
+        prepare.main([*args, "--spec", json.dumps(spec)])
     assert not out.exists()

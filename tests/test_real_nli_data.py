@@ -104,10 +104,10 @@ def test_prepare_refuses_the_changed_file_naming_it(tmp_path, monkeypatch, capsy
     raw[-2] = ord("x") if raw[-2] != ord("x") else ord("y")
     Path("symm.jsonl").write_bytes(bytes(raw))
     spec = {**PAPER["datasets"]["fever_symmetric_v2"], "source": "local:symm.jsonl"}
-    code = prepare.main(["--name", "fever_symmetric_v2", "--spec", json.dumps(spec), "--out", "out/s.parquet",
-                         "--summary", "out/s.json"])
-    assert code == 1
-    err = capsys.readouterr().err
+    with pytest.raises(DataError) as refused:
+        prepare.main(["--name", "fever_symmetric_v2", "--spec", json.dumps(spec), "--out", "out/s.parquet",
+                      "--summary", "out/s.json"])
+    err = str(refused.value)
     assert "symm.jsonl (dataset 'fever_symmetric_v2'): field 'sha256'" in err and spec["sha256"] in err
     assert not Path("out").exists()
 
@@ -154,7 +154,9 @@ def test_prepare_cli_takes_single_text(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_pairs(tmp_path / "pairs.tsv")
     base = ["--name", "mnli_dev", "--spec", json.dumps(NO_TEXT_B), "--out", "o.parquet", "--summary", "o.json"]
-    assert prepare.main(base) == 1 and not Path("o.parquet").exists()
+    with pytest.raises(DataError, match="text_b"):
+        prepare.main(base)
+    assert not Path("o.parquet").exists()
     assert prepare.main(base + ["--single-text"]) == 0 and Path("o.parquet").exists()
 
 

@@ -1,5 +1,7 @@
 """The one renderer of a rule's typed settings into a step's command line (maskbench.cli.shell_args)."""
 
+from __future__ import annotations
+
 import dataclasses
 import shlex
 
@@ -51,3 +53,24 @@ def test_what_shell_args_writes_for_a_bool_parses_back_to_it():
     for value in (True, False):
         options = parse_dataclass(Options, shlex.split(shell_args(length_sorted=value)), "test")
         assert options.length_sorted is value
+
+
+def test_a_field_parsed_by_its_own_function_gets_its_value_and_its_errors_one_usage_line(capsys, tmp_path):
+    """``metadata["parse"]``: a JSON argument becomes the dict a step reads (inline, or a file's), per item for a list
+    field; the parser's ValueError is the usage error, its message kept (argparse would say "invalid value")."""
+    from maskbench.report import json_object_arg
+
+    @dataclasses.dataclass
+    class Report:
+        columns: dict = dataclasses.field(metadata={"parse": json_object_arg})
+        figures: list[str] = dataclasses.field(default_factory=list, metadata={"parse": str.upper})
+
+    (tmp_path / "columns.json").write_text('{"b": {"task": "qqp"}}')
+    parsed = parse_dataclass(Report, ["--columns", '{"a": {"task": "mnli"}}', "--figures", "x:y", "z"], "test")
+    assert parsed == Report(columns={"a": {"task": "mnli"}}, figures=["X:Y", "Z"])
+    assert parse_dataclass(Report, ["--columns", str(tmp_path / "columns.json")], "test").columns == {
+        "b": {"task": "qqp"}}
+    with pytest.raises(SystemExit) as refused:
+        parse_dataclass(Report, ["--columns", "[]"], "test")
+    assert refused.value.code == 2
+    assert "test: error: argument --columns: not a non-empty JSON object: '[]'" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import logging
 import shlex
@@ -37,7 +38,8 @@ def truth_value(text: str) -> bool:
 def parse_dataclass(cls: type[T], argv: list[str] | None, prog: str, description: str = "") -> T:
     """Every field becomes ``--field-name``; fields without a default are required; list fields take nargs; a bool
     field is a flag that also takes a value (``--flag``, ``--flag true``, ``--flag False``); a field with
-    ``metadata["choices"]`` refuses any other value as it is parsed."""
+    ``metadata["choices"]`` refuses any other value as it is parsed; ``metadata["parse"]`` turns a field's text into
+    its value (a JSON argument into a dict), a ValueError it raises the command line's one-line usage error."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     for f in dataclasses.fields(cls):
         annotation = f.type if isinstance(f.type, str) else typing.get_type_hints(cls)[f.name].__name__
@@ -49,9 +51,24 @@ def parse_dataclass(cls: type[T], argv: list[str] | None, prog: str, description
                                 default=default, help=f.metadata.get("help"))
             continue
         kind, many = _scalar_type(annotation)
+        if "parse" in f.metadata:
+            kind = _usage_errors(f.metadata["parse"])
         parser.add_argument(flag, dest=f.name, type=kind, required=required, choices=f.metadata.get("choices"),
                             default=default, nargs="+" if many else None, help=f.metadata.get("help"))
     return cls(**vars(parser.parse_args(argv)))
+
+
+def _usage_errors(parse):
+    """``parse`` with its ValueError's message kept as argparse's (which would otherwise print "invalid value")."""
+
+    @functools.wraps(parse)
+    def parsed(text: str):
+        try:
+            return parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from err
+
+    return parsed
 
 
 def require_same_lengths(**lists: list) -> None:

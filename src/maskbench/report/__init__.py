@@ -24,3 +24,11 @@ def json_arg(text: str):
             raise ValueError(f"not valid JSON and not an existing file: {text!r} ({err})") from err
     with open(stripped, encoding="utf-8") as fh:
         return json.load(fh)
+
+
+def json_object_arg(text: str) -> dict:
+    """``json_arg`` for a value that must be a non-empty JSON object (a columns config)."""
+    value = json_arg(text)
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"not a non-empty JSON object: {text!r}")
+    return value

@@ -6,55 +6,39 @@ python -m maskbench.steps prepare --name NAME --spec JSON --out OUT.parquet --su
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench.data.registry import SOURCE_ID, load_dataset
-from maskbench.data.schema import DataError, write_prepared_with_summary
+from maskbench.data.schema import write_prepared_with_summary
 from maskbench.runtime import provenance
-from maskbench.steps import run_step
-
-
-@dataclass(frozen=True)
-class PrepareArgs:
-    name: str
-    spec: dict
-    out: Path
-    summary: Path
-    task: str | None = None
-    local_file: Path | None = None
-    single_text: bool = False
+from maskbench.steps import run_step, step_main
 
 
 def _spec_json(text: str) -> dict:
     try:
         spec = json.loads(text)
     except json.JSONDecodeError as err:
-        raise argparse.ArgumentTypeError(f"--spec is not valid JSON: {err}") from err
+        raise ValueError(f"--spec is not valid JSON: {err}") from err
     if not isinstance(spec, dict):
-        raise argparse.ArgumentTypeError(f"--spec must be a JSON object, got {type(spec).__name__}")
+        raise ValueError(f"--spec must be a JSON object, got {type(spec).__name__}")
     return spec
 
 
-def parse_args(argv=None) -> PrepareArgs:
-    parser = argparse.ArgumentParser(prog="python -m maskbench.steps prepare", description=__doc__.splitlines()[0])
-    parser.add_argument("--name", required=True, help="dataset name (config key); used for default ids")
-    parser.add_argument("--spec", required=True, type=_spec_json, help="the dataset's spec as a JSON object")
-    parser.add_argument("--out", required=True, type=Path, help="prepared parquet to write")
-    parser.add_argument("--summary", required=True, type=Path, help="summary JSON to write")
-    parser.add_argument("--task", default=None, help="task name (default: the spec's 'task')")
-    parser.add_argument("--local-file", default=None, type=Path,
-                        help="a local: source's file as the workflow resolved it (default: the spec's path, "
-                             "relative to the working directory)")
-    parser.add_argument("--single-text", action="store_true",
-                        help="the task is single-text: text_b is empty (default: a text pair, text_b required)")
-    ns = parser.parse_args(argv)
-    return PrepareArgs(name=ns.name, spec=ns.spec, out=ns.out, summary=ns.summary, task=ns.task,
-                       local_file=ns.local_file, single_text=ns.single_text)
+@dataclass(frozen=True)
+class PrepareArgs:
+    name: str = field(metadata={"help": "dataset name (config key); used for default ids"})
+    spec: dict = field(metadata={"help": "the dataset's spec as a JSON object", "parse": _spec_json})
+    out: Path = field(metadata={"help": "prepared parquet to write"})
+    summary: Path = field(metadata={"help": "summary JSON to write"})
+    task: str | None = field(default=None, metadata={"help": "task name (default: the spec's 'task')"})
+    local_file: Path | None = field(default=None, metadata={
+        "help": "a local: source's file as the workflow resolved it (default: the spec's path, relative to the "
+                "working directory)"})
+    single_text: bool = field(default=False, metadata={
+        "help": "the task is single-text: text_b is empty (default: a text pair, text_b required)"})
 
 
 def prepare(args: PrepareArgs) -> dict:
@@ -89,13 +73,9 @@ def prepare(args: PrepareArgs) -> dict:
     return summary
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        summary = prepare(args)
-    except DataError as err:
-        print(f"maskbench.steps.prepare: error: {err}", file=sys.stderr)
-        return 1
+@step_main(PrepareArgs)
+def main(args: PrepareArgs) -> int:
+    summary = prepare(args)
     print(f"prepared {summary['name']}: {summary['n_examples']} rows -> {args.out}")
     return 0
 

@@ -34,6 +34,7 @@ from maskbench.tracks.gender.training import DebiasSpec, head_size_of, run_debia
 from maskbench.tracks.gender.wordlists import check_known_to
 from maskbench.training.hparams import parse_hparams
 
+PRICED_AS = "corpus"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.gender.debias")
 
 

@@ -41,6 +41,7 @@ from maskbench.tracks.gender.models import load_encoder
 from maskbench.tracks.gender.pruning import heads_pruned, layer_density
 from maskbench.tracks.gender.wordlists import check_known_to
 
+PRICED_AS = "corpus"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.gender.ffw")
 
 

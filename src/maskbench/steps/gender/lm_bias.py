@@ -32,6 +32,7 @@ from maskbench.tracks.gender.mlm import head_from_model, load_head, masked_lm
 from maskbench.tracks.gender.stereoset import load_stereoset, stereoset
 from maskbench.workflow.staged_records import StagedRecords
 
+PRICED_AS = "corpus"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.gender.lm_bias")
 FROM_MODEL = "from-model"
 

@@ -24,6 +24,7 @@ from maskbench.tracks.gender.corpus import read_corpus
 from maskbench.tracks.gender.mlm import evaluate_head, fit_head, head_from_model, save_head
 from maskbench.tracks.gender.models import load_encoder
 
+PRICED_AS = "corpus"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.gender.mlm_head")
 SOURCES = ("fit", "from-model")
 NOTE_FIT = ("MLM head fitted with the encoder frozen (eval mode, no gradient, weights untouched): only the "

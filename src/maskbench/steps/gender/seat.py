@@ -20,6 +20,7 @@ from maskbench.steps import run_step, step_main
 from maskbench.tracks.gender.evaluation import load_run, seat_scores
 from maskbench.tracks.gender.seat import read_seat
 
+PRICED_AS = "corpus"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.gender.seat")
 
 

@@ -41,6 +41,7 @@ from maskbench.tracks.gender.evaluation import load_run
 from maskbench.training.hparams import parse_hparams
 from maskbench.training.loop import fit
 
+PRICED_AS = "training"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.gender.task")
 
 

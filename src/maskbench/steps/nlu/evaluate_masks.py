@@ -26,6 +26,7 @@ from maskbench.text.models import load_classifier, model_labels
 from maskbench.tracks.nlu.evaluation import EvalSetArgs, load_eval_sets, parse_eval_sets
 from maskbench.workflow.staged_evaluation import StagedSets
 
+PRICED_AS = "evaluation"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.nlu.evaluate_masks")
 
 

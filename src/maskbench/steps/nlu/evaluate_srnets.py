@@ -26,6 +26,7 @@ from maskbench.tracks.nlu.evaluation import EvalSetArgs, load_eval_sets, parse_e
 from maskbench.workflow import staging
 from maskbench.workflow.staged_evaluation import job_fields
 
+PRICED_AS = "evaluation"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.nlu.evaluate_srnets")
 
 NO_MASK = "none"

@@ -40,6 +40,7 @@ from maskbench.tracks.nlu.ffw import (
     split_indices,
 )
 
+PRICED_AS = "gates"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.nlu.ffw")
 SLICES = ("gate_train", "gate_val", "readout")
 

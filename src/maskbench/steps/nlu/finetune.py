@@ -34,6 +34,7 @@ from maskbench.training.hooks import EarlyStop
 from maskbench.training.hparams import TrainHParams, parse_hparams, total_steps
 from maskbench.training.loop import fit
 
+PRICED_AS = "training"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.nlu.finetune")
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from maskbench.steps import run_step, step_main
 from maskbench.tracks.nlu.mask_search_run import MaskSearchArgs, run_mask_search
 
+PRICED_AS = "training"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
+
 
 @step_main(MaskSearchArgs)
 def main(args: MaskSearchArgs) -> int:

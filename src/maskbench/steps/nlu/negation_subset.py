@@ -5,50 +5,35 @@ python -m maskbench.steps nlu.negation_subset --input X.parquet --out Y.parquet 
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench.data.negation import NEGATION_WORDS, negation_subset
 from maskbench.data.schema import DataError, read_prepared, write_prepared_with_summary
 from maskbench.runtime import provenance
-from maskbench.steps import run_step
-
-
-@dataclass(frozen=True)
-class NegationSubsetArgs:
-    input: Path
-    out: Path
-    summary: Path
-    words: tuple[str, ...] = NEGATION_WORDS
-    entailment_label: str = "entailment"
+from maskbench.steps import run_step, step_main
 
 
 def _words_json(text: str) -> tuple[str, ...]:
     try:
         words = json.loads(text)
     except json.JSONDecodeError as err:
-        raise argparse.ArgumentTypeError(f"--words is not valid JSON: {err}") from err
+        raise ValueError(f"--words is not valid JSON: {err}") from err
     if not isinstance(words, list) or not words or not all(isinstance(w, str) and w.strip() for w in words):
-        raise argparse.ArgumentTypeError(f"--words must be a non-empty JSON list of strings, got {text!r}")
+        raise ValueError(f"--words must be a non-empty JSON list of strings, got {text!r}")
     return tuple(words)
 
 
-def parse_args(argv=None) -> NegationSubsetArgs:
-    parser = argparse.ArgumentParser(prog="python -m maskbench.steps nlu.negation_subset",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--input", required=True, type=Path, help="prepared NLI parquet")
-    parser.add_argument("--out", required=True, type=Path, help="subset parquet to write")
-    parser.add_argument("--summary", required=True, type=Path, help="summary JSON to write")
-    parser.add_argument("--words", type=_words_json, default=NEGATION_WORDS,
-                        help="negation words as a JSON list (default: paper A's list)")
-    parser.add_argument("--entailment-label", default="entailment", help="label name of gold entailment")
-    ns = parser.parse_args(argv)
-    return NegationSubsetArgs(input=ns.input, out=ns.out, summary=ns.summary, words=tuple(ns.words),
-                              entailment_label=ns.entailment_label)
+@dataclass(frozen=True)
+class NegationSubsetArgs:
+    input: Path = field(metadata={"help": "prepared NLI parquet"})
+    out: Path = field(metadata={"help": "subset parquet to write"})
+    summary: Path = field(metadata={"help": "summary JSON to write"})
+    words: tuple[str, ...] = field(default=NEGATION_WORDS, metadata={
+        "help": "negation words as a JSON list (default: paper A's list)", "parse": _words_json})
+    entailment_label: str = field(default="entailment", metadata={"help": "label name of gold entailment"})
 
 
 def run(args: NegationSubsetArgs) -> dict:
@@ -79,13 +64,9 @@ def run(args: NegationSubsetArgs) -> dict:
     return summary
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        summary = run(args)
-    except DataError as err:
-        print(f"maskbench.steps.nlu.negation_subset: error: {err}", file=sys.stderr)
-        return 1
+@step_main(NegationSubsetArgs)
+def main(args: NegationSubsetArgs) -> int:
+    summary = run(args)
     print(f"negation subset: {summary['n_examples']} of {summary['n_input']} rows -> {args.out}")
     return 0
 

@@ -35,20 +35,13 @@ from maskbench.masking.apply import MaskSet, model_fingerprint
 from maskbench.masking.codec import read_mask_file
 from maskbench.steps import run_step, step_main
 from maskbench.text.models import load_classifier
+from maskbench.tracks.nlu.srnets import run as srnets
 from maskbench.tracks.nlu.srnets.methods import IMP_SUMMARY, iterative_magnitude_pruning, level_dir
-from maskbench.tracks.nlu.srnets.run import (
-    SrnetArgs,
-    check_common,
-    chosen_modules,
-    common_meta,
-    load_start,
-    parse_spec,
-    prepare,
-    read_inputs,
-)
 from maskbench.tracks.nlu.srnets.spec import ImpSpec
 from maskbench.workflow import staging
 
+PRICED_AS = "training"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
+CARRIES_OVER = False  # state saved within a run only: a second submission trains its finished runs again
 log = logging.getLogger("maskbench.steps.nlu.srnet_imp")
 # a level's record as the run keeps it (imp_summary.json's levels: these but module_sparsity), read back from its
 # train_summary.json when the level is put back
@@ -61,31 +54,31 @@ SUMMARY = "train_summary.json"
 
 
 @dataclass
-class ImpArgs(SrnetArgs):
+class ImpArgs(srnets.SrnetArgs):
     sweep_dir: Path | None = field(default=None, metadata={"help": "the folder of the levels (required)"})
 
 
 def check(args: ImpArgs) -> ImpSpec:
-    check_common(args)
+    srnets.check_common(args)
     if args.sweep_dir is None:
         raise ValueError("IMP needs --sweep-dir")
-    return parse_spec(args, ImpSpec)
+    return srnets.parse_spec(args, ImpSpec)
 
 
 def run(args: ImpArgs, spec: ImpSpec, on_prune=None) -> int:
     """One IMP run; ``on_prune`` is passed to ``iterative_magnitude_pruning`` (tests)."""
-    common = check_common(args)
-    inputs = read_inputs(args)
-    model, tokenizer, device = load_start(args, inputs)
+    common = srnets.check_common(args)
+    inputs = srnets.read_inputs(args)
+    model, tokenizer, device = srnets.load_start(args, inputs)
     method = spec.method
-    modules = chosen_modules(args, method, spec.modules, model)
+    modules = srnets.chosen_modules(args, method, spec.modules, model)
     hp = common.hp
-    prepared = prepare(model, tokenizer, inputs, hp, device)
+    prepared = srnets.prepare(model, tokenizer, inputs, hp, device)
     fingerprint, steps = prepared.fingerprint, prepared.steps
     if steps < spec.rounds:
         raise ValueError(f"--spec rounds {spec.rounds}: the run has only {steps} steps (--hparams epochs "
                          f"{hp.epochs} of {len(prepared.data)} examples at batch size {hp.batch_size})")
-    meta = common_meta(args, method, common, inputs)
+    meta = srnets.common_meta(args, method, common, inputs)
     provenance = runtime.provenance(args, args.seed)
     started = time.perf_counter()
     (args.sweep_dir / IMP_SUMMARY).unlink(missing_ok=True)

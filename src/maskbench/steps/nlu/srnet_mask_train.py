@@ -37,30 +37,19 @@ from maskbench.masking.apply import MaskSet, masked_modules_fingerprint, model_f
 from maskbench.resume import run_key
 from maskbench.steps import run_step, step_main
 from maskbench.tracks.nlu.paths import level_name
+from maskbench.tracks.nlu.srnets import run as srnets
 from maskbench.tracks.nlu.srnets.methods import MASK_TRAIN, mask_sparsity, train_mask
-from maskbench.tracks.nlu.srnets.run import (
-    SrnetArgs,
-    check_common,
-    chosen_modules,
-    common_meta,
-    load_start,
-    parse_spec,
-    prepare,
-    read_inputs,
-    resume_of,
-    spec_json,
-    unique_folders,
-)
 from maskbench.tracks.nlu.srnets.spec import MaskTrainingSpec
 from maskbench.workflow import staging
 
+PRICED_AS = "training"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.nlu.srnet_mask_train")
 
 MASK_FILE, SUMMARY_FILE = "mask.mask", "search.json"
 
 
 @dataclass
-class MaskTrainArgs(SrnetArgs):
+class MaskTrainArgs(srnets.SrnetArgs):
     out_mask: Path | None = field(default=None, metadata={"help": "mask file to write (.mask)"})
     summary: Path | None = field(default=None, metadata={"help": "JSON summary, written last"})
     sparsities: list[float] = field(default_factory=list, metadata={
@@ -100,7 +89,7 @@ def parse_runs(args: MaskTrainArgs) -> dict[str, dict]:
 
 def expand(args: MaskTrainArgs) -> list[tuple[MaskTrainArgs, MaskTrainingSpec]]:
     """The runs of the command, each (its arguments, its spec); every run is checked before the first starts."""
-    check_common(args)
+    srnets.check_common(args)
     kinds = [name for name in ("sparsities", "runs") if getattr(args, name)]
     if not kinds:
         if args.sweep_dir is not None:
@@ -108,7 +97,7 @@ def expand(args: MaskTrainArgs) -> list[tuple[MaskTrainArgs, MaskTrainingSpec]]:
         for name in ("dev", "out_mask", "summary"):
             if getattr(args, name) is None:
                 raise ValueError(f"mask training needs --{name.replace('_', '-')}")
-        runs = [(args, parse_spec(args, MaskTrainingSpec))]
+        runs = [(args, srnets.parse_spec(args, MaskTrainingSpec))]
     else:
         if len(kinds) > 1:
             raise ValueError("one sweep per process: --sparsities and --runs given together")
@@ -122,33 +111,33 @@ def expand(args: MaskTrainArgs) -> list[tuple[MaskTrainArgs, MaskTrainingSpec]]:
         if args.runs:
             named = {name: (overrides.pop("start_dir", None), overrides)
                      for name, overrides in parse_runs(args).items()}
-            specs = {name: (start, parse_spec(args, MaskTrainingSpec, **overrides))
+            specs = {name: (start, srnets.parse_spec(args, MaskTrainingSpec, **overrides))
                      for name, (start, overrides) in named.items()}
         else:
             if "sparsity" in json.loads(args.spec):
                 raise ValueError("--sparsities replaces the spec's sparsity")
-            specs = {level_name(s): (None, parse_spec(args, MaskTrainingSpec, sparsity=float(s)))
+            specs = {level_name(s): (None, srnets.parse_spec(args, MaskTrainingSpec, sparsity=float(s)))
                      for s in args.sparsities}
         runs = []
         for name, (start, spec) in specs.items():
             folder = args.sweep_dir / name
             runs.append((dataclasses.replace(args, **plain, start_dir=Path(start) if start else args.start_dir,
-                                             spec=spec_json(spec), out_mask=folder / MASK_FILE,
+                                             spec=srnets.spec_json(spec), out_mask=folder / MASK_FILE,
                                              summary=folder / SUMMARY_FILE), spec))
-    unique_folders([run_args.out_mask.parent for run_args, _ in runs])
+    srnets.unique_folders([run_args.out_mask.parent for run_args, _ in runs])
     return runs
 
 
 def run(args: MaskTrainArgs, spec: MaskTrainingSpec) -> int:
     """One mask-training run."""
-    common = check_common(args)
-    inputs = read_inputs(args)
-    model, tokenizer, device = load_start(args, inputs)
-    modules = chosen_modules(args, MASK_TRAIN, spec.modules, model)
+    common = srnets.check_common(args)
+    inputs = srnets.read_inputs(args)
+    model, tokenizer, device = srnets.load_start(args, inputs)
+    modules = srnets.chosen_modules(args, MASK_TRAIN, spec.modules, model)
     hp = common.hp
-    prepared = prepare(model, tokenizer, inputs, hp, device)
+    prepared = srnets.prepare(model, tokenizer, inputs, hp, device)
     fingerprint, steps = prepared.fingerprint, prepared.steps
-    meta = common_meta(args, MASK_TRAIN, common, inputs)
+    meta = srnets.common_meta(args, MASK_TRAIN, common, inputs)
     provenance = runtime.provenance(args, args.seed)
     started = time.perf_counter()
     args.summary.unlink(missing_ok=True)  # a crash below must not leave an old summary beside a new mask
@@ -156,7 +145,7 @@ def run(args: MaskTrainArgs, spec: MaskTrainingSpec) -> int:
              args.start_dir, steps, spec.sparsity, spec.schedule, spec.init, args.loss, spec.select_after)
     result = train_mask(model, prepared.data, common.loss_fn, hp, args.seed, device, prepared.evaluate, spec,
                         modules=modules, example_tensors=inputs.example_tensors,
-                        resume=resume_of(args, args.out_mask))
+                        resume=srnets.resume_of(args, args.out_mask))
     seconds = time.perf_counter() - started
     after = model_fingerprint(model)
     if after != fingerprint:
@@ -183,7 +172,7 @@ def run(args: MaskTrainArgs, spec: MaskTrainingSpec) -> int:
         "device": str(device), "meta": {k: v for k, v in mask_set.meta.items() if k != "provenance"},
         "provenance": provenance})
     if args.checkpoint_every > 0:
-        resume_of(args, args.out_mask).done()
+        srnets.resume_of(args, args.out_mask).done()
     log.info("wrote %s: step %d selected (dev %.2f, saved mask %.2f), sparsity %.6f, %.1fs", args.out_mask,
              result.selected_step, result.selected_dev_accuracy, result.saved_dev_accuracy, overall, seconds)
     return 0

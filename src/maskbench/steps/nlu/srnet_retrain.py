@@ -29,6 +29,7 @@ from maskbench.masking.apply import MaskMismatchError, MaskSet, model_fingerprin
 from maskbench.masking.codec import read_mask_header
 from maskbench.masking.selectors import module_kind
 from maskbench.steps import run_step, step_main
+from maskbench.tracks.nlu.srnets import run as srnets
 from maskbench.tracks.nlu.srnets.methods import (
     RETRAIN,
     check_transferable_mask,
@@ -36,24 +37,15 @@ from maskbench.tracks.nlu.srnets.methods import (
     mask_sparsity,
     retrain_with_mask,
 )
-from maskbench.tracks.nlu.srnets.run import (
-    SrnetArgs,
-    check_common,
-    common_meta,
-    load_start,
-    parse_spec,
-    prepare,
-    read_inputs,
-    resume_of,
-    unique_folders,
-)
 from maskbench.tracks.nlu.srnets.spec import RetrainSpec
 
+PRICED_AS = "training"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
+CARRIES_OVER = False  # state saved within a run only: a second submission trains its finished runs again
 log = logging.getLogger("maskbench.steps.nlu.srnet_retrain")
 
 
 @dataclass
-class RetrainArgs(SrnetArgs):
+class RetrainArgs(srnets.SrnetArgs):
     mask: Path | None = field(default=None, metadata={"help": "mask file of another run"})
     out_dir: Path | None = field(default=None, metadata={"help": "the checkpoint folder to write"})
     masks: list[Path] = field(default_factory=list, metadata={
@@ -64,8 +56,8 @@ class RetrainArgs(SrnetArgs):
 
 def expand(args: RetrainArgs) -> tuple[list[RetrainArgs], RetrainSpec]:
     """The runs of the command (one, or one per mask of a sweep) and their spec, all checked before the first."""
-    check_common(args)
-    spec = parse_spec(args, RetrainSpec)
+    srnets.check_common(args)
+    spec = srnets.parse_spec(args, RetrainSpec)
     if not args.masks:
         if args.sweep_dir is not None:
             raise ValueError("--sweep-dir is only used with --masks")
@@ -85,15 +77,15 @@ def expand(args: RetrainArgs) -> tuple[list[RetrainArgs], RetrainSpec]:
                                     "by the mask's sparsity")
         runs.append(dataclasses.replace(args, masks=[], sweep_dir=None, mask=Path(path),
                                         out_dir=level_dir(args.sweep_dir, sparsity)))
-    unique_folders([r.out_dir for r in runs])
+    srnets.unique_folders([r.out_dir for r in runs])
     return runs, spec
 
 
 def run(args: RetrainArgs, spec: RetrainSpec) -> int:
     """One retraining run under the fixed mask ``args.mask``."""
-    common = check_common(args)
-    inputs = read_inputs(args, args.mask)
-    model, tokenizer, device = load_start(args, inputs)
+    common = srnets.check_common(args)
+    inputs = srnets.read_inputs(args, args.mask)
+    model, tokenizer, device = srnets.load_start(args, inputs)
     transfer = dict(inputs.transfer_mask)
     check_transferable_mask(transfer, model, args.mask)
     if not spec.mask_classifier:
@@ -101,14 +93,14 @@ def run(args: RetrainArgs, spec: RetrainSpec) -> int:
         if not transfer:
             raise MaskMismatchError(f"{args.mask}: only classifier modules, which mask_classifier false skips")
     hp = common.hp
-    prepared = prepare(model, tokenizer, inputs, hp, device)
+    prepared = srnets.prepare(model, tokenizer, inputs, hp, device)
     fingerprint, steps = prepared.fingerprint, prepared.steps
-    meta = common_meta(args, RETRAIN, common, inputs)
+    meta = srnets.common_meta(args, RETRAIN, common, inputs)
     provenance = runtime.provenance(args, args.seed)
     started = time.perf_counter()
     log.info("retraining %s under %s (%d modules%s), %d steps, loss %s", args.start_dir, args.mask, len(transfer),
              "" if spec.mask_classifier else ", classifier dense", steps, args.loss)
-    resume = resume_of(args, args.out_dir)
+    resume = srnets.resume_of(args, args.out_dir)
     curve, applied = retrain_with_mask(model, prepared.data, common.loss_fn, hp, args.seed, device, transfer,
                                        prepared.evaluate, inputs.example_tensors, args.mask, resume)
     seconds = time.perf_counter() - started

@@ -15,17 +15,16 @@ empty for a task where no point kept the ID dev accuracy within delta of the bas
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from maskbench.report import json_arg
+from maskbench.report import json_arg, json_object_arg
 from maskbench.report.captions import labelled
 from maskbench.report.engagement import ENGAGED, NOT_ENGAGED
 from maskbench.runtime import atomic_path
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.nlu.report.table1_builder import (
     PAPER_A,
     ROW_LABELS,
@@ -38,66 +37,32 @@ from maskbench.tracks.nlu.report.table1_builder import (
 )
 
 
+def _rows(text: str) -> list | dict:
+    rows = json_arg(text)
+    if not isinstance(rows, list | dict):
+        raise ValueError("--rows must be a JSON list of row ids or an object row id -> label")
+    return rows
+
+
 @dataclass
 class Args:
-    evals: list[Path]
-    columns: dict[str, dict]
-    rows: list[str]
-    out_csv: Path
-    out_md: Path
-    out_tex: Path
-    row_labels: dict[str, str] = field(default_factory=dict)
+    evals: list[Path] = field(metadata={"help": "evaluation JSON files"})
+    columns: dict[str, dict] = field(metadata={"help": "columns config (inline JSON or JSON file)", "parse": json_object_arg})
+    rows: list | dict = field(metadata={"help": "row ids (JSON list, or mapping id -> label)", "parse": _rows})
+    out_csv: Path = field(metadata={"help": "the long table (CSV)"})
+    out_md: Path = field(metadata={"help": "the table in markdown"})
+    out_tex: Path = field(metadata={"help": "the table in LaTeX"})
+    row_labels: dict[str, str] = field(default_factory=dict, metadata={
+        "help": "optional mapping row id -> display label", "parse": json_arg})
     label: str | None = field(default=None, metadata={"help": "the config's label: the first line of each markdown table"})
-    selected: Path | None = None
-    paper: str | None = PAPER_A
-    engagement: Path | None = None
-
-
-def parse_args(argv: list[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(prog="python -m maskbench.steps nlu.table1", description=__doc__.splitlines()[0])
-    parser.add_argument("--evals", nargs="+", type=Path, required=True, help="evaluation JSON files")
-    parser.add_argument("--columns", required=True, help="columns config (inline JSON or JSON file)")
-    parser.add_argument("--rows", required=True, help="row ids (JSON list, or mapping id -> label)")
-    parser.add_argument("--row-labels", default=None, help="optional mapping row id -> display label")
-    parser.add_argument("--out-csv", type=Path, required=True)
-    parser.add_argument("--out-md", type=Path, required=True)
-    parser.add_argument("--out-tex", type=Path, required=True)
-    parser.add_argument("--selected", type=Path, default=None,
-                        help="tradeoff_selection.csv: a '<row>_selected' row after each swept row")
-    parser.add_argument("--label", default=None, help="the config's label: the first line of the markdown table")
-    parser.add_argument("--engagement", type=Path, default=None,
-                        help="engagement.csv (step nlu.engagement): a row with a run that did not engage is "
-                             "labelled '<label> (not engaged)'")
-    parser.add_argument("--paper", choices=[PAPER_A, "none"], default=PAPER_A,
-                        help="A: paper A's figure beside each cell of its rows and columns; none: a table of the "
-                             "config's own, no published figure")
-    ns = parser.parse_args(argv)
-
-    columns = json_arg(ns.columns)
-    if not isinstance(columns, dict) or not columns:
-        parser.error("--columns must be a non-empty JSON object")
-    rows_value = json_arg(ns.rows)
-    if isinstance(rows_value, dict):
-        rows, labels = [str(r) for r in rows_value], {str(k): str(v) for k, v in rows_value.items()}
-    elif isinstance(rows_value, list):
-        rows, labels = [str(r) for r in rows_value], {}
-    else:
-        parser.error("--rows must be a JSON list of row ids or an object row id -> label")
-    if ns.row_labels is not None:
-        labels.update({str(k): str(v) for k, v in json_arg(ns.row_labels).items()})
-    return Args(
-        evals=ns.evals,
-        columns=columns,
-        rows=rows,
-        out_csv=ns.out_csv,
-        out_md=ns.out_md,
-        out_tex=ns.out_tex,
-        row_labels=labels,
-        label=ns.label,
-        selected=ns.selected,
-        paper=None if ns.paper == "none" else ns.paper,
-        engagement=ns.engagement,
-    )
+    selected: Path | None = field(default=None, metadata={
+        "help": "tradeoff_selection.csv: a '<row>_selected' row after each swept row"})
+    paper: str = field(default=PAPER_A, metadata={"choices": [PAPER_A, "none"], "help": (
+        "A: paper A's figure beside each cell of its rows and columns; none: a table of the config's own, no "
+        "published figure")})
+    engagement: Path | None = field(default=None, metadata={
+        "help": "engagement.csv (step nlu.engagement): a row with a run that did not engage is labelled "
+                "'<label> (not engaged)'"})
 
 
 def add_selected_rows(evals: list[dict], rows: list[str], labels: dict[str, str], selection: pd.DataFrame
@@ -144,17 +109,21 @@ def engagement_labels(runs: pd.DataFrame, rows: list[str], labels: dict[str, str
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    evals, rows, labels = load_evals(args.evals), args.rows, args.row_labels
+@step_main(Args)
+def main(args: Args) -> int:
+    row_ids = [str(r) for r in args.rows]
+    labels = {str(k): str(v) for k, v in args.rows.items()} if isinstance(args.rows, dict) else {}
+    labels.update({str(k): str(v) for k, v in args.row_labels.items()})
+    paper = None if args.paper == "none" else args.paper
+    evals, rows = load_evals(args.evals), row_ids
     if args.selected is not None:
         evals, rows, labels = add_selected_rows(evals, rows, labels, pd.read_csv(args.selected))
-    long = build_table1(evals, args.columns, rows, args.paper)
+    long = build_table1(evals, args.columns, rows, paper)
     if long.empty:
         # an empty table almost always means the rows/columns config does not match the eval JSONs
         raise ValueError(
             f"none of the {len(args.evals)} evaluation JSONs matches a configured row "
-            f"({', '.join(args.rows)}) and column ({', '.join(args.columns)})"
+            f"({', '.join(row_ids)}) and column ({', '.join(args.columns)})"
         )
     row_labels = {**ROW_LABELS, **labels}
     if args.engagement is not None:
@@ -162,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     with atomic_path(args.out_csv) as tmp:
         long.to_csv(tmp, index=False)
     with atomic_path(args.out_md) as tmp:
-        tmp.write_text(labelled(to_markdown(long, args.columns, row_labels, args.paper), args.label), encoding="utf-8")
+        tmp.write_text(labelled(to_markdown(long, args.columns, row_labels, paper), args.label), encoding="utf-8")
     with atomic_path(args.out_tex) as tmp:
-        tmp.write_text(to_latex(long, args.columns, row_labels, args.paper), encoding="utf-8")
+        tmp.write_text(to_latex(long, args.columns, row_labels, paper), encoding="utf-8")
     return 0
 
 

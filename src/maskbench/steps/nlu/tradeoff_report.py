@@ -14,9 +14,9 @@ only.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +24,7 @@ import pandas as pd
 from maskbench.report import json_arg
 from maskbench.report.figure_files import save_figure
 from maskbench.runtime import atomic_path
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.nlu.report.table1_builder import (
     ROW_LABELS,
     load_evals,
@@ -45,29 +45,30 @@ from maskbench.tracks.nlu.report.tradeoff import (
 )
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m maskbench.steps nlu.tradeoff_report",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--evals", nargs="+", type=Path, required=True, help="evaluation JSON files")
-    parser.add_argument("--points", required=True, help="JSON list of {point, task, method, knob, value}")
-    parser.add_argument("--lines", required=True, help="JSON list of {task, method, knob}")
-    parser.add_argument("--id-sets", required=True, help="JSON {task: in-distribution dev set}")
-    parser.add_argument("--columns", default="{}", help="report.table1.columns (paper A's points)")
-    parser.add_argument("--delta", type=float, default=1.0, help="selection: ID drop allowed (points)")
-    parser.add_argument("--drops", type=float, nargs="+", default=[1.0, 2.0, 5.0])
-    parser.add_argument("--out-csv", type=Path, required=True)
-    parser.add_argument("--out-summary", type=Path, required=True)
-    parser.add_argument("--out-summary-md", type=Path, required=True)
-    parser.add_argument("--out-selection", type=Path, required=True)
-    parser.add_argument("--figures-dir", type=Path, default=Path("."), help="the folder of the figures")
-    parser.add_argument("--figures", nargs="*", default=[], help="task:ood_set of every figure to draw")
-    ns = parser.parse_args(argv)
-    ns.points, ns.lines, ns.id_sets = json_arg(ns.points), json_arg(ns.lines), json_arg(ns.id_sets)
-    ns.columns = json_arg(ns.columns)
-    for spec in ns.figures:
-        if spec.count(":") != 1:
-            parser.error(f"--figures: {spec!r} is not task:ood_set")
-    return ns
+def _figure(text: str) -> str:
+    if text.count(":") != 1:
+        raise ValueError(f"{text!r} is not task:ood_set")
+    return text
+
+
+@dataclass
+class Args:
+    evals: list[Path] = field(metadata={"help": "evaluation JSON files"})
+    points: list = field(metadata={"help": "JSON list of {point, task, method, knob, value}", "parse": json_arg})
+    lines: list = field(metadata={"help": "JSON list of {task, method, knob}", "parse": json_arg})
+    id_sets: dict = field(metadata={"help": "JSON {task: in-distribution dev set}", "parse": json_arg})
+    out_csv: Path = field(metadata={"help": "every point's scores (CSV)"})
+    out_summary: Path = field(metadata={"help": "the selection's summary (CSV)"})
+    out_summary_md: Path = field(metadata={"help": "the summary in markdown"})
+    out_selection: Path = field(metadata={"help": "the selected point per task and swept row (CSV)"})
+    columns: dict = field(default_factory=dict, metadata={
+        "help": "report.table1.columns (paper A's points)", "parse": json_arg})
+    delta: float = field(default=1.0, metadata={"help": "selection: ID drop allowed (points)"})
+    drops: list[float] = field(default_factory=lambda: [1.0, 2.0, 5.0], metadata={
+        "help": "the ID drops (points) the summary reads the OOD gain at"})
+    figures_dir: Path = field(default=Path("."), metadata={"help": "the folder of the figures"})
+    figures: list[str] = field(default_factory=list, metadata={
+        "help": "task:ood_set of every figure to draw", "parse": _figure})
 
 
 def selection_table(long: pd.DataFrame, points: list[dict], lines: list[dict], id_sets: dict, delta: float
@@ -139,8 +140,8 @@ def summary_markdown(summary: pd.DataFrame, drops: list[float]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
+@step_main(Args)
+def main(args: Args) -> int:
     unknown = sorted({str(line["task"]) for line in args.lines} - set(args.id_sets))
     if unknown:
         raise ValueError(f"--lines: task {unknown[0]!r} has no entry in --id-sets")

@@ -29,6 +29,7 @@ from maskbench.tracks.vision.debias_masks import METHODS, MaskSettings, ProbImag
 from maskbench.tracks.vision.evaluation import matrix_readout, sparsity_report
 from maskbench.tracks.vision.ffw import gate_targets
 
+PRICED_AS = "images"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.vision.debias_mask")
 
 

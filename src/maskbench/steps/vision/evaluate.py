@@ -36,6 +36,7 @@ from maskbench.tracks.vision.evaluation import (
 from maskbench.tracks.vision.ffw import gate_targets
 from maskbench.workflow.staged_records import StagedRecords
 
+PRICED_AS = "images"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.vision.evaluate")
 
 

@@ -24,6 +24,7 @@ from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.data import image_dataset, load_run_model, read_split
 from maskbench.tracks.vision.ffw import FFWSettings, run_ffw
 
+PRICED_AS = "images"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.vision.ffw")
 
 

@@ -31,6 +31,7 @@ from maskbench.tracks.vision.training import augmented_objective, classification
 from maskbench.training.hooks import Hook, LRPlateau
 from maskbench.training.hparams import TrainHParams
 
+PRICED_AS = "images"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
 log = logging.getLogger("maskbench.steps.vision.train")
 
 

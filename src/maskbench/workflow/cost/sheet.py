@@ -6,28 +6,32 @@ its precision; an evaluation from its subnetworks x rows scored x seconds per ro
 gradients and AdamW state plus the activations of one batch; host memory: a process with its data; disk: the
 checkpoints and masks the job writes. Each job's request is checked against its estimate: wall time x margin within
 the runtime (or within the profile's submissions where the job resumes), memory within mem_mb, GPU memory within the
-card. Which table or figure a family serves is read from the plan itself: the report jobs each job feeds, each named
-by its rule's docstring (``plan.rule_docstrings``).
+card. How a job is priced is what its step's module declares (``PRICED_AS``, ``CARRIES_OVER``: ``declared``), the step
+named by the rule's command. Which table or figure a family serves is read from the plan itself: the report jobs each
+job feeds, each named by its rule's docstring (``plan.rule_docstrings``).
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import json
 import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from maskbench.workflow import cluster_requests
 from maskbench.workflow.cost import assumptions as A
 from maskbench.workflow.cost.plan import PlannedJob
 
-TRAINING_STEPS = {"nlu.finetune", "gender.task", "nlu.mask_search", "nlu.srnet_mask_train", "nlu.srnet_retrain",
-                  "nlu.srnet_imp"}
-EVALUATION_STEPS = {"nlu.evaluate", "nlu.evaluate_masks", "nlu.evaluate_srnets"}
-# steps whose state is saved within a run only: a second submission trains the finished runs again
-NO_CARRY_OVER = {"nlu.srnet_retrain", "nlu.srnet_imp"}
+STEPS = Path(__file__).resolve().parents[2] / "steps"
+DECLARED = ("PRICED_AS", "CARRIES_OVER")
+# a step's PRICED_AS: a training run over its --train rows, a scoring of subnetworks x rows, paper B's corpus (its
+# debiasing, masked-LM head, gates, SEAT and LM bias), gates over examples, paper D's images
+PRICE_KINDS = ("training", "evaluation", "corpus", "gates", "images")
 GENDER_CORPUS_ROWS = 128  # GENDER_BATCHES_PER_EPOCH counts batches of paper B's 128 examples
 
 
@@ -66,6 +70,24 @@ def _json(opts: Mapping[str, list[str]], key: str) -> dict | list:
 def _first(opts: Mapping[str, list[str]], key: str, default=None):
     values = opts.get(key)
     return values[0] if values else default
+
+
+@functools.cache
+def declared(step: str) -> dict[str, object]:
+    """What a step module declares for the sheet, read from its source (not imported): ``PRICED_AS``, how a job of
+    it is priced (one of ``PRICE_KINDS``; none: not priced), and ``CARRIES_OVER`` (False: its saved state serves
+    within a run only, so a second submission trains the finished runs again). {} for a step with no module."""
+    source = STEPS.joinpath(*step.split(".")).with_suffix(".py") if step else None
+    if source is None or not source.is_file():
+        return {}
+    found = {}
+    for node in ast.parse(source.read_text()).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in DECLARED:
+            found[node.targets[0].id] = ast.literal_eval(node.value)
+    if found.get("PRICED_AS", PRICE_KINDS[0]) not in PRICE_KINDS:
+        raise ValueError(f"{source}: PRICED_AS is {found['PRICED_AS']!r}, not one of {', '.join(PRICE_KINDS)}")
+    return found
 
 
 def family_of(rule: str, tasks: Sequence[str]) -> str:
@@ -134,19 +156,20 @@ class Pricer:
         self.rate(self.default_precision)  # the config's setting must have a rate too (checked once per job)
         cost = JobCost(rule=job.rule, family=family_of(job.rule, self.tasks), step=step, gpus=job.gpus, minutes=None,
                        requested_min=job.resource("runtime"), requested_mem_mb=job.resource("mem_mb"),
-                       resumes=int(float(_first(opts, "checkpoint-every", 0) or 0)) > 0 and step not in NO_CARRY_OVER,
-                       precision=precision)
+                       resumes=int(float(_first(opts, "checkpoint-every", 0) or 0)) > 0
+                       and declared(step).get("CARRIES_OVER", True), precision=precision)
         model = self.model_of(opts)
-        if step in TRAINING_STEPS:
+        kind = declared(step).get("PRICED_AS")
+        if kind == "training":
             self._training(cost, job, opts, hp, model)
-        elif step in EVALUATION_STEPS:
+        elif kind == "evaluation":
             self._evaluation(cost, opts, model)
-        elif step.startswith("gender."):
+        elif kind == "corpus":
             self._gender(cost, opts, hp, model)
-        elif step == "nlu.ffw":
+        elif kind == "gates":
             self._gates(cost, opts, int(json.loads(_first(opts, "examples", "{}")).get("gate_train", 0)),
                         int(_first(opts, "max-length", 128)), model)
-        elif step.startswith("vision."):
+        elif kind == "images":
             self._vision(cost, job, opts, hp)
         cost.disk_gb, cost.kept_gb = self.disk(job, opts, model)
         self.check(cost)
