@@ -200,6 +200,25 @@ def test_no_entry_point_imports_another():
     assert crossing == []
 
 
+def test_every_step_is_its_arguments_and_a_call_on_the_one_contract():
+    """Each step module's entry point is ``@step_main(<its argument dataclass>)`` (steps/__init__.py), parsed by
+    ``cli.parse_dataclass``: no step builds a parser of its own, and each ends in ``run_step(main)``."""
+    off_contract = []
+    for path in sorted((SRC / PACKAGE / "steps").rglob("*.py")):
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        tree = ast.parse(path.read_text())
+        mains = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "main"]
+        decorated = [d for node in mains for d in node.decorator_list
+                     if isinstance(d, ast.Call) and getattr(d.func, "id", "") == "step_main"]
+        parses = any(isinstance(node, ast.Import | ast.ImportFrom) and "argparse" in ast.unparse(node)
+                     for node in ast.walk(tree))
+        ends = "\nif __name__ == \"__main__\":\n    run_step(main)\n" in path.read_text()
+        if len(decorated) != 1 or parses or not ends:
+            off_contract.append(str(path.relative_to(SRC)))
+    assert off_contract == []
+
+
 def rules_imports() -> set[str]:
     found = set()
     for path in [REPO / "Snakefile", *sorted((REPO / "rules").rglob("*.smk"))]:

@@ -136,11 +136,24 @@ def test_how_a_job_is_priced_is_its_step_modules_own_declaration(tmp_path, monke
     sheet.declared.cache_clear()
     try:
         _, [as_evaluation] = priced(block("f", ["m/model.safetensors"], finetune()))
-        assert as_evaluation.minutes == pytest.approx(10 / 60 * 0)  # no --model-dirs: nothing scored, no model loaded
+        assert as_evaluation.minutes == 0.0  # as an evaluation: no --model-dirs, nothing scored (trained: 68 min)
         with pytest.raises(ValueError, match=r"nlu/typo\.py: PRICED_AS is 'trainig', not one of training, "):
             sheet.declared("nlu.typo")
     finally:
         sheet.declared.cache_clear()
+
+
+def test_a_plan_sums_to_the_same_bits_whatever_order_its_dry_run_printed_the_jobs_in():
+    """Planning the same config twice printed its jobs in other orders, and the families' float sums moved in their
+    last digits (928.4906752125339 / ...341 GPU-hours): the sheet sums in the order of rules and outputs."""
+    jobs = plan.parse_dry_run("".join(block("f", [f"m/seed~{i}/model.safetensors"], finetune(out=f"m/seed~{i}"))
+                                      for i in range(1, 4)))
+    costs = [sheet.JobCost(rule=j.rule, family="f", step="nlu.finetune", gpus=1, minutes=m)
+             for j, m in zip(jobs, (6.0, 12.0, 18.0), strict=True)]  # 0.1 + 0.2 + 0.3 GPU-hours
+    assert (0.1 + 0.2) + 0.3 != (0.3 + 0.2) + 0.1  # the sums differ by order in floats
+    [forward], _ = sheet.summarise(jobs, costs)
+    [backward], _ = sheet.summarise(jobs[::-1], costs[::-1])
+    assert forward.gpu_hours == backward.gpu_hours == (0.1 + 0.2) + 0.3
 
 
 def test_an_unknown_training_set_is_left_unpriced_and_said():

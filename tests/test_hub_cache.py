@@ -13,7 +13,7 @@ import huggingface_hub.constants
 import pytest
 import yaml
 
-from maskbench import hub
+from maskbench import errors, hub
 from maskbench.data.hf_source import load_hf_frame
 from maskbench.data.negation import NEGATION_WORDS, negation_subset
 from maskbench.data.registry import load_dataset
@@ -284,13 +284,13 @@ def test_fetch_writes_the_lock_from_the_cache(offline, served, tmp_path, capsys)
     assert "wrote" in capsys.readouterr().out
 
 
-def test_fetch_with_nothing_cached_stops_with_one_line(offline, tmp_path, capsys):
+def test_fetch_with_nothing_cached_stops_with_one_line(offline, tmp_path):
     empty = tmp_path / "empty"
-    assert fetch.main(["--configfile", str(REPO / "configs/paper.yaml"), "--cache", str(empty),
-                       "--local-files-only", "--lock", str(tmp_path / "lock.json")]) == 1
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and err.startswith("maskbench.steps.fetch: error: hf:nyu-mll/glue: field 'revision' has "
-                                              "value 'main' that is not in the Hub cache")
+    with pytest.raises(DataError) as refused:  # the step's one line: "maskbench.steps.fetch: error: <message>"
+        fetch.main(["--configfile", str(REPO / "configs/paper.yaml"), "--cache", str(empty), "--local-files-only",
+                    "--lock", str(tmp_path / "lock.json")])
+    err = errors.one_line(refused.value)
+    assert err.startswith("hf:nyu-mll/glue: field 'revision' has value 'main' that is not in the Hub cache")
     assert err.endswith("[asked for by datasets.mnli_train, gender.performance.tasks.mnli.train]")
     assert not (tmp_path / "lock.json").exists()
 

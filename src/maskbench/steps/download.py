@@ -5,18 +5,21 @@
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from maskbench.hub import download_url
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m maskbench.steps download", description=__doc__.splitlines()[0])
-    parser.add_argument("--url", required=True, help="http(s) or file URL")
-    parser.add_argument("--out", required=True, type=Path, help="the file to write")
-    args = parser.parse_args(argv)
+@dataclass
+class DownloadArgs:
+    url: str = field(metadata={"help": "http(s) or file URL"})
+    out: Path = field(metadata={"help": "the file to write"})
+
+
+@step_main(DownloadArgs)
+def main(args: DownloadArgs) -> int:
     sha = download_url(args.url, args.out)
     print(f"{args.out}: sha256 {sha} ({args.out.stat().st_size} bytes) from {args.url}")
     return 0

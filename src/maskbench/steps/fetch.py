@@ -20,16 +20,14 @@ localrule: `snakemake --configfile <config> fetch`.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from maskbench import hub
 from maskbench.config_files import read_configs
 from maskbench.data.schema import DataError
-from maskbench.steps import run_step
+from maskbench.steps import run_step, step_main
 from maskbench.tracks.gender.workflow_plan import corpus_target
 
 STEREOSET_HUB = "McGill-NLP/stereoset"
@@ -181,30 +179,29 @@ def fetch(items: list[Item], cache: str | None, local_files_only: bool, say=prin
     return {"cache": cache or hub.hub_cache_dir(), "repos": list(repos.values()), "downloads": downloads}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m maskbench.steps fetch", description=__doc__.splitlines()[0])
-    parser.add_argument("--configfile", required=True, type=Path, nargs="+",
-                        help="the workflow config (configs/paper.yaml); several are merged as snakemake merges them")
-    parser.add_argument("--cache", default=None, help="Hub cache folder (default $HF_HUB_CACHE); jobs then need "
-                                                      "HF_HUB_CACHE set to it")
-    parser.add_argument("--dry-run", action="store_true", help="list what would be fetched; touch nothing")
-    parser.add_argument("--local-files-only", action="store_true",
-                        help="no network: check the cache holds everything and write the lock from it")
-    parser.add_argument("--lock", type=Path, default=None, help="lock file (default <results>/fetch.lock.json)")
-    args = parser.parse_args(argv)
-    try:
-        config = read_configs(args.configfile)
-        items = plan(config)
-        if args.dry_run:
-            names = " ".join(str(p) for p in args.configfile)
-            print(f"{names}: {len(items)} item(s) to fetch into {args.cache or hub.hub_cache_dir()}")
-            for item in items:
-                print(f"  {item.line()}   [{', '.join(item.keys)}]")
-            return 0
-        lock = fetch(items, args.cache, args.local_files_only)
-    except DataError as err:
-        print(f"maskbench.steps.fetch: error: {err}", file=sys.stderr)
-        return 1
+@dataclass
+class FetchArgs:
+    configfile: list[Path] = field(metadata={
+        "help": "the workflow config (configs/paper.yaml); several are merged as snakemake merges them"})
+    cache: str | None = field(default=None, metadata={
+        "help": "Hub cache folder (default $HF_HUB_CACHE); jobs then need HF_HUB_CACHE set to it"})
+    dry_run: bool = field(default=False, metadata={"help": "list what would be fetched; touch nothing"})
+    local_files_only: bool = field(default=False, metadata={
+        "help": "no network: check the cache holds everything and write the lock from it"})
+    lock: Path | None = field(default=None, metadata={"help": "lock file (default <results>/fetch.lock.json)"})
+
+
+@step_main(FetchArgs)
+def main(args: FetchArgs) -> int:
+    config = read_configs(args.configfile)
+    items = plan(config)
+    if args.dry_run:
+        names = " ".join(str(p) for p in args.configfile)
+        print(f"{names}: {len(items)} item(s) to fetch into {args.cache or hub.hub_cache_dir()}")
+        for item in items:
+            print(f"  {item.line()}   [{', '.join(item.keys)}]")
+        return 0
+    lock = fetch(items, args.cache, args.local_files_only)
     lock = {"configfiles": [str(p) for p in args.configfile], **lock, "items": [asdict(i) for i in items]}
     path = args.lock or Path(config.get("results", "results")) / "fetch.lock.json"
     path.parent.mkdir(parents=True, exist_ok=True)

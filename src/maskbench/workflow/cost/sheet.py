@@ -393,7 +393,11 @@ def summarise(jobs: Sequence[PlannedJob], costs: Sequence[JobCost], local: set[s
     whose docstrings name what they make, the families' "serves"."""
     families: dict[str, Family] = {}
     labels: dict[str, set[str]] = defaultdict(set)
-    for job, cost, feeds in zip(jobs, costs, serves(jobs, reports or {}), strict=True):
+    # summed in the order of the jobs' rules and outputs, not of the dry run's text (which varies from one planning
+    # to the next): the same plan gives the same bits
+    priced = sorted(zip(jobs, costs, serves(jobs, reports or {}), strict=True),
+                    key=lambda item: (item[0].rule, item[0].outputs))
+    for job, cost, feeds in priced:
         if job.local or job.rule in local or not job.command:
             continue
         fam = families.setdefault(cost.family, Family(cost.family))
