@@ -109,7 +109,7 @@ def test_predict_refuses_a_line_without_both_texts_of_a_pair(tmp_path, no_model,
 
 
 # ------------------------------------------------------------------------------ local dataset without text_b
-def test_local_dataset_without_text_b_and_without_columns_is_refused(tmp_path, monkeypatch, capsys):
+def test_local_dataset_without_text_b_and_without_columns_is_refused(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Path("pairs.jsonl").write_text("".join(json.dumps({"text_a": t, "label": "entailment"}) + "\n"
                                            for t in ("the cat sat", "a dog ran")))
@@ -124,7 +124,7 @@ def test_local_dataset_without_text_b_and_without_columns_is_refused(tmp_path, m
 
 
 # ------------------------------------------------------------------------------ a byte that is not UTF-8
-def test_non_utf8_byte_in_a_jsonl_is_named_with_its_line_by_prepare(tmp_path, monkeypatch, capsys):
+def test_non_utf8_byte_in_a_jsonl_is_named_with_its_line_by_prepare(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     good = json.dumps({"text_a": "the cat sat", "text_b": "a cat sat", "label": "entailment"}).encode()
     Path("pairs.jsonl").write_bytes(good + b"\n" + good.replace(b"cat sat", b"caf\xe9 sat", 1) + b"\n")

@@ -116,7 +116,7 @@ def test_cli_custom_words(tmp_path):
     assert json.loads(summary.read_text())["words"] == ["nobody"]
 
 
-def test_cli_empty_subset_fails_and_writes_nothing(tmp_path, capsys):
+def test_cli_empty_subset_fails_and_writes_nothing(tmp_path):
     source = tmp_path / "dev.parquet"
     write_prepared(frame().assign(label=[1, 1, 1, 1, 1, 1]), LABELS, source, {})
     out, summary = tmp_path / "o.parquet", tmp_path / "o.json"

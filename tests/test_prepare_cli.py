@@ -61,7 +61,7 @@ def test_task_argument_overrides_spec(workdir):
     assert read_prepared("results/data/fever_dev.parquet")[2]["task"] == "fever_nli"
 
 
-def test_bad_input_fails_and_writes_nothing(workdir, capsys):
+def test_bad_input_fails_and_writes_nothing(workdir):
     with open("data/fever_dev.jsonl", "a") as handle:
         handle.write(json.dumps({"id": 105, "claim": "c", "evidence": "e", "gold_label": "UNSURE"}) + "\n")
     with pytest.raises(DataError) as refused:

@@ -98,7 +98,7 @@ def test_a_changed_byte_is_refused_before_the_file_is_read(tmp_path, monkeypatch
     assert MNLI_SPEC["sha256"] in message and actual in message
 
 
-def test_prepare_refuses_the_changed_file_naming_it(tmp_path, monkeypatch, capsys):
+def test_prepare_refuses_the_changed_file_naming_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     raw = bytearray((NLI / "fever_symmetric_test.jsonl").read_bytes())
     raw[-2] = ord("x") if raw[-2] != ord("x") else ord("y")
