@@ -12,16 +12,11 @@ import torch
 from transformers import BertConfig, BertModel
 
 from maskbench.masking.apply import MaskSet, MaskSwitch, model_fingerprint
+from maskbench.masking.savings import count_parameters
 from maskbench.steps.gender import shrink as gender_shrink
 from maskbench.text.models import data_vocab_tokenizer
 from maskbench.tracks.gender.models import load_encoder
-from maskbench.tracks.gender.shrink import (
-    NoSelfAttention,
-    count_parameters,
-    load_shrunk,
-    save_shrunk,
-    shrink_encoder,
-)
+from maskbench.tracks.gender.shrink import NoSelfAttention, load_shrunk, save_shrunk, shrink_encoder
 
 HIDDEN, HEADS, HEAD, FFN = 32, 4, 8, 64
 HEAD_PARAMS = 3 * (HEAD * HIDDEN + HEAD) + HIDDEN * HEAD   # Q, K, V rows with biases + O columns = 1048

@@ -11,7 +11,6 @@ which ``python -m maskbench.tools.kill_record`` writes the reliability table of 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import background
@@ -90,10 +89,8 @@ def test_the_page_shows_the_record_as_the_tool_renders_it():
     record = json.loads(record_path.read_text())
     page = (REPO / "docs" / "cluster.md").read_text()
     body = page.split(f"<!-- generated:{SECTION} -->\n", 1)[1].split(f"<!-- /generated:{SECTION} -->", 1)[0]
-    checked = re.search(r"\*Checked through commit [^*]+\*", body)
-    assert body == section(record, "results/benchmarks/kill_harness.json", REPO / "configs/paper.yaml",
-                           REPO / "results/benchmarks/gpu_check.json", REPO / "profiles/slurm/config.yaml",
-                           checked.group(0) if checked else "")
+    assert body == section(record, REPO / "configs/paper.yaml", REPO / "results/benchmarks/gpu_check.json",
+                           REPO / "profiles/slurm/config.yaml")
     assert record["kills"] >= 20 and sum(k["kills"] for k in record["kinds"].values()) == record["kills"]
     assert all(k["bit_equal"] == k["kills"] for k in record["kinds"].values())
 
@@ -113,7 +110,7 @@ def test_the_cost_of_a_kill_is_the_interval_times_the_step_time(tmp_path):
                                         "restarted": 0, "bit_equal": 1}}}
     profile = tmp_path / "profile.yaml"
     profile.write_text("default-resources: {slurm_extra: '--signal=USR1@240'}\n")
-    wrapped = section(record, "r.json", config, check, profile)
+    wrapped = section(record, config, check, profile)
     assert all(len(line) <= 160 for line in wrapped.splitlines() if not line.startswith("|"))
     # prose is wrapped at 160 characters (a paragraph renders the same): read it with its lines joined
     text = "\n".join(line if line.startswith("|") else line + " " for line in wrapped.splitlines())

@@ -312,3 +312,20 @@ def test_fused_masked_weight_matches_weight_times_mask(tau):
     assert torch.equal(out_fused, out_plain)
     assert torch.equal(fused.scores.grad, plain.scores.grad)
     assert torch.equal(fused.alive_units(), plain.mask().amax(dim=1) > 0)
+
+
+def test_savings_count_parameters_and_time_forward_passes_after_warmup(monkeypatch):
+    from maskbench.masking import savings
+
+    layer = torch.nn.Linear(4, 3)  # 4 x 3 weights + 3 biases
+    with torch.no_grad():
+        layer.weight[0].zero_()
+        layer.bias.zero_()
+    assert savings.count_parameters(layer) == 15
+    assert savings.count_parameters(layer, nonzero=True) == 15 - 4 - 3
+    ticks = iter([0.0, 1.0, 10.0, 13.0, 20.0, 22.0])  # three timed calls: 1 s, 3 s, 2 s
+    monkeypatch.setattr(savings.time, "perf_counter", lambda: next(ticks))
+    calls = []
+    layer.train()
+    median = savings.forward_latency(layer, lambda model: calls.append(model.training), repeats=3, warmup=2)
+    assert median == 2.0 and calls == [False] * 5

@@ -14,6 +14,7 @@ from torch import nn
 from maskbench.ffw.mutual_information import empirical_mi
 from maskbench.masking.deciders import TemperatureGate
 from maskbench.masking.engine import attach
+from maskbench.masking.savings import count_parameters
 from maskbench.masking.selectors import select_modules
 from maskbench.metrics import mutual_information
 from maskbench.tracks.vision.models import (
@@ -26,7 +27,7 @@ from maskbench.tracks.vision.models import (
     resnet18,
     save_model,
 )
-from maskbench.tracks.vision.shrink import count_parameters, cpu_latency, keep_vectors, shrink
+from maskbench.tracks.vision.shrink import cpu_latency, keep_vectors, shrink
 
 # ------------------------------------------------------------------------------------------------ models
 

@@ -38,7 +38,6 @@ PREPARED_FORMATS: dict[str, PreparedFormat] = {
 DEFAULT_TRACK = "nlu"
 # the nlu format's columns, which the registry's column mappings and sources produce
 REQUIRED_COLUMNS = PREPARED_FORMATS["nlu"].columns
-TEXT_COLUMNS = PREPARED_FORMATS["nlu"].strings
 META_KEY = b"maskbench"
 
 

@@ -68,10 +68,6 @@ class ExportResult:
     layers: list[LayerUnits]
     bit_exact: bool  # no unit removed: the weights are the masked weights, bit for bit
 
-    @property
-    def units_removed(self) -> int:
-        return sum(len(layer.ffn_removed) for layer in self.layers)
-
 
 # ------------------------------------------------------------------------------------------------ checks
 def check_output_dir(output_dir: Path, overwrite: bool) -> None:

@@ -47,9 +47,6 @@ class KillRecordArgs:
         "help": "measured GPU step rates"})
     profile: Path = field(default=REPO / "profiles/slurm/config.yaml", metadata={
         "help": "the SLURM profile (its --signal=USR1@SECONDS warning)"})
-    checked_through: str = field(default="", metadata={
-        "help": "a later commit through which the record still holds, with --how (a 'Checked through' line)"})
-    how: str = field(default="", metadata={"help": "what changed after the record's commit, and how it was checked"})
 
 
 def measure_bert_base_save(folder: Path) -> dict:
@@ -116,12 +113,11 @@ def warning_seconds(profile: Path) -> int:
     return int(found.group(1))
 
 
-def section(record: dict, record_path: str, paper_config: Path, gpu_check: Path, profile: Path,
-            checked: str = "") -> str:
+def section(record: dict, paper_config: Path, gpu_check: Path, profile: Path) -> str:
     every = int(yaml.safe_load(paper_config.read_text())["compute"]["checkpoint_every"])
     warning = warning_seconds(profile)
     # the one-line stamp (maskbench.report.captions.stamp); the long record, with the commands that made it and any
-    # later check (``checked``), is docs/provenance.md#kill_harness
+    # later check, is docs/provenance.md#kill_harness
     lines = [stamp(record["commit"], [record["commit"]], "pytest tests/test_kills.py --kills -s", record["date"],
                    "kill_harness"), ""]
     save = record.get("bert_base_save")
@@ -181,9 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         atomic_write_text(args.record, json.dumps(record, indent=1) + "\n")
         print(json.dumps(record["bert_base_save"]))
     if args.page is not None:
-        shown = str(args.record.resolve().relative_to(REPO)) if args.record.resolve().is_relative_to(REPO) \
-            else str(args.record)
-        body = section(record, shown, args.paper_config, args.gpu_check, args.profile)
+        body = section(record, args.paper_config, args.gpu_check, args.profile)
         atomic_write_text(args.page, replace_section(args.page.read_text(encoding="utf-8"), SECTION, body,
                                                      str(args.page)))
     return 0

@@ -27,9 +27,10 @@ import torch
 
 from maskbench import runtime
 from maskbench.masking.apply import MaskSet
+from maskbench.masking.savings import count_parameters
 from maskbench.steps import run_step, step_main
 from maskbench.tracks.gender.evaluation import load_run
-from maskbench.tracks.gender.shrink import count_parameters, encoder_latency, save_shrunk, shrink_encoder
+from maskbench.tracks.gender.shrink import encoder_latency, save_shrunk, shrink_encoder
 
 log = logging.getLogger("maskbench.steps.gender.shrink")
 

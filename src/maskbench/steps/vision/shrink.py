@@ -22,10 +22,11 @@ import torch
 
 from maskbench import runtime
 from maskbench.masking.apply import MaskSet, MaskSwitch
+from maskbench.masking.savings import count_parameters
 from maskbench.steps import run_step, step_main
 from maskbench.tracks.vision.data import image_dataset, load_run_model, loader, read_split
 from maskbench.tracks.vision.models import save_model
-from maskbench.tracks.vision.shrink import count_parameters, cpu_latency, shrink
+from maskbench.tracks.vision.shrink import cpu_latency, shrink
 
 log = logging.getLogger("maskbench.steps.vision.shrink")
 

@@ -49,8 +49,6 @@ from __future__ import annotations
 
 import copy
 import json
-import statistics
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +59,7 @@ from torch.nn.utils import parametrize
 
 from maskbench import runtime
 from maskbench.checkpoint_integrity import seal_safetensors, verify_safetensors
+from maskbench.masking.savings import forward_latency
 from maskbench.text.bert_units import (
     columns,
     dead_heads,
@@ -233,23 +232,6 @@ def load_shrunk(folder: str | Path):
 
 
 # ------------------------------------------------------------------------------------------------ measuring
-def count_parameters(model: nn.Module, nonzero: bool = False) -> int:
-    """Parameters of the model (``nonzero``: only the entries that are not 0)."""
-    if nonzero:
-        return sum(int(torch.count_nonzero(p)) for p in model.parameters())
-    return sum(p.numel() for p in model.parameters())
-
-
-@torch.no_grad()
 def encoder_latency(model: nn.Module, batch: dict[str, torch.Tensor], repeats: int = 20, warmup: int = 3) -> float:
-    """Median wall-clock seconds of one eval-mode forward pass of ``batch`` (input_ids, attention_mask) on the CPU,
-    after ``warmup`` passes (which absorb allocation and kernel selection)."""
-    model = model.eval()
-    for _ in range(warmup):
-        model(**batch)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model(**batch)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    """Median wall-clock seconds of one eval-mode forward pass of ``batch`` (input_ids, attention_mask) on the CPU."""
+    return forward_latency(model, lambda encoder: encoder(**batch), repeats, warmup)

@@ -14,7 +14,6 @@ from maskbench.tracks.nlu.srnets.matrix import SrnetMatrixRows
 METHODS = ("ffw", "ffw_structured")
 ATTRIBUTES = ("overlap", "negation")
 RUN_LISTS = ("task", "methods", "attributes", "gamma", "seeds", "examples", "max_length", "length_grouped", "matrix")  # not FFWSettings fields
-OVERLAP_SOURCE = "overlap"  # the overlap_lr bias source's one name (tracks/nlu/config_checks.py)
 
 
 def gamma_label(value) -> str:

@@ -30,8 +30,6 @@ outright (a = 0), folded into a bias, or merged into a constant channel.
 from __future__ import annotations
 
 import copy
-import statistics
-import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -39,6 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from maskbench.masking.savings import forward_latency
 from maskbench.tracks.vision.models import MLP, ResNet18, SimpleConvNet, VisionModel, build_model
 
 
@@ -298,26 +297,9 @@ def shrink(model: VisionModel, keep: dict[str, np.ndarray], zero_bias: bool = Fa
     return small.eval(), [asdict(r) for r in reports]
 
 
-def count_parameters(model: nn.Module, nonzero: bool = False) -> int:
-    """Parameters of the model (``nonzero``: only the entries that are not 0)."""
-    if nonzero:
-        return sum(int(torch.count_nonzero(p)) for p in model.parameters())
-    return sum(p.numel() for p in model.parameters())
-
-
-@torch.no_grad()
 def cpu_latency(model: nn.Module, input_shape: tuple[int, ...], batch: int = 1, repeats: int = 20,
                 warmup: int = 3) -> float:
     """Median wall-clock seconds of one eval-mode forward pass of a random batch of ``batch`` x ``input_shape`` on
-    the CPU (after ``warmup`` passes, which absorb allocation and kernel selection)."""
-    model = model.eval()
-    device = next(model.parameters()).device
-    x = torch.randn(batch, *input_shape, device=device)
-    for _ in range(warmup):
-        model(x)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model(x)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    the CPU."""
+    x = torch.randn(batch, *input_shape, device=next(model.parameters()).device)
+    return forward_latency(model, lambda net: net(x), repeats, warmup)

@@ -27,8 +27,6 @@ MNIST_GENERATORS = ("biased_mnist", "multi_color_mnist", "corrupted_mnist_standi
 RUN_LISTS = ("methods", "gamma")  # keys of vision.ffw that name runs; the others are FFW's settings
 REPORT_TABLES = ("runs.csv", "summary.csv", "tables.md")
 REPORT_FIGURES = ("samples", "magnitude_vs_ffw", "layer_sparsity")
-# the cross-paper matrix's vision cells (config vision.masks): papers A's and C's methods on the vanilla model
-MASK_METHODS = ("movement_poe", "movement_reweight", "mask_training", "imp")
 MASK_RUN_LISTS = ("benchmarks", "methods", "sparsities", "dev_size", "dev_from", "colour_model")  # the rest: the runs' settings
 
 

@@ -28,7 +28,6 @@ class Figure:
     source: str
 
 
-CARD = "one A100 (40 GB)"
 GPU_CHECK = Path("results/benchmarks/gpu_check.json")
 
 FIGURES: dict[str, Figure] = {

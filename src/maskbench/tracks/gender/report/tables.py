@@ -20,7 +20,6 @@ import pandas as pd
 from maskbench.report import engagement
 from maskbench.tracks.gender.workflow_plan import KIND_TABLE
 
-PAPER_SEAT = {"sent-weat6": "seat6", "sent-weat7": "seat7", "sent-weat8": "seat8"}
 # a run's row: its grid point, and the gender.runs.objectives row it belongs to ("" for the grids' runs)
 KEYS = ["kind", "granularity", "layers", "mode", "objective"]
 # the two counts of whole heads pruned: ours (V's rows all masked: the head outputs nothing) and paper B's #P as its

@@ -36,13 +36,8 @@ import pandas as pd
 
 from maskbench.report import engagement
 
-BASELINE_COLUMNS = ["part", "train_set", "n_train", "seed", "epoch", "pairs_seen", "dev_accuracy"]
 # the name of the config's own baseline (the masks' start) on the curve, after its training set's
 SUITE_BASELINE = " (suite's baseline)"
-MASK_COLUMNS = ["part", "row", "loss", "learning_rate", "epochs", "steps", "seed", "density", "pruned_share",
-                "engaged", "loss_tail_change", "dev_accuracy", "start_dev_accuracy"]
-SRNET_COLUMNS = ["part", "method", "epochs", "sparsity", "steps", "seed", "reached_sparsity", "engaged", "dev_accuracy",
-                 "start_dev_accuracy"]
 # what the report calls paper C's methods
 SRNET_METHODS = {"mask_train": "mask training", "imp": "IMP"}
 

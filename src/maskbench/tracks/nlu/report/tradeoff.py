@@ -232,7 +232,7 @@ def summarise(long: pd.DataFrame, lines: Sequence[Mapping], id_sets: Mapping[str
                 continue
             mean_id = {v: mean_std(list(s.values()))[0] for v, s in ids.items()}
             mean_ood = {v: mean_std(list(s.values()))[0] for v, s in oods.items()}
-            base_id_mean, base_id_std = mean_std(list(base_id.values()))
+            base_id_mean, _ = mean_std(list(base_id.values()))
             base_ood_mean, base_ood_std = mean_std(list(base_ood.values()))
             record = {"task": task, "method": method, "knob": knob, "eval_set": eval_set,
                       "values": " ".join(format(v, "g") for v in sorted(mean_ood)),
