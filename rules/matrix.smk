@@ -17,8 +17,9 @@ rule matrix_report:
         figure=report(f"{R}/figures/matrix.png", caption="captions/matrix.rst", category="Matrix"),
         svg=svg_beside(f"{R}/figures/matrix.png"),
     params:
-        delta=lambda wildcards: config["matrix"]["delta"],
-        label=f" {shell_args(label=config['label'])}" if config.get("label") else "",
+        args=lambda wildcards, input, output: shell_args(
+            cells=input.cells, delta=config["matrix"]["delta"], table=output.table, markdown=output.markdown,
+            figure=output.figure, label=config.get("label") or None),
     log:
         f"{R}/logs/matrix_report/matrix.log",
     localrule: True
@@ -28,8 +29,7 @@ rule matrix_report:
     conda:
         "../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps matrix.report --cells {input.cells:q} --delta {params.delta}"
-        " --table {output.table:q} --markdown {output.markdown:q} --figure {output.figure:q}{params.label} > {log:q} 2>&1"
+        "python -m maskbench.steps matrix.report {params.args} > {log:q} 2>&1"
 
 
 # the four papers' verdict table (one row a paper: claim, the paper's figure, ours paired by seed, engagement, the
@@ -43,8 +43,9 @@ rule verdict_table:
         table=report(f"{R}/tables/verdict.csv", caption="captions/verdict.rst", category="Matrix"),
         markdown=f"{R}/tables/verdict.md",
     params:
-        delta=lambda wildcards: config["matrix"]["delta"],
-        label=f" {shell_args(label=config['label'])}" if config.get("label") else "",
+        args=lambda wildcards, input, output: shell_args(
+            cells=input.cells, delta=config["matrix"]["delta"], table=output.table, markdown=output.markdown,
+            prices=input.prices, label=config.get("label") or None),
     log:
         f"{R}/logs/verdict_table/verdict.log",
     localrule: True
@@ -54,6 +55,4 @@ rule verdict_table:
     conda:
         "../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps matrix.verdict --cells {input.cells:q} --delta {params.delta}"
-        " --table {output.table:q} --markdown {output.markdown:q} --prices {input.prices:q}{params.label}"
-        " > {log:q} 2>&1"
+        "python -m maskbench.steps matrix.verdict {params.args} > {log:q} 2>&1"

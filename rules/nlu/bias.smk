@@ -82,14 +82,15 @@ rule bias_models_table:
         evals=P.evaluation_jsons(BIAS_ROWS),
     output:
         csv=report(f"{R}/tables/bias_models.csv", caption="captions/bias_models.rst", category="Bias models"),
+    params:
+        args=lambda wildcards, input, output: shell_args(evals=input.evals, out=output.csv),
     log:
         f"{R}/logs/bias_models_table/bias_models.log",
     localrule: True
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps nlu.bias_models_table --evals {input.evals:q} --out {output.csv:q}"
-        " > {log:q} 2>&1"
+        "python -m maskbench.steps nlu.bias_models_table {params.args} > {log:q} 2>&1"
 
 
 # a precomputed bias source: the user's probabilities, columns of the task's training file (checked while planning,

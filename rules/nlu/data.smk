@@ -63,11 +63,12 @@ rule dataset_summary:
             caption="captions/datasets.rst",
             category="Datasets",
         ),
+    params:
+        args=lambda wildcards, input, output: shell_args(summaries=input.prepared, out=output.csv),
     log:
         f"{R}/logs/dataset_summary/datasets.log",
     localrule: True
     conda:
         "../../envs/maskbench.yaml"
     shell:
-        "python -m maskbench.steps nlu.dataset_summary --summaries {input.prepared:q} --out {output.csv:q}"
-        " > {log:q} 2>&1"
+        "python -m maskbench.steps nlu.dataset_summary {params.args} > {log:q} 2>&1"

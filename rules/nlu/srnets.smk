@@ -129,18 +129,15 @@ if SRN:
         output:
             srn_report_outputs(captioned=True),
         params:
-            runs=as_json(srnet_grid.report_labels(SRN_ALL)),
-            metrics=as_json(SRN.get("metrics", {})),
-            table5=as_json(SRN.get("table5", {})),
-            # the results folder, read off the first output ({R}/tables/sparsity_curves.csv)
-            out_dir=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
-            label=f" {shell_args(label=config['label'])}" if config.get("label") else "",
+            # the results folder: read off the first output ({R}/tables/sparsity_curves.csv)
+            args=lambda wildcards, input, output: shell_args(
+                evals=input.evals, reference=input.reference, runs=Json(srnet_grid.report_labels(SRN_ALL)),
+                metrics=Json(SRN.get("metrics", {})), table5=Json(SRN.get("table5", {})),
+                results=os.path.dirname(os.path.dirname(output[0])), label=config.get("label") or None),
         log:
             f"{R}/logs/srnet_report/srnet_report.log",
         localrule: True
         conda:
             "../../envs/maskbench.yaml"
         shell:
-            "python -m maskbench.steps nlu.srnet_report --evals {input.evals:q} --reference {input.reference:q}"
-            " --runs {params.runs} --metrics {params.metrics} --table5 {params.table5}"
-            " --results {params.out_dir:q}{params.label} > {log:q} 2>&1"
+            "python -m maskbench.steps nlu.srnet_report {params.args} > {log:q} 2>&1"
