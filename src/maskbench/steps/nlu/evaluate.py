@@ -17,7 +17,6 @@ rerun scores only the rest (maskbench/workflow/staged_evaluation.py).
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +29,6 @@ from maskbench.tracks.nlu.evaluation import EvalSetArgs, load_eval_sets, parse_e
 from maskbench.workflow.staged_evaluation import StagedSets
 
 PRICED_AS = "evaluation"  # how the cost sheet prices a job of this step (maskbench.workflow.cost.sheet)
-log = logging.getLogger("maskbench.steps.nlu.evaluate")
 
 
 @dataclass
