@@ -20,12 +20,13 @@ import logging
 import os
 import platform
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import torch
 
 from maskbench import runtime
+from maskbench.compute import Threads, start, step_arguments
 from maskbench.masking.apply import MaskSet
 from maskbench.masking.savings import count_parameters
 from maskbench.steps import run_step, step_main
@@ -47,7 +48,7 @@ SENTENCES = (
 )
 
 
-@dataclass
+@step_arguments(Threads)
 class GenderShrinkArgs:
     model: str = field(metadata={"help": "the pre-trained encoder the masks were searched on"})
     masks: list[Path] = field(metadata={"help": "gender_debias .mask files"})
@@ -56,7 +57,6 @@ class GenderShrinkArgs:
     length: int = field(default=32, metadata={"help": "tokens per sentence (padded) in the latency measurement"})
     repeats: int = field(default=20, metadata={"help": "timed forward passes per model and round"})
     rounds: int = field(default=3, metadata={"help": "interleaved rounds of dense, then shrunk"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     tolerance: float = field(default=1e-4, metadata={
         "help": "largest |shrunk - masked| hidden state accepted, both run in float64"})
     save_dir: Path | None = field(default=None, metadata={"help": "save each shrunk encoder in <dir>/<mask stem>/"})
@@ -158,7 +158,7 @@ def main(args: GenderShrinkArgs) -> int:
     check_masks(args.masks)
     if args.batch < 1 or args.length < 2 or args.repeats < 1 or args.rounds < 1:
         raise ValueError("--batch, --repeats and --rounds must be positive and --length at least 2")
-    runtime.set_threads(args.threads)
+    start(args)
     args.out.unlink(missing_ok=True)
     records = [shrink_one(args, path) for path in args.masks]
     runtime.atomic_write_json(args.out, {

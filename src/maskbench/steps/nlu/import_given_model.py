@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from maskbench import runtime
 from maskbench.checkpoints import sweep_staging, write_checkpoint
+from maskbench.compute import Device, start, step_arguments
 from maskbench.data.checksum import sha256_file
 from maskbench.data.schema import DataError, read_prepared
 from maskbench.steps import run_step, step_main
@@ -31,7 +32,7 @@ from maskbench.tracks.nlu.given_model import check_checkpoint_labels
 log = logging.getLogger("maskbench.steps.nlu.import_given_model")
 
 
-@dataclass
+@step_arguments(Device)
 class ImportModelArgs:
     path: str = field(metadata={"help": "the fine-tuned classifier: a save_pretrained folder or a Hub id"})
     train: Path = field(metadata={"help": "prepared training parquet (its labels; --train-probs-out scores it)"})
@@ -42,8 +43,6 @@ class ImportModelArgs:
     max_length: int = field(default=128, metadata={"help": "tokens per pair when scoring the training set"})
     batch_size: int = field(default=256, metadata={"help": "batch size when scoring the training set"})
     length_sorted: bool = field(default=False, metadata={"help": "score in batches of similar length"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda[:N]"})
 
 
 @step_main(ImportModelArgs)
@@ -59,8 +58,7 @@ def main(args: ImportModelArgs) -> int:
     check_checkpoint_labels(folder, labels, f"the training set {args.train} (task {meta.get('task')!r})")
     (args.out_dir / "train_summary.json").unlink(missing_ok=True)  # a crash below leaves no finished-looking folder
     sweep_staging(args.out_dir)
-    runtime.set_threads(args.threads)
-    device = runtime.pick_device(args.device)
+    device = start(args)
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     try:
