@@ -1,5 +1,6 @@
 # maskbench: debiasing by pruning masks, rebuilt from one command.
-# Includes and targets only: shared helpers and config validation in rules/common.smk, each track's rules and
+# Includes and targets only: the config checked and the jobs' environment in rules/setup.smk, what a run does around
+# its jobs in rules/lifecycle.smk, shared helpers in rules/common.smk, each track's rules and
 # helpers in rules/<track>/ (rules/<track>/main.smk, included when the config's `track:` names it), configuration in config.yaml
 # (schemas/ describes it).
 import os
@@ -22,6 +23,8 @@ if not workflow.overwrite_configfiles:
 report: "rules/captions/workflow.rst"
 
 
+include: "rules/setup.smk"
+include: "rules/lifecycle.smk"
 include: "rules/common.smk"
 include: "rules/fetch.smk"
 

@@ -61,7 +61,7 @@ def deps_only_python(tmp_path_factory):
 def start_smoke_run(factory) -> None:
     """The smoke DAG run locally, in the background: `snakemake --cores 2` under a Python without maskbench
     installed (and no PYTHONPATH of ours): the rules reach the code through the PYTHONPATH the workflow sets
-    (rules/common.smk), as in a per-rule conda environment. Its output goes to a log beside its folder."""
+    (rules/setup.smk), as in a per-rule conda environment. Its output goes to a log beside its folder."""
     import subprocess
 
     from test_workflow import REPO, snakemake_command

@@ -1,6 +1,6 @@
 """The per-rule environment of `--software-deployment-method conda` (envs/maskbench.yaml): it lists maskbench's
 dependencies, pinned inside pyproject.toml's ranges, and no install of the project itself (the rules import the
-workflow's own src/ from their PYTHONPATH, rules/common.smk); its pins resolve on the package index this machine
+workflow's own src/ from their PYTHONPATH, rules/setup.smk); its pins resolve on the package index this machine
 reaches. That the workflow runs with the dependencies alone, maskbench not installed, the smoke run shows: it runs
 under `deps_only_python` (tests/conftest.py)."""
 

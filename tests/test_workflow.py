@@ -464,7 +464,7 @@ WRONG_CONFIGS = {
 
 
 def config_check_error(config: dict) -> str:
-    """The message of what the Snakefile's config check (rules/common.smk: renamed keys, the schemas, the
+    """The message of what the Snakefile's config check (rules/setup.smk: renamed keys, the schemas, the
     references) raises for a config, checked in this process; '' when it passes."""
     from maskbench.workflow.config_schema import ValidationError, validate_config
     from maskbench.workflow.workflow_config import check_references, check_renamed_keys

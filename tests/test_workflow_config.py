@@ -29,7 +29,7 @@ def test_shipped_configs_pass(path):
 
 
 def validated(config):
-    """What rules/common.smk does: the shared schema (which applies each named track's), then each track's schema
+    """What rules/setup.smk does: the shared schema (which applies each named track's), then each track's schema
     on its own for its defaults; a refusal as the workflow words it."""
     from snakemake.exceptions import WorkflowError
 

@@ -9,7 +9,7 @@ The line goes through ``logging`` to stderr, which every rule redirects into the
 nothing new. What a job computes never depends on any of this: no random generator is touched, no tensor is read
 that the loop does not read anyway, and a job's outputs are the same bits whatever the settings.
 
-Settings (the workflow sets them from the config's ``logging:`` section, rules/common.smk; an exported value wins):
+Settings (the workflow sets them from the config's ``logging:`` section, rules/setup.smk; an exported value wins):
 
 * ``MASKBENCH_PROGRESS_SECONDS`` (default 30): the longest gap between two lines; 0 writes one every step or batch.
 * ``MASKBENCH_TENSORBOARD`` (``1``: on): a training run's scalars (its curve's numbers, loss, lr and examples per

@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
 def load_config(path: Path, repo: Path) -> dict:
     """The run's config as the workflow reads it: validated against the repository's schemas, which fill in their
     defaults (what a caption names must be what the run used, e.g. vision.mnist's source when the file omits it)."""
-    # the workflow's own validation (rules/common.smk)
+    # the workflow's own validation (rules/setup.smk)
     from maskbench.workflow.config_schema import validate_config
 
     return validate_config(yaml.safe_load(path.read_text(encoding="utf-8")), repo / "schemas")

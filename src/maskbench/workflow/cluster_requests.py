@@ -1,12 +1,12 @@
 """What a config's long cluster jobs need: runtime derived from a per-step cost x the config's step counts, and a
 check that refuses a runtime request below a job's estimate unless the job resumes — for a run that goes to a
-cluster, before its first submission, and only for the jobs it will execute (rules/common.smk's onstart); a local
+cluster, before its first submission, and only for the jobs it will execute (rules/lifecycle.smk's onstart); a local
 run has no time limit and is never held to it.
 
 The cost model:
 
 - Measured, given ``curves`` (the recorded GPU check's step curves, ``maskbench.workflow.cost.assumptions.
-  recorded_curves``, which rules/common.smk passes): a step's seconds on the line through the rates measured at 32
+  recorded_curves``, which rules/lifecycle.smk passes): a step's seconds on the line through the rates measured at 32
   and 128 rows of 128 tokens, a fine-tuning step's or a mask search's (frozen weights, trained scores: search_mask,
   paper C's mask training, paper B's pruning), at the job family's precision (paper A's nlu jobs
   ``compute.precision``, paper C ``srnets.precision``, paper B ``gender.precision``). The card measured is the card

@@ -60,7 +60,7 @@ def validate(config: dict, schema_path: str | Path) -> dict:
 
 
 def validate_config(config: dict, schemas: str | Path) -> dict:
-    """What the workflow checks when it loads (rules/common.smk): the shared schema, which applies the schema of each
+    """What the workflow checks when it loads (rules/setup.smk): the shared schema, which applies the schema of each
     track the config names, then each track's schema on its own for its defaults (jsonschema sets defaults only in
     the file it is given; inside a file reached by ``$ref`` it switches to a validator that sets none)."""
     validate(config, Path(schemas) / "config.schema.yaml")

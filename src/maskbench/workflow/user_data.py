@@ -7,7 +7,7 @@ the layout its reader expects (the columns of a text file; the class folders of 
 CSV files and its image folder; MNIST's four idx files), the command in docs/data.md that makes it, and the jobs
 (rule and wildcards) that read it.
 
-How the workflow uses them (rules/common.smk): planning never needs them — `snakemake -n` and the cost sheet plan
+How the workflow uses them (rules/lifecycle.smk): planning never needs them — `snakemake -n` and the cost sheet plan
 without them and list what is missing or incomplete (`problems`) — and a run refuses to start, before any job, when a
 job it will execute reads one that is missing or incomplete (`problems_for_jobs`), in one line per input naming the
 key, the path, what was expected and the command that makes it. The checks read a header, a folder listing, the

@@ -2,7 +2,7 @@
 
 Importing torch and transformers costs about 9 s per process on the 2-core CPU machine (transformers pulls in
 torch.distributed and torch._dynamo), and a job's own work is often under a second. So a local `snakemake` run
-starts one server (`onstart` in rules/common.smk) that imports them, and every `python -m maskbench.steps <step>`
+starts one server (`onstart` in rules/lifecycle.smk) that imports them, and every `python -m maskbench.steps <step>`
 job hands itself to the server from the launcher (`maskbench/steps/__main__.py`), before anything heavy is imported: the
 job's process sends its arguments, working directory, environment and its stdin/stdout/stderr (the rule's log)
 over a Unix socket and waits; the server forks a worker, which forks the job, waits for it and sends back its exit

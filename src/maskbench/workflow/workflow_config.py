@@ -1,6 +1,6 @@
 """The workflow config's cross-reference checks: the shared keys, then those of every track the config names.
 
-rules/common.smk calls `check_references` right after the schema validation (`maskbench.workflow.config_schema`), so a dangling name stops the
+rules/setup.smk calls `check_references` right after the schema validation (`maskbench.workflow.config_schema`), so a dangling name stops the
 run before any job starts, with the key path in the message. Each track's checks live with the track, as
 `check(config)` in `tracks/<track>/config_checks.py`; the tracks are the packages under `maskbench/tracks/`, found
 here, so a new track registers nothing in this file.
