@@ -2,6 +2,9 @@
 refuses, with the same message, for every shipped config and a few broken ones."""
 
 import copy
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,3 +91,24 @@ def test_a_broken_config_is_refused_with_snakemakes_message(edit, where):
     with pytest.raises(WorkflowError) as theirs:
         snakemake_validate(copy.deepcopy(config), str(SCHEMAS / "config.schema.yaml"))
     assert where in ours.value.message and f"ValidationError: {ours.value.message}" in str(theirs.value)
+
+
+def test_of_several_violations_the_first_in_the_configs_order_is_named_on_every_run(tmp_path):
+    """jsonschema visits a mapping's additional keys in a set's order, which PYTHONHASHSEED changes: without an order
+    of its own, the same broken config named another dataset from one run to the next."""
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    names = list(config["datasets"])[:3]
+    for name in names:
+        config["datasets"][name]["bogus_key"] = 1
+    (tmp_path / "broken.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    code = ("import sys, yaml\n"
+            "from jsonschema import ValidationError\n"
+            "from maskbench.workflow.config_schema import validate_config\n"
+            f"config = yaml.safe_load(open({str(tmp_path / 'broken.yaml')!r}))\n"
+            "try:\n"
+            f"    validate_config(config, {str(SCHEMAS)!r})\n"
+            "except ValidationError as error:\n"
+            "    print(list(error.absolute_path), error.message)\n")
+    said = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(1, 6)}
+    assert said == {f"['datasets', '{names[0]}'] Additional properties are not allowed ('bogus_key' was unexpected)\n"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
@@ -46,12 +47,26 @@ def _set_defaults(validator, properties: dict, instance, schema: dict) -> Iterat
     yield from Draft202012Validator.VALIDATORS["properties"](validator, properties, instance, schema)
 
 
-_WITH_DEFAULTS = validators.extend(Draft202012Validator, {"properties": _set_defaults})
+def _additional_in_order(validator, additional, instance, schema: dict) -> Iterator[ValidationError]:
+    """``additionalProperties`` visiting a mapping's additional keys in the mapping's own order: jsonschema visits
+    them in a set's, which string hashing changes from one process to the next, so that of several bad entries (two
+    datasets, say) the one named changed from run to run."""
+    if not (validator.is_type(instance, "object") and validator.is_type(additional, "object")):
+        yield from Draft202012Validator.VALIDATORS["additionalProperties"](validator, additional, instance, schema)
+        return
+    patterns = "|".join(schema.get("patternProperties", {}))
+    for name, value in instance.items():
+        if name not in schema.get("properties", {}) and not (patterns and re.search(patterns, name)):
+            yield from validator.descend(value, additional, path=name)
+
+
+_WITH_DEFAULTS = validators.extend(Draft202012Validator, {"properties": _set_defaults,
+                                                          "additionalProperties": _additional_in_order})
 
 
 def validate(config: dict, schema_path: str | Path) -> dict:
     """Validate ``config`` in place against the schema file, setting its defaults; raises
-    ``jsonschema.ValidationError`` naming the first violation."""
+    ``jsonschema.ValidationError`` naming the first violation (the same on every run)."""
     path = Path(schema_path).resolve()
     schema = dict(_schema(str(path)), **{"$id": path.as_uri()})  # relative $ref resolve against this file
     registry = Registry(retrieve=_retrieve).with_resource(uri=str(path), resource=Resource.from_contents(schema))
