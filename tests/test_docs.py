@@ -320,3 +320,39 @@ def test_a_fresh_smoke_run_matches_the_testing_page_within_the_spread(smoke_run)
     seeds = int(pd.read_csv(tables / "table1.csv")["n_seeds"].max())
     outside = {key: (shown[key], fresh[key]) for key in shown if not within_spread(shown[key], fresh[key], seeds, floor)}
     assert not outside, f"cells outside their spread (page, fresh): {outside}"
+
+
+def misshapen_rows(markdown: str) -> list[str]:
+    """The rows of ``markdown``'s tables that have more or fewer cells than their header: an unescaped ``|`` inside
+    a cell splits it, and a renderer drops the cells past the header's last (``\\|`` stays inside its cell)."""
+
+    def width(line: str) -> int:
+        return len(re.split(r"(?<!\\)\|", line.strip().removeprefix("|").removesuffix("|")))
+
+    lines, found = markdown.splitlines(), []
+    for i, line in enumerate(lines[:-1]):
+        if line.startswith("|") and re.match(r"\|\s*:?-{3,}", lines[i + 1]) and (i == 0 or not lines[i - 1].startswith("|")):
+            header = width(line)
+            for number, row in enumerate(lines[i + 2:], start=i + 3):
+                if not row.startswith("|"):
+                    break
+                if width(row) != header:
+                    found.append(f"line {number}: {width(row)} cells under a header of {header}: {row[:80]}")
+    return found
+
+
+def test_misshapen_rows_by_hand():
+    table = "| paper | figure | verdict |\n|---|---|---|\n| B | mean |SEAT| 0.6 | gain |\n| B | mean \\|SEAT\\| 0.6 | gain |\n"
+    assert misshapen_rows(table) == ["line 3: 5 cells under a header of 3: | B | mean |SEAT| 0.6 | gain |"]
+    assert misshapen_rows("| a | b |\n|:---|---:|\n| 1 | 2 |\n\ntext | not a table\n") == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_ids(PAGES))
+def test_every_table_row_has_its_headers_cells(page):
+    assert misshapen_rows(page.read_text()) == [], page.relative_to(REPO)
+
+
+def test_every_table_the_smoke_run_writes_has_rows_as_wide_as_its_header(smoke_run):
+    tables = sorted((smoke_run / "results/smoke").rglob("*.md"))
+    assert {"table1.md", "verdict.md", "matrix.md", "engagement.md"} <= {t.name for t in tables}
+    assert {str(t.relative_to(smoke_run)): misshapen_rows(t.read_text()) for t in tables if misshapen_rows(t.read_text())} == {}

@@ -17,6 +17,7 @@ from maskbench.matrix.verdict import (
     HURTS,
     NO_EFFECT,
     NOT_ENGAGED,
+    NOT_RUN,
     TRADES,
     paired,
     paper_figures,
@@ -94,6 +95,27 @@ def test_verdict_words():
     assert word(30.0, 1.0, 3, 0.0, True, False) == NOT_ENGAGED
 
 
+def test_the_legend_defines_the_four_main_words_and_every_other_word_the_table_uses():
+    from maskbench.matrix.verdict import legend
+
+    four = ["debiases", "trades ID for OOD", "not engaged", "no effect shown"]
+    assert [part.split("**")[1] for part in legend([]).split("; ")] == four
+    text = legend([GAIN_ID_UNMEASURED, "no verdict (1 seed)", DEBIASES])
+    assert [part.split("**")[1] for part in text.split("; ")] == four + [GAIN_ID_UNMEASURED, "no verdict"]
+    assert "**debiases** = gain beyond 2 SE over ≥ 3 seeds at an ID cost ≤ 5 points" in text
+    assert "**not engaged** = a mask that keeps ≥ 99.9 % on a seed, or a baseline within 5 points of chance" in text
+    assert "**no verdict** = fewer than 3 paired seeds: the numbers, no word" in text
+
+
+def test_a_cell_with_pipes_stays_one_cell():
+    from maskbench.matrix.verdict import markdown
+
+    table = pd.DataFrame([{"paper": "B", "claim": "c", "paper_figure": "mean |SEAT 6–8| 0.63 → 0.51", "verdict": NOT_RUN,
+                           "engagement": "", "score": "bias"}])
+    row = markdown(table).splitlines()[2]
+    assert row == "| B | c | mean \\|SEAT 6–8\\| 0.63 → 0.51 | not run in this config | – | **not run here** |"
+
+
 def test_paired_gain_and_se():
     base = pd.DataFrame({"seed": [1, 2, 3], "ood": [50.0, 52.0, 54.0]})
     mine = pd.DataFrame({"seed": [3, 1, 2], "ood": [58.0, 51.0, 55.0]})
@@ -165,12 +187,13 @@ def test_the_verdict_table_prices_each_claim_at_the_papers_scale(tmp_path):
                                                                     "priced_at": "abc1234", "A": 1385, "D": 65}}))
     prices, priced_with, priced_on = read_prices(facts)
     assert prices == {"A": 1385.0, "D": 65.0} and (priced_with, priced_on) == ("gpu_check.json", "NVIDIA H200")
-    # the caption names the card the GPU check ran on, as the record gives it
-    assert "rates of results/benchmarks/gpu_check.json (one NVIDIA H200; docs/cost.md)" in caption(None, priced_with,
-                                                                                                    priced_on)
     cells = [_cell(benchmark="biased_mnist_0.99", method="baseline", method_paper="-", native=False, seed=1, ood=30.0,
                    id=99.0, id_dev=99.0)]
     table = verdict_table(pd.DataFrame(cells), 1.0, prices=prices).set_index("paper")
+    # the caption names the card the GPU check ran on, as the record gives it, and defines the words the table uses
+    text = caption(table, priced_with, priced_on)
+    assert "rates of results/benchmarks/gpu_check.json (one NVIDIA H200; docs/cost.md)" in text
+    assert "**not run here** = the config has no cell for the claim" in text and "no verdict" not in text
     assert table.loc["A", "paper_scale_gpu_hours"] == 1385.0 and math.isnan(table.loc["B", "paper_scale_gpu_hours"])
     text = markdown(table.reset_index())
     assert text.splitlines()[0].endswith("| verdict | at the paper's scale |")

@@ -23,7 +23,7 @@ compare a method with the baseline of the same seed.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
@@ -32,6 +32,7 @@ import pandas as pd
 from maskbench.matrix.cells import BASELINE
 from maskbench.matrix.table import matrix_table
 from maskbench.report import engagement
+from maskbench.report.captions import table_cell
 from maskbench.report.engagement import CHANCE_MARGIN, MASK_KEPT_MAX
 from maskbench.report.evidence import ID_COST_MAX, MIN_SEEDS, NOISE_SE, TRADES
 
@@ -41,6 +42,7 @@ GAIN_ID_UNMEASURED = "gain, ID cost not measured"
 HURTS = "hurts"
 NO_EFFECT = "no effect shown"
 NOT_RUN = "not run here"
+NO_VERDICT = "no verdict"
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ def word(gain: float, se: float, n: int, id_cost: float, id_measured: bool, enga
     if not engaged:
         return NOT_ENGAGED
     if n < MIN_SEEDS or math.isnan(se) or math.isnan(gain):
-        return f"no verdict ({n} seed{'s' if n != 1 else ''})"
+        return f"{NO_VERDICT} ({n} seed{'s' if n != 1 else ''})"
     if abs(gain) <= NOISE_SE * se:
         return NO_EFFECT
     if gain < 0:
@@ -197,13 +199,32 @@ def price_text(gpu_hours: float) -> str:
     return "–" if gpu_hours is None or math.isnan(gpu_hours) else f"{gpu_hours:,.0f} GPU-h"
 
 
+def legend(words: Iterable[str]) -> str:
+    """The verdict words' definitions (the module docstring's, in a line each) for a table's caption: debiases,
+    trades ID for OOD, not engaged and no effect shown always, then every other word among ``words``."""
+    short = {
+        DEBIASES: f"gain beyond {NOISE_SE:g} SE over ≥ {MIN_SEEDS} seeds at an ID cost ≤ {ID_COST_MAX:g} points",
+        TRADES: "that gain at a larger cost",
+        NOT_ENGAGED: f"a mask that keeps ≥ {100 * MASK_KEPT_MAX:g} % on a seed, or a baseline within "
+                     f"{CHANCE_MARGIN:g} points of chance",
+        NO_EFFECT: f"engaged, within {NOISE_SE:g} SE",
+        GAIN_ID_UNMEASURED: f"that gain, where the ID score itself is within {CHANCE_MARGIN:g} points of chance",
+        HURTS: f"a move the wrong way beyond {NOISE_SE:g} SE over ≥ {MIN_SEEDS} seeds",
+        NO_VERDICT: f"fewer than {MIN_SEEDS} paired seeds: the numbers, no word",
+        NOT_RUN: "the config has no cell for the claim",
+    }
+    used = {NO_VERDICT if w.startswith(NO_VERDICT) else w for w in words}
+    shown = [w for w in short if w in (DEBIASES, TRADES, NOT_ENGAGED, NO_EFFECT) or w in used]
+    return "; ".join(f"**{w}** = {short[w]}" for w in shown)
+
+
 def markdown(table: pd.DataFrame) -> str:
     priced = "paper_scale_gpu_hours" in table.columns and table["paper_scale_gpu_hours"].notna().any()
     lines = ["| paper | claim | paper's figure | ours (paired by seed) | engagement | verdict |"
              + (" at the paper's scale |" if priced else ""),
              "|---|---|---|---|---|---|" + ("---:|" if priced else "")]
     for row in table.to_dict("records"):
-        lines.append(f"| {row['paper']} | {row['claim']} | {row['paper_figure']} | {ours_text(row)} | "
-                     f"{row['engagement'] or '–'} | **{row['verdict']}** |"
-                     + (f" {price_text(row['paper_scale_gpu_hours'])} |" if priced else ""))
+        cells = [row["paper"], row["claim"], row["paper_figure"], ours_text(row), row["engagement"] or "–",
+                 f"**{row['verdict']}**"] + ([price_text(row["paper_scale_gpu_hours"])] if priced else [])
+        lines.append("| " + " | ".join(table_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"

@@ -66,6 +66,12 @@ def banner(kinds: Iterable[str]) -> str:
     return f"**On {text or 'data of unknown kind'}.**"
 
 
+def table_cell(text: object) -> str:
+    """``text`` as one cell of a markdown table: its pipes escaped (``|SEAT 6|`` would split the cell and push the
+    row's later cells out of the table)."""
+    return str(text).replace("|", "\\|")
+
+
 def labelled(markdown: str, label: str | None) -> str:
     """A config's `label:` (a quick look's "no verdicts", say) as the first line of a markdown table or page it writes;
     the text unchanged without one."""

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from maskbench.report.captions import table_cell
+
 FIELDS = ("paper", "item", "paper_text", "paper_code", "ours", "keys", "effect")
 PAPERS = ("A", "C", "A, C", "B", "D")
 PLACEHOLDER = re.compile(r"^<[^<>]+>$")
@@ -152,7 +154,7 @@ def check_keys(records: list[dict], schemas: list[dict], paper_config: dict) -> 
 
 
 def _cell(text: Any) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    return table_cell(" ".join(str(text).split()))
 
 
 def _keys_cell(keys: dict | None) -> str:

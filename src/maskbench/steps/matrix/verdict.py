@@ -18,9 +18,8 @@ from pathlib import Path
 
 from maskbench import runtime
 from maskbench.matrix.cells import read_cells
-from maskbench.matrix.verdict import ID_COST_MAX, markdown, verdict_table
+from maskbench.matrix.verdict import legend, markdown, verdict_table
 from maskbench.report.captions import labelled
-from maskbench.report.evidence import MIN_SEEDS, NOISE_SE
 from maskbench.steps import run_step, step_main
 
 
@@ -51,10 +50,7 @@ def caption(table, priced_with: str = "", priced_on: str = "") -> str:
              "claim this config leaves open would take." if priced_with else "")
     return (f"**The four papers' claims at this config's scale** (data and model: docs/glossary.md and each cell's "
             f"benchmark in matrix.md). Ours: the gain and the ID cost as mean ± SE of per-seed differences against the "
-            f"baseline of the same seed. Verdict: **debiases** = gain beyond {NOISE_SE:g} SE over ≥ {MIN_SEEDS} seeds "
-            f"at an ID cost ≤ {ID_COST_MAX:g} points; **trades ID for OOD** = that gain at a larger cost; **not "
-            f"engaged** = a mask that keeps ≥ 99.9 % on a seed, or a baseline within 5 points of chance; **no effect "
-            f"shown** = engaged, within {NOISE_SE:g} SE.{price}\n\n")
+            f"baseline of the same seed. Verdict: {legend(table['verdict'])}.{price}\n\n")
 
 
 @step_main(VerdictArgs)

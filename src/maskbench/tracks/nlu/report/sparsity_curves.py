@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from maskbench.report.captions import table_cell
 from maskbench.report.figure_files import save_figure
 from maskbench.tracks.nlu.report.table1_builder import MISSING, format_cell, task_label
 
@@ -409,19 +410,16 @@ def table5_markdown(df: pd.DataFrame, task_kinds: Mapping[str, set[str]] | None 
         key = (rec.schedule, rec.init, rec.task, rec.eval_set, rec.metric if metric_col else None)
         cells[key] = format_cell(float(rec.mean), std, float(rec.paper))
 
-    def esc(text: object) -> str:
-        return str(text).replace("|", "\\|")
-
     def head(task: str, eval_set: str, metric: str | None) -> str:
         name = f"{task_label(task, (task_kinds or {}).get(task, ''))} · {eval_set}"
         return f"{name} [{metric}]" if metric is not None and pairs.count((task, eval_set)) > 1 else name
 
     header = ["Schedule", "Init"] + [head(*c) for c in cols]
     lines = [
-        "| " + " | ".join(esc(h) for h in header) + " |",
+        "| " + " | ".join(table_cell(h) for h in header) + " |",
         "|" + "|".join([":---", ":---"] + ["---:"] * len(cols)) + "|",
     ]
     for schedule, init in rows:
         values = [cells.get((schedule, init, *c), MISSING) for c in cols]
-        lines.append("| " + " | ".join([esc(schedule), esc(init)] + [esc(v) for v in values]) + " |")
+        lines.append("| " + " | ".join([table_cell(schedule), table_cell(init)] + [table_cell(v) for v in values]) + " |")
     return "\n".join(lines) + "\n"

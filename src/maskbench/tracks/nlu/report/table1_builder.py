@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from maskbench.report.captions import data_kind, data_label, resolve_kinds
+from maskbench.report.captions import data_kind, data_label, resolve_kinds, table_cell
 
 # data: the kind of the column's evaluation set (report.captions.data_kind of its source: real / synthetic; "" when
 # the evaluation JSONs do not say), so that a heading can say "synthetic MNLI" where the data is not the paper's
@@ -300,21 +300,18 @@ def to_markdown(
     rows, cells = _cells(long, columns, paper)
     names = _ordered(columns)
 
-    def esc(text: str) -> str:
-        return text.replace("|", "\\|")
-
     kinds = kinds_by_column(long)
     # a table of no paper's setting heads a column with its config label as written ("Dev", not "NLI Dev")
     header = ["Method"] + [column_label(n, columns[n]) if paper is None and "label" in columns[n] else
                            f"{task_label(columns[n]['task'], kinds.get(n, ''))} {column_label(n, columns[n])}"
                            for n in names]
     lines = [
-        "| " + " | ".join(esc(h) for h in header) + " |",
+        "| " + " | ".join(table_cell(h) for h in header) + " |",
         "|" + "|".join([":---"] + ["---:"] * len(names)) + "|",
     ]
     for row in rows:
         values = [format_cell(*cells[(row, n)], with_paper=paper is not None) for n in names]
-        lines.append("| " + " | ".join([esc(row_label(row, row_labels))] + values) + " |")
+        lines.append("| " + " | ".join([table_cell(row_label(row, row_labels))] + values) + " |")
     return "\n".join(lines) + "\n"
 
 
