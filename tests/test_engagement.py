@@ -85,6 +85,28 @@ def test_engagement_step_reads_runs(tmp_path):
     assert engagement_labels(two, ["md"], {})["md"] == "md (not engaged on MNLI)"
 
 
+def test_a_selected_row_is_labelled_by_its_points_runs():
+    from maskbench.steps.nlu.table1 import selected_points
+
+    # the row's own run engaged; the point the rule picked on MNLI (its learning rate 0.01) kept every weight
+    runs = pd.DataFrame({"row": ["md", "md@learning_rate~0.01", "md@learning_rate~0.1", "md@learning_rate~0.01"],
+                         "task": ["mnli", "mnli", "mnli", "qqp"],
+                         "word": ["engaged", "not engaged", "engaged", "engaged"]})
+    selection = pd.DataFrame({"task": ["mnli", "qqp"], "method": ["md", "md"], "within_delta": [True, True],
+                              "point": ["md@learning_rate~0.01", "md@learning_rate~0.01"]})
+    picked = selected_points(selection)
+    assert picked == {"md_selected": {"mnli": "md@learning_rate~0.01", "qqp": "md@learning_rate~0.01"}}
+    labels = engagement_labels(runs, ["md", "md_selected"], {"md_selected": "PoE mask (selected)"}, picked)
+    assert labels["md_selected"] == "PoE mask (selected) (not engaged on MNLI)" and "md" not in labels
+    # picked at the row's own value on both tasks: the row's own runs (engaged), no label
+    own = selection.assign(point="md")
+    assert "md_selected" not in engagement_labels(runs, ["md_selected"], {}, selected_points(own))
+    # no point within delta on QQP: the row is MNLI's point alone, not engaged wherever it has a run
+    mnli_only = selection.assign(within_delta=[True, False])
+    assert engagement_labels(runs, ["md_selected"], {}, selected_points(mnli_only))["md_selected"] == \
+        "md (selected) (not engaged)"
+
+
 def test_verdict_words():
     assert word(3.0, 1.0, 3, 2.0, True, True) == DEBIASES
     assert word(3.0, 1.0, 3, 5.01, True, True) == TRADES
@@ -103,7 +125,8 @@ def test_the_legend_defines_the_four_main_words_and_every_other_word_the_table_u
     text = legend([GAIN_ID_UNMEASURED, "no verdict (1 seed)", DEBIASES])
     assert [part.split("**")[1] for part in text.split("; ")] == four + [GAIN_ID_UNMEASURED, "no verdict"]
     assert "**debiases** = gain beyond 2 SE over ≥ 3 seeds at an ID cost ≤ 5 points" in text
-    assert "**not engaged** = a mask that keeps ≥ 99.9 % on a seed, or a baseline within 5 points of chance" in text
+    assert ("**not engaged** = a mask that keeps ≥ 99.9 % on a seed or misses its sparsity target by over 1 point, or, for an "
+            "OOD claim, a baseline whose ID dev score is within 5 points of chance") in text
     assert "**no verdict** = fewer than 3 paired seeds: the numbers, no word" in text
 
 

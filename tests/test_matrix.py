@@ -119,11 +119,11 @@ def test_effects_against_the_baseline_and_their_words():
     assert row(t, "baseline").ood_verdict == "no data"
 
 
-def test_the_reading_names_the_largest_effect_beyond_noise_and_its_ties():
+def test_the_reading_names_the_largest_gain_that_debiases_and_its_ties():
     # ffw: OOD +10 ± sqrt(1/3 + 4/3) = 1.29; movement_poe: 55 against 50 ± 2, +5 ± sqrt(4/3) = 1.15; their
     # difference 5 > 2 x hypot(1.29, 1.15) = 3.46: not tied; imp has 2 seeds (within noise): not named
-    assert reading(table()) == [("b1", "largest effect beyond noise: ffw (D), OOD +10.00 ± 1.29 SE (debiases), ID "
-                                       "+0.0 points against the baseline; beyond noise but short of it by more than "
+    assert reading(table()) == [("b1", "largest gain that debiases: ffw (D), OOD +10.00 ± 1.29 SE (debiases), ID "
+                                       "+0.0 points against the baseline; debiases too, short of it by more than "
                                        "the spread: movement_poe (A).")]
     # movement_poe at 58: +8 ± 1.15, 2 apart from ffw's +10: tied; its pick the weakest value (none within delta)
     tied = [c if c.method != "movement_poe" else cell("movement_poe", c.seed, paper="A", knob="strength",
@@ -133,7 +133,21 @@ def test_the_reading_names_the_largest_effect_beyond_noise_and_its_ties():
     # every OOD score at the baseline's: nothing beyond noise, and imp's two seeds make no claim
     flat = [c for c in records() if c.method in ("baseline", "imp")]
     t = matrix_table(pd.DataFrame([c.__dict__ for c in flat]), 1.0)
-    assert reading(t) == [("b1", "no method's OOD effect is beyond noise over 3 or more seeds.")]
+    assert reading(t) == [("b1", "no method debiases (an OOD gain beyond noise over 3 or more seeds at an ID cost "
+                                 "within 5 points).")]
+
+
+def test_the_reading_names_every_method_beyond_noise_that_does_not_debias():
+    # baseline OOD 50, 52, 48 (sd 2) at ID 80. ffw: +10 ± 1.29 at ID 70, a cost of 10 > 5 points: trades ID for
+    # OOD; imp: 40, 41, 39, -10 ± 1.29: hurts; movement_poe: 60, 61 on two seeds, +10.5 ± sqrt(0.5/2 + 4/3): moves
+    cells = [c for c in records() if c.method == "baseline"]
+    cells += [cell("ffw", s, ood=o, id_=70.0) for s, o in ((1, 60), (2, 61), (3, 59))]
+    cells += [cell("imp", s, paper="C", ood=o) for s, o in ((1, 40), (2, 41), (3, 39))]
+    cells += [cell("movement_poe", s, paper="A", ood=o) for s, o in ((1, 60), (2, 61))]
+    t = matrix_table(pd.DataFrame([c.__dict__ for c in cells]), 1.0)
+    assert reading(t) == [("b1", "no method debiases (an OOD gain beyond noise over 3 or more seeds at an ID cost "
+                                 "within 5 points); trades ID for OOD: ffw (D); hurts: imp (C); moves with fewer than "
+                                 "3 seeds (no claim): movement_poe (A).")]
 
 
 def test_no_id_dev_score_picks_the_strongest_and_says_so():

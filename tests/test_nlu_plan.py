@@ -76,6 +76,13 @@ def test_sweep_points_and_their_settings():
     assert sweeps.with_knob({"a": 1}, "md_x", "learning_rate", "0.03", ("l1_lambda",)) == {"a": 1}
     assert sweeps.row_settings("md_x") == ("poe", "overlap") and sweeps.row_settings("sd_x") == ("reweight", "hyp")
     assert sweeps.figures() == {"mnli:hans": "res/figures/tradeoff/mnli_hans.png"}
+    # the engagement table reads each point that is a run of its own, under its point name, on every seed
+    assert [(r["row"], r["seed"], r["kind"], r["path"]) for r in sweeps.engagement_runs()] == [
+        ("md_x@learning_rate~0.03", 1, "mask_search", "res/nlu/mnli/tiny/sweeps/md_x/learning_rate~0.03/seed~1.search.json"),
+        ("md_x@learning_rate~0.03", 2, "mask_search", "res/nlu/mnli/tiny/sweeps/md_x/learning_rate~0.03/seed~2.search.json"),
+        ("sd_x@strength~0.25", 1, "fine_tuning", "res/nlu/mnli/tiny/sweeps/sd_x/strength~0.25/seed~1/train_summary.json"),
+        ("sd_x@strength~0.25", 2, "fine_tuning", "res/nlu/mnli/tiny/sweeps/sd_x/strength~0.25/seed~2/train_summary.json")]
+    assert SweepPlan(NluPlan({**CONFIG, "tradeoff": {}}), HYPERPARAMETERS).engagement_runs() == []
 
 
 def test_the_plan_imports_nothing_heavy():

@@ -54,17 +54,20 @@ if SWEEPS:
             "python -m maskbench.steps nlu.table1 {params.args} > {log:q} 2>&1"
 
 
-# whether each run behind Table 1 engaged (a mask that prunes, a fine-tuning above chance): Table 1 marks the rows
-# that did not
+# whether each run behind Table 1 engaged (a mask that prunes, a fine-tuning above chance), the trade-off's points
+# under their point names included (a "selected" row is its point's runs): Table 1 marks the rows that did not
+ENGAGEMENT_RUNS = P.engagement_runs() + SW.engagement_runs()
+
+
 rule engagement:
     """A, C: engagement of Table 1's runs"""
     input:
-        runs=[run["path"] for run in P.engagement_runs()],
+        runs=[run["path"] for run in ENGAGEMENT_RUNS],
     output:
         csv=report(P.table("engagement.csv"), caption="captions/engagement.rst", category="Table 1"),
         md=P.table("engagement.md"),
     params:
-        args=lambda wildcards, output: shell_args(runs=Json(P.engagement_runs()), out_csv=output.csv,
+        args=lambda wildcards, output: shell_args(runs=Json(ENGAGEMENT_RUNS), out_csv=output.csv,
                                                   out_md=output.md, label=config.get("label")),
     log:
         f"{R}/logs/engagement/engagement.log",

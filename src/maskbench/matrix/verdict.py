@@ -4,8 +4,9 @@ whether the mechanism engaged, and the word — from the matrix's cell records (
 The one definition of the words, for every page (docs/glossary.md):
 
 - **not engaged**: the method's mechanism did not act on some seed (a mask or gate set that keeps ≥ 99.9 % of what
-  it scores, ``maskbench.report.engagement``), or the model it acts on did not train (the baseline's ID development
-  score within 5 points of chance): no claim either way;
+  it scores, or a mask trained to a sparsity that misses it by over 1 point, ``maskbench.report.engagement``), or,
+  for an OOD claim, the model it acts on did not train (the baseline's ID development score within 5 points of
+  chance; a bias claim reads the frozen encoder, which needs no task training): no claim either way;
 - **debiases**: the OOD gain (or the bias readout's move towards its ideal) is beyond ``NOISE_SE`` (2) standard
   errors of the per-seed differences over at least ``MIN_SEEDS`` (3) seeds, and the ID cost (the baseline's ID
   score minus the method's, paired by seed) is at most ``ID_COST_MAX`` (5) points;
@@ -33,7 +34,7 @@ from maskbench.matrix.cells import BASELINE
 from maskbench.matrix.table import matrix_table
 from maskbench.report import engagement
 from maskbench.report.captions import table_cell
-from maskbench.report.engagement import CHANCE_MARGIN, MASK_KEPT_MAX
+from maskbench.report.engagement import CHANCE_MARGIN, MASK_KEPT_MAX, SPARSITY_TOLERANCE
 from maskbench.report.evidence import ID_COST_MAX, MIN_SEEDS, NOISE_SE, TRADES
 
 NOT_ENGAGED = "not engaged"
@@ -205,7 +206,8 @@ def legend(words: Iterable[str]) -> str:
     short = {
         DEBIASES: f"gain beyond {NOISE_SE:g} SE over ≥ {MIN_SEEDS} seeds at an ID cost ≤ {ID_COST_MAX:g} points",
         TRADES: "that gain at a larger cost",
-        NOT_ENGAGED: f"a mask that keeps ≥ {100 * MASK_KEPT_MAX:g} % on a seed, or a baseline within "
+        NOT_ENGAGED: f"a mask that keeps ≥ {100 * MASK_KEPT_MAX:g} % on a seed or misses its sparsity target by over "
+                     f"{100 * SPARSITY_TOLERANCE:g} point, or, for an OOD claim, a baseline whose ID dev score is within "
                      f"{CHANCE_MARGIN:g} points of chance",
         NO_EFFECT: f"engaged, within {NOISE_SE:g} SE",
         GAIN_ID_UNMEASURED: f"that gain, where the ID score itself is within {CHANCE_MARGIN:g} points of chance",

@@ -89,22 +89,34 @@ def add_selected_rows(evals: list[dict], rows: list[str], labels: dict[str, str]
     return evals + added, rows, labels
 
 
-def engagement_labels(runs: pd.DataFrame, rows: list[str], labels: dict[str, str]) -> dict[str, str]:
+def selected_points(selection: pd.DataFrame) -> dict[str, dict[str, str]]:
+    """"<row>_selected" -> {task: the point the selection rule picked}, for the tasks where one kept the ID dev
+    accuracy within delta (the engagement table lists a point's runs under its name)."""
+    out: dict[str, dict[str, str]] = {}
+    for rec in selection.itertuples(index=False):
+        if bool(rec.within_delta):
+            out.setdefault(f"{rec.method}_selected", {})[str(rec.task)] = str(rec.point)
+    return out
+
+
+def engagement_labels(runs: pd.DataFrame, rows: list[str], labels: dict[str, str],
+                      selected: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
     """``labels`` with " (not engaged)" after each row one of whose runs did not engage — " (not engaged on MNLI)"
-    when that holds on some of its tasks only (a "<row>_selected" row reads its point's runs, which the engagement
-    table does not list: it keeps its label)."""
+    when that holds on some of its tasks only. A "<row>_selected" row (``selected``: its point per task,
+    ``selected_points``) is its points' runs."""
     needed = {"row", "word"}
     if not needed <= set(runs.columns):
         raise ValueError(f"--engagement: the table lacks {sorted(needed - set(runs.columns))}")
     runs = runs.assign(row=runs.row.astype(str), task=runs.get("task", pd.Series([""] * len(runs))).astype(str))
-    failed = runs[runs.word != ENGAGED]
     out = dict(labels)
     for row in rows:
-        tasks = sorted(set(failed.task[failed.row == row]))
+        points = (selected or {}).get(row)
+        mine = (runs[runs.row == row] if points is None else
+                runs[[(t, r) in points.items() for t, r in zip(runs.task, runs.row, strict=True)]])
+        tasks = sorted(set(mine.task[mine.word != ENGAGED]))
         if not tasks:
             continue
-        everywhere = set(tasks) == set(runs.task[runs.row == row])
-        where = "" if everywhere else " on " + ", ".join(TASK_LABELS.get(t, t) for t in tasks)
+        where = "" if set(tasks) == set(mine.task) else " on " + ", ".join(TASK_LABELS.get(t, t) for t in tasks)
         out[row] = f"{row_label(row, labels)} ({NOT_ENGAGED}{where})"
     return out
 
@@ -116,8 +128,11 @@ def main(args: Args) -> int:
     labels.update({str(k): str(v) for k, v in args.row_labels.items()})
     paper = None if args.paper == "none" else args.paper
     evals, rows = load_evals(args.evals), row_ids
+    selected = None
     if args.selected is not None:
-        evals, rows, labels = add_selected_rows(evals, rows, labels, pd.read_csv(args.selected))
+        selection = pd.read_csv(args.selected)
+        evals, rows, labels = add_selected_rows(evals, rows, labels, selection)
+        selected = selected_points(selection)
     long = build_table1(evals, args.columns, rows, paper)
     if long.empty:
         # an empty table almost always means the rows/columns config does not match the eval JSONs
@@ -127,7 +142,7 @@ def main(args: Args) -> int:
         )
     row_labels = {**ROW_LABELS, **labels}
     if args.engagement is not None:
-        row_labels = engagement_labels(pd.read_csv(args.engagement), rows, row_labels)
+        row_labels = engagement_labels(pd.read_csv(args.engagement), rows, row_labels, selected)
     with atomic_path(args.out_csv) as tmp:
         long.to_csv(tmp, index=False)
     with atomic_path(args.out_md) as tmp:

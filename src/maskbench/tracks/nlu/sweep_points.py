@@ -68,6 +68,20 @@ class SweepPlan:
         return sorted(self.plan.evaluation_json(p["task"], p["point"], s, e) for p in self.points() if p["run"]
                       for s in self.plan.seeds for e in self.plan.eval_set_names(p["task"]))
 
+    def engagement_runs(self) -> list[dict]:
+        """The points that are runs of their own, as the engagement table's {row, task, seed, kind, path} under their
+        point names (a mask point by its search's summary, a fine-tuned one by its train_summary.json): Table 1's
+        "selected" row is labelled by its point's runs."""
+        runs = []
+        for point in (p for p in self.points() if p["run"]):
+            mask = point["method"] in self.plan.md
+            for seed in self.plan.seeds:
+                stem = self.plan.sweep_stem(point["task"], point["method"], point["knob"], value_text(point["value"]), seed)
+                runs.append({"row": point["point"], "task": point["task"], "seed": int(seed),
+                             "kind": "mask_search" if mask else "fine_tuning",
+                             "path": f"{stem}.search.json" if mask else f"{stem}/train_summary.json"})
+        return runs
+
     def lines(self) -> list[dict]:
         return [{"task": t, "method": row, "knob": knob} for row, knobs in self.sweeps.items()
                 for t in self.plan.tasks for knob in knobs]
