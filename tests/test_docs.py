@@ -356,3 +356,40 @@ def test_every_table_the_smoke_run_writes_has_rows_as_wide_as_its_header(smoke_r
     tables = sorted((smoke_run / "results/smoke").rglob("*.md"))
     assert {"table1.md", "verdict.md", "matrix.md", "engagement.md"} <= {t.name for t in tables}
     assert {str(t.relative_to(smoke_run)): misshapen_rows(t.read_text()) for t in tables if misshapen_rows(t.read_text())} == {}
+
+
+def heading_anchors(markdown: str) -> set[str]:
+    """The anchors of a page's headings as GitHub makes them: lower case, every character but letters, digits,
+    spaces, hyphens and underscores dropped, spaces made hyphens; a repeated heading gets -1, -2, ...; code blocks
+    skipped."""
+    text = re.sub(r"```.*?```", "", markdown, flags=re.S)
+    anchors: set[str] = set()
+    for heading in re.findall(r"^#{1,6}\s+(.+?)\s*#*\s*$", text, re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        anchor, n = slug, 0
+        while anchor in anchors:
+            n += 1
+            anchor = f"{slug}-{n}"
+        anchors.add(anchor)
+    return anchors
+
+
+def test_heading_anchors_by_hand():
+    page = "# The GPU check\n## Determinism and checking files\n```\n# not a heading\n```\n## `tools/` · two\n## Two\n## Two\n"
+    assert heading_anchors(page) == {"the-gpu-check", "determinism-and-checking-files", "tools--two", "two", "two-1"}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_ids(PAGES))
+def test_every_link_within_the_project_finds_its_file_and_heading(page):
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.exists():
+            broken.append(target)
+        elif anchor and file.suffix == ".md" and anchor not in heading_anchors(file.read_text()):
+            broken.append(target)
+    assert broken == [], f"{page.relative_to(REPO)}: links that lead nowhere: {broken}"

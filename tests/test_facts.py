@@ -118,3 +118,16 @@ def test_the_side_by_side_rounds_are_recorded_rates():
     rounds = check["sections"]["side_by_side"]["batches"]["128"]
     rates = gpu_rates(REPO)
     assert set(rounds["rates"]["finetune_bf16"]) <= set(rates) and rounds["medians"]["reference_bf16"] in rates
+
+
+def test_the_cost_pages_card_table_is_the_facts_files():
+    """Each row of docs/cost.md's table of GPU checks prices the paper config as docs/facts.json records it
+    (`python -m maskbench.tools.facts --cost`): a check's file by its name, the row without one by the sheet's
+    assumed rates."""
+    from maskbench.tools.facts import ASSUMED
+
+    by_card = json.loads((REPO / FACTS_FILE).read_text())["gpu_hours_by_card"]
+    rows = re.findall(r"^\| (`results/benchmarks/(gpu_check[\w.]*\.json)`|none [^|]*) \|[^|]*\| ([\d,]+) \|$",
+                      (REPO / "docs" / "cost.md").read_text(), re.M)
+    shown = {name or ASSUMED: int(hours.replace(",", "")) for _, name, hours in rows}
+    assert shown == by_card

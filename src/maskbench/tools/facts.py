@@ -60,6 +60,7 @@ def gpu_hours(record: Path, target: str | None = None) -> int:
     return round(json.loads(done.stdout)["total"]["gpu_hours"])
 
 
+ASSUMED = "assumed (no GPU check)"
 PAPER_TARGETS = {"A": "paper_a", "B": "paper_b", "C": "paper_c", "D": "paper_d"}
 """Each paper's target in the paper config: what its tables cost there (the verdict table's last column)."""
 
@@ -90,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         out["gpu_hours_by_card"] = {p.name: gpu_hours(p)
                                     for p in sorted((REPO / "results/benchmarks").glob("gpu_check*.json"))
                                     if "finetune_steps" in json.loads(p.read_text(encoding="utf-8"))["sections"]}
+        # no GPU check: the sheet's assumed rates (maskbench.workflow.cost.assumptions), the cost page's A100 row
+        out["gpu_hours_by_card"][ASSUMED] = gpu_hours(REPO / "results/benchmarks/no_such_gpu_check.json")
         out["gpu_hours_priced_at"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                                     text=True, cwd=REPO).stdout.strip()
     path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
