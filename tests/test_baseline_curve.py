@@ -32,3 +32,12 @@ def test_the_curve_lists_every_epoch_and_marks_the_kept_and_the_stopping_epoch(t
     lines = md.read_text().splitlines()
     assert "mnli seed 1" in lines[0] and "mnli seed 2" in lines[0]
     assert "**75.50**" in lines[3] and "74.00" in lines[4] and "**72.00**" in lines[3]
+
+
+def test_a_labelled_config_puts_its_label_over_the_table(tmp_path):
+    a = folder(tmp_path, 1, [70.0, 75.5], best=2, stopped=None)
+    md = tmp_path / "c.md"
+    assert baseline_curve.main(["--models", str(a), "--tasks", "mnli", "--out-csv", str(tmp_path / "c.csv"),
+                                "--out-md", str(md), "--label", "Quick look: 1 seed, no verdicts"]) == 0
+    lines = md.read_text().splitlines()
+    assert lines[0] == "**Quick look: 1 seed, no verdicts**" and lines[1] == "" and "mnli seed 1" in lines[2]

@@ -393,3 +393,18 @@ def test_every_link_within_the_project_finds_its_file_and_heading(page):
         elif anchor and file.suffix == ".md" and anchor not in heading_anchors(file.read_text()):
             broken.append(target)
     assert broken == [], f"{page.relative_to(REPO)}: links that lead nowhere: {broken}"
+
+
+def test_the_map_of_outputs_names_every_config():
+    """results/README.md's "Where each config writes" table has a row for every config file, with its results folder."""
+    import yaml
+
+    text = (REPO / "results" / "README.md").read_text()
+    table = text[text.index("## Where each config writes"):text.index("## In every config")]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    for path in [REPO / "config.yaml", *sorted((REPO / "configs").glob("*.yaml"))]:
+        name = str(path.relative_to(REPO))
+        row = next((r for r in rows if f"`{name}`" in r.split(" | ")[0]), None)
+        assert row is not None, f"results/README.md lists no row for {name}"
+        folder = (yaml.safe_load(path.read_text()) or {}).get("results", "results/default")
+        assert f"`{folder.rstrip('/')}/`" in row, f"results/README.md: {name}'s row does not name {folder}/"

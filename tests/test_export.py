@@ -285,7 +285,7 @@ def test_the_api_page_s_example_runs(work, tmp_path, monkeypatch, capsys):
     assert str(work) in example and "results/" not in example
     monkeypatch.chdir(tmp_path)
     exec(compile(example, "docs/api.md", "exec"), {})
-    assert (tmp_path / "exported" / "md_undertrained_seed1" / "model.safetensors").is_file()
+    assert (tmp_path / "exported" / "md_overlap_seed1" / "model.safetensors").is_file()
     assert f"({FFN}, {FFN - 2})" in capsys.readouterr().out
 
 

@@ -197,5 +197,27 @@ def test_a_hub_id_already_in_the_hub_cache_is_checked_while_planning(tmp_path, m
     with pytest.raises(DataError, match=r"snapshots/\w+/config.json: field 'id2label' has value \['supported', "
                                         r"'not_enough_info', 'refuted'\]"):
         check(config)
-    config["model"]["path"] = "someone/not-fetched-yet"  # not in the cache: the import job checks it
+    # not in the cache, and the Hub off: the import job could not fetch it either, so the plan stops
+    config["model"]["path"] = "someone/not-fetched-yet"
+    with pytest.raises(DataError, match=re.escape(f"config: model.path has value 'someone/not-fetched-yet', which is "
+                                                  f"no folder here and no Hub model in the Hub cache {cache}: copy")):
+        check(config)
+    # online (huggingface_hub reads the variable once, when first imported): the import job downloads and checks it
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
     check(config)
+
+
+def test_a_missing_model_folder_stops_the_plan_naming_the_copy_step(tmp_path, monkeypatch):
+    """docs/your-model.md's step 2 skipped: `models/your-model` reads as a Hub id, but `models/` is a folder here."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.chdir(tmp_path)
+    config, _ = own_config(tmp_path)
+    (tmp_path / "models").mkdir()
+    config["model"]["path"] = "models/your-model"
+    with pytest.raises(DataError, match=re.escape("config: model.path has value 'models/your-model', which is no folder "
+                                                  "here and no Hub model in the Hub cache")) as err:
+        check(config)
+    assert "(docs/your-model.md, step 2)" in str(err.value) and "\n" not in str(err.value)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import yaml
 from test_workflow import REPO, planned_jobs
 
@@ -28,3 +30,11 @@ def test_the_quick_plan_runs_every_papers_report_and_labels_each(dry_run):
     assert len(commands) == len(REPORTS)
     assert all("--label 'Quick look (configs/quick.yaml): slices of the real data, 1 seed, no verdicts'" in c
                for c in commands), commands
+
+
+def test_every_step_of_the_quick_plan_that_writes_a_markdown_table_labels_it(dry_run):
+    commands = [line for line in dry_run("configs/quick.yaml").splitlines()
+                if "python -m maskbench.steps" in line and re.search(r"\.md(?:'| |$)", line)]
+    steps = {re.search(r"maskbench\.steps (\S+)", c).group(1) for c in commands}
+    assert {"nlu.table1", "nlu.engagement", "nlu.baseline_curve", "matrix.report", "matrix.verdict"} <= steps, steps
+    assert [c for c in commands if "--label " not in c] == []

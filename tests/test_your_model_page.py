@@ -50,6 +50,23 @@ def test_the_pages_commands_are_read_as_written():
     assert placeholders == {"/path/to/your/checkpoint", "/path/to/your/train.jsonl"}
 
 
+def test_the_pages_checkpoint_recipe_writes_a_classifier_the_plan_takes(tmp_path):
+    """The page's "no fine-tuned classifier at hand" block, run as written: MiniLM-L6 under a head for the labels,
+    saved where step 2 puts a checkpoint; the planning check reads its labels, and it loads for the template's task."""
+    from transformers import AutoModelForSequenceClassification
+
+    from maskbench.tracks.nlu.given_model import check_checkpoint_labels
+
+    page = (REPO / "docs/your-model.md").read_text(encoding="utf-8")
+    recipe = re.search(r"```python\n(.*?)```", page[page.index("No fine-tuned classifier at hand"):], re.S).group(1)
+    subprocess.run([sys.executable, "-c", recipe], cwd=tmp_path, check=True, capture_output=True)
+    folder = tmp_path / "models/your-model"
+    check_checkpoint_labels(folder, LABELS, "the template's labels")
+    assert json.loads((folder / "config.json").read_text())["label2id"] == {n: i for i, n in enumerate(LABELS)}
+    model = AutoModelForSequenceClassification.from_pretrained(str(folder))
+    assert model.config.num_hidden_layers == 6 and model.classifier.out_features == 3
+
+
 def tiny_checkpoint(folder: Path, texts: list[str]) -> None:
     """A sequence classifier as a user's training script would save it, untrained: BertConfig, save_pretrained."""
     import torch

@@ -88,7 +88,8 @@ rule baseline_curve:
     params:
         args=lambda wildcards, output: shell_args(
             models=[checkpoint_dir(task, seed) for task in TASKS for seed in SEEDS],
-            tasks=[task for task in TASKS for seed in SEEDS], out_csv=output.csv, out_md=output.md),
+            tasks=[task for task in TASKS for seed in SEEDS], out_csv=output.csv, out_md=output.md,
+            label=config.get("label")),
     log:
         f"{R}/logs/baseline_curve/baseline_curve.log",
     localrule: True

@@ -1,7 +1,7 @@
 """Write the baselines' development-accuracy curves: every epoch's dev accuracy of every (task, seed) baseline, with
 the epoch early stopping kept and the one it stopped at, as CSV and markdown.
 
-    python -m maskbench.steps nlu.baseline_curve --models M1 M2 ... --out-csv C.csv --out-md C.md
+    python -m maskbench.steps nlu.baseline_curve --models M1 M2 ... --out-csv C.csv --out-md C.md [--label TEXT]
 
 ``--models``: baseline checkpoint folders (each with ``train_summary.json`` and ``train_curve.csv``; the summary
 names the task through its training file's prepared metadata and carries the seed).
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from maskbench.report.captions import labelled
 from maskbench.runtime import atomic_write_text
 from maskbench.steps import run_step, step_main
 
@@ -25,6 +26,7 @@ class BaselineCurveArgs:
     out_csv: Path = field(metadata={"help": "long table: task, seed, epoch, step, dev_accuracy, kept, stopped"})
     out_md: Path = field(metadata={"help": "the same as a markdown table, an epoch per row, a seed per column"})
     tasks: list[str] = field(default_factory=list, metadata={"help": "the task of each model folder, in order"})
+    label: str | None = field(default=None, metadata={"help": "the config's label: the markdown table's first line"})
 
 
 def curve_rows(folder: Path, task: str) -> list[dict]:
@@ -54,7 +56,7 @@ def main(args: BaselineCurveArgs) -> int:
     rows = [row for folder, task in zip(args.models, args.tasks, strict=True) for row in curve_rows(folder, task)]
     long = pd.DataFrame(rows, columns=["task", "seed", "epoch", "step", "dev_accuracy", "kept", "stopped"])
     atomic_write_text(args.out_csv, long.to_csv(index=False))
-    atomic_write_text(args.out_md, curve_markdown(long))
+    atomic_write_text(args.out_md, labelled(curve_markdown(long), args.label))
     return 0
 
 

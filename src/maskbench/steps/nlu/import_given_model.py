@@ -54,7 +54,11 @@ def main(args: ImportModelArgs) -> int:
 
         if not is_hub_id(args.path):
             raise DataError(f"model: field 'path' has value {args.path!r}, which is neither a folder nor a Hub id")
-        folder = model_snapshot(args.path)  # online: downloaded into the Hub cache
+        try:
+            folder = model_snapshot(args.path)  # online: downloaded into the Hub cache
+        except DataError as err:  # say the folder is missing too: a local path reads as a Hub id
+            raise DataError(f"model: field 'path' has value {args.path!r}, which is no folder here; as a Hub id: "
+                            f"{err}") from err
     check_checkpoint_labels(folder, labels, f"the training set {args.train} (task {meta.get('task')!r})")
     (args.out_dir / "train_summary.json").unlink(missing_ok=True)  # a crash below leaves no finished-looking folder
     sweep_staging(args.out_dir)

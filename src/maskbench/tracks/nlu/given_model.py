@@ -64,6 +64,23 @@ def check_checkpoint_labels(folder: str | Path, labels: list[str], where: str) -
                         f"in the same order){hint}")
 
 
+def missing_model(path: str) -> str | None:
+    """Why ``model.path`` cannot be taken in, found while planning (``local_folder`` found nothing): not a folder
+    here, and no Hub model of that id in the Hub cache, where the import job could not fetch it either — the Hub
+    is off ($HF_HUB_OFFLINE), or the path's parent folder is here (a local path whose last folder is missing).
+    None where the job may still download it (a Hub id, online) or the path is a ``package:`` model."""
+    from maskbench.hub import FETCH_HINT, hub_cache_dir, hub_offline, is_hub_id
+
+    if path.startswith("package:"):
+        return None
+    parent = Path(path).expanduser().parent
+    if is_hub_id(path) and not hub_offline() and not (parent != Path(".") and parent.is_dir()):
+        return None
+    return (f"config: model.path has value {path!r}, which is no folder here and no Hub model in the Hub cache "
+            f"{hub_cache_dir()}: copy your checkpoint (save_pretrained's files) to that folder (docs/your-model.md, "
+            f"step 2), or, for a Hub model, {FETCH_HINT}")
+
+
 def local_folder(path: str) -> Path | None:
     """The folder a ``model.path`` names on this machine while planning: a local folder, or a Hub id's snapshot
     already in the Hub cache (None when it is not there yet: the import step checks it after the download)."""

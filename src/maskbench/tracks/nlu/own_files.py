@@ -20,12 +20,15 @@ def check_own_files(config: Mapping, train_file: Callable[[str], str | Path]) ->
     from maskbench.data.local_source import read_local_table
     from maskbench.data.schema import DataError
     from maskbench.tracks.nlu.bias.precomputed import checked_values
-    from maskbench.tracks.nlu.given_model import check_checkpoint_labels, local_folder
+    from maskbench.tracks.nlu.given_model import check_checkpoint_labels, local_folder, missing_model
 
     datasets, tasks = config["datasets"], config["tasks"]
     model = config["model"]
     if model["init"] == FINETUNED:
         folder = local_folder(model["path"])
+        problem = missing_model(model["path"]) if folder is None else None
+        if problem is not None:
+            raise DataError(problem)
         for task, spec in tasks.items():
             labels = datasets[spec["train"]].get("labels")
             if folder is not None and labels is not None:  # a synthetic set's labels: the import step checks them
