@@ -153,8 +153,12 @@ def planned_config(factory, configfile: str | None) -> str:
     from test_workflow import REPO, snakemake
 
     def plan() -> str:
+        from maskbench.tools.facts import place_given_model
+
         args = ["-n", "-p", "--cores", "2"] + (["--configfile", str(REPO / configfile)] if configfile else [])
-        result = snakemake(*args, workdir=factory.mktemp("dry"))
+        workdir = factory.mktemp("dry")
+        place_given_model(REPO / (configfile or "config.yaml"), workdir)  # docs/your-model.md's step 2
+        result = snakemake(*args, workdir=workdir)
         assert result.returncode == 0, result.stderr[-3000:]
         return result.stdout
 

@@ -31,9 +31,28 @@ SLURM_ENV = {"MASKBENCH_SLURM_ACCOUNT": "acct", "MASKBENCH_SLURM_PARTITION": "cp
              "MASKBENCH_SLURM_GPU_PARTITION": "gpu", "HF_HUB_OFFLINE": "1"}
 
 
+def place_given_model(config: Path, folder: Path) -> None:
+    """What docs/your-model.md's step 2 puts in place, as far as planning reads it: a config whose model was
+    fine-tuned elsewhere (``model.init: finetuned``) at a local path plans only with the checkpoint's config.json
+    there (its labels are checked while planning); written below ``folder``, naming the training sets' labels."""
+    import yaml
+
+    spec = yaml.safe_load(config.read_text(encoding="utf-8"))
+    model = spec.get("model") or {}
+    if model.get("init") != "finetuned" or not str(model.get("path", "")).startswith("models/"):
+        return
+    train = next(iter(spec["tasks"].values()))["train"]
+    labels = spec["datasets"][train]["labels"]
+    target = folder / model["path"]
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "config.json").write_text(json.dumps({"id2label": dict(enumerate(labels))}), encoding="utf-8")
+
+
 def planned_total(config: str) -> int:
-    """The total of `snakemake -n`'s job stats for ``config``, planned in an empty folder."""
+    """The total of `snakemake -n`'s job stats for ``config``, planned in an empty folder (a given model's
+    config.json placed, ``place_given_model``)."""
     with tempfile.TemporaryDirectory() as folder:
+        place_given_model(REPO / config, Path(folder))
         args = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", "--directory", folder]
         if config == "configs/paper.yaml":
             for supplied in PAPER_USER_FILES:
