@@ -83,6 +83,7 @@ class Kill:
     differences: list[str] = field(default_factory=list)
     states_left: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    killed_log_tail: list[str] = field(default_factory=list)  # only when the killed run exited otherwise than asked
 
 
 def step_env() -> dict:
@@ -148,6 +149,8 @@ def kill_once(kind: Kind, straight: Path, lines: int, work: Path, name: str, sig
     started = time.perf_counter()
     out = work / RUN  # the uninterrupted run's folder: outputs record their own paths
     kill.exit_code, _ = run_step(kind, out, work / f"{name}.killed.log", at, getattr(signal, signame))
+    if kill.exit_code != (75 if signame == "SIGTERM" else -9):  # kept for the record: the folder is a temporary one
+        kill.killed_log_tail = (work / f"{name}.killed.log").read_text(errors="replace").splitlines()[-25:]
     kill.complete_looking = [f for f in kind.final if (out / f).exists()]
     kill.rerun_exit, _ = run_step(kind, out, work / f"{name}.rerun.log")
     kill.resumed_from = resumed_from(work / f"{name}.rerun.log")

@@ -42,7 +42,7 @@ FULL_PLAN = {
 def check(record: dict) -> None:
     for run in record["runs"]:
         where = f"{run['kind']}, {run['signal']} at progress line {run['at_line']}"
-        assert run["exit_code"] == (75 if run["signal"] == "SIGTERM" else -9), where
+        assert run["exit_code"] == (75 if run["signal"] == "SIGTERM" else -9), (where, run.get("killed_log_tail"))
         assert run["complete_looking"] == [], where
         assert run["rerun_exit"] == 0, where
         assert run["differences"] == [] and run["bit_equal"], (where, run["differences"][:5])
