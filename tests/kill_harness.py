@@ -86,6 +86,14 @@ class Kill:
     killed_log_tail: list[str] = field(default_factory=list)  # only when the killed run exited otherwise than asked
 
 
+def expected_exit(signame: str) -> int:
+    """The exit status a step killed with ``signame`` should end with: SIGTERM's stop (``maskbench.stop.STOPPED_EXIT``)
+    or the SIGKILL itself."""
+    from maskbench.stop import STOPPED_EXIT
+
+    return STOPPED_EXIT if signame == "SIGTERM" else -signal.SIGKILL
+
+
 def step_env() -> dict:
     env = dict(os.environ, MASKBENCH_PROGRESS_SECONDS="0", MASKBENCH_WARM="0", PYTHONUNBUFFERED="1",
                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
@@ -149,7 +157,7 @@ def kill_once(kind: Kind, straight: Path, lines: int, work: Path, name: str, sig
     started = time.perf_counter()
     out = work / RUN  # the uninterrupted run's folder: outputs record their own paths
     kill.exit_code, _ = run_step(kind, out, work / f"{name}.killed.log", at, getattr(signal, signame))
-    if kill.exit_code != (75 if signame == "SIGTERM" else -9):  # kept for the record: the folder is a temporary one
+    if kill.exit_code != expected_exit(signame):  # kept for the record: the folder is a temporary one
         kill.killed_log_tail = (work / f"{name}.killed.log").read_text(errors="replace").splitlines()[-25:]
     kill.complete_looking = [f for f in kind.final if (out / f).exists()]
     kill.rerun_exit, _ = run_step(kind, out, work / f"{name}.rerun.log")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import background
 import pytest
-from kill_harness import CHECKPOINT_EVERY, REPO, run_harness
+from kill_harness import CHECKPOINT_EVERY, REPO, expected_exit, run_harness
 
 # the full harness: kind -> the signals of its kills. Most kinds that resume mid-run get three kills (SIGTERM, SIGKILL,
 # SIGTERM); IMP (restarts its round), the matrix's FFW kinds and the evaluations (resume at a finished set, run or
@@ -42,7 +42,7 @@ FULL_PLAN = {
 def check(record: dict) -> None:
     for run in record["runs"]:
         where = f"{run['kind']}, {run['signal']} at progress line {run['at_line']}"
-        assert run["exit_code"] == (75 if run["signal"] == "SIGTERM" else -9), (where, run.get("killed_log_tail"))
+        assert run["exit_code"] == expected_exit(run["signal"]), (where, run.get("killed_log_tail"))
         assert run["complete_looking"] == [], where
         assert run["rerun_exit"] == 0, where
         assert run["differences"] == [] and run["bit_equal"], (where, run["differences"][:5])
