@@ -3,9 +3,10 @@
 Each step kind is a command line of `python -m maskbench.steps.<track>.<step>` writing its outputs into one folder.
 For every kill the harness starts the step in its own process (progress lines every step:
 ``MASKBENCH_PROGRESS_SECONDS=0``), reads its log until the K-th training progress line (K drawn from a seeded
-generator among the first 70 % of the lines an uninterrupted run writes; an evaluation's: 60 %, before its last set), sends SIGTERM (a time limit, a
-pre-emption: the step should save its state and exit 75) or SIGKILL (no warning: the last periodic state is all
-there is), and waits for it. Then it checks that nothing complete-looking is left (none of the kind's final files),
+generator among the first 70 % of the lines an uninterrupted run writes; an evaluation's: 60 %, before its last set), pauses
+it (SIGSTOP) and reads what it wrote meanwhile, sends SIGTERM (a time limit, a pre-emption: the step should save its
+state and exit 75) or SIGKILL (no warning: the last periodic state is all there is) if it is still inside that window
+(a tiny step can outrun a reader on a loaded machine; past it, the try is made again from an empty folder), and waits. Then it checks that nothing complete-looking is left (none of the kind's final files),
 runs the step again to the end, reads from its log the step it resumed from (``resuming from ... at step N``), and
 compares every output with an uninterrupted run's (``maskbench.tools.compare_results.compare_file``: tensors bit for
 bit, masks mask for mask, JSON and curves without their timing fields), and that no resume state is left.
@@ -84,6 +85,7 @@ class Kill:
     states_left: list[str] = field(default_factory=list)
     seconds: float = 0.0
     killed_log_tail: list[str] = field(default_factory=list)  # only when the killed run exited otherwise than asked
+    late_reads: int = 0  # tries whose step had run past the kill window before its line was read (then run again)
 
 
 def expected_exit(signame: str) -> int:
@@ -102,26 +104,56 @@ def step_env() -> dict:
 
 
 def run_step(kind: Kind, out: Path, log: Path, kill_at: int | None = None, signum: int | None = None,
-             timeout: float = 300) -> tuple[int, int]:
+             kill_by: int | None = None, timeout: float = 300) -> tuple[int, int, int | None]:
     """Run the step writing into ``out`` (its log to ``log``); with ``kill_at``, send ``signum`` once the
-    ``kill_at``-th training progress line appears. Returns the exit code and the progress lines seen."""
+    ``kill_at``-th progress line has been read. On a loaded machine the reader can lag behind a fast step, so the step
+    is first paused (SIGSTOP), what it wrote meanwhile is read, and ``signum`` goes out only while it has not passed
+    its ``kill_by``-th line (then SIGCONT). Returns the exit code, the progress lines seen and the line the signal
+    went out at (None: the step had run past ``kill_by``)."""
     out.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", kind.module, *kind.args(out)]
-    seen = 0
-    with open(log, "w") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.PIPE, text=True, env=step_env(),
-                                   cwd=out)
+    seen, sent_at = 0, None
+    with open(log, "wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.PIPE, env=step_env(), cwd=out)
+        pipe = process.stderr.fileno()
         deadline = time.monotonic() + timeout
-        for line in process.stderr:
-            sink.write(line)
-            if kind.progress.search(line):
-                seen += 1
-                if kill_at is not None and seen == kill_at:
-                    process.send_signal(signum)
+        lines: list[bytes] = []
+        partial = b""
+        while chunk := os.read(pipe, 65536):
+            *lines, partial = (partial + chunk).split(b"\n")
+            while lines:
+                line = lines.pop(0)
+                sink.write(line + b"\n")
+                if kind.progress.search(line.decode(errors="replace")):
+                    seen += 1
+                    if kill_at is not None and seen == kill_at:
+                        process.send_signal(signal.SIGSTOP)
+                        partial = _read_what_is_there(pipe, partial)
+                        *more, partial = partial.split(b"\n")
+                        lines += more
+                        ahead = sum(bool(kind.progress.search(x.decode(errors="replace"))) for x in lines)
+                        if kill_by is None or seen + ahead <= kill_by:
+                            process.send_signal(signum)
+                            sent_at = seen + ahead
+                        process.send_signal(signal.SIGCONT)
             if time.monotonic() > deadline:
                 process.kill()
+        sink.write(partial)
         code = process.wait(timeout=max(1.0, deadline - time.monotonic()))
-    return code, seen
+    return code, seen, sent_at
+
+
+def _read_what_is_there(pipe: int, data: bytes) -> bytes:
+    """Everything the (paused) step has written to the pipe so far, after ``data``, without waiting for more."""
+    os.set_blocking(pipe, False)
+    try:
+        while chunk := os.read(pipe, 65536):
+            data += chunk
+    except BlockingIOError:
+        pass
+    finally:
+        os.set_blocking(pipe, True)
+    return data
 
 
 def resumed_from(log: Path) -> int | None:
@@ -151,16 +183,25 @@ def compare(straight: Path, resumed: Path) -> list[str]:
 
 
 def kill_once(kind: Kind, straight: Path, lines: int, work: Path, name: str, signame: str,
-              rng: random.Random) -> Kill:
-    at = rng.randint(1, max(1, int(kind.window * lines)))
+              rng: random.Random, attempts: int = 3) -> Kill:
+    window = max(1, int(kind.window * lines))
+    at = rng.randint(1, window)
     kill = Kill(kind.name, signame, at)
     started = time.perf_counter()
     out = work / RUN  # the uninterrupted run's folder: outputs record their own paths
-    kill.exit_code, _ = run_step(kind, out, work / f"{name}.killed.log", at, getattr(signal, signame))
+    for attempt in range(attempts):  # again from an empty folder when the step ran past the window unsignalled
+        shutil.rmtree(out, ignore_errors=True)
+        kill.exit_code, _, sent_at = run_step(kind, out, work / f"{name}.killed.log", at, getattr(signal, signame),
+                                              kill_by=window)
+        if sent_at is not None:
+            kill.at_line, kill.late_reads = sent_at, attempt
+            break
+    else:
+        kill.late_reads = attempts
     if kill.exit_code != expected_exit(signame):  # kept for the record: the folder is a temporary one
         kill.killed_log_tail = (work / f"{name}.killed.log").read_text(errors="replace").splitlines()[-25:]
     kill.complete_looking = [f for f in kind.final if (out / f).exists()]
-    kill.rerun_exit, _ = run_step(kind, out, work / f"{name}.rerun.log")
+    kill.rerun_exit, _, _ = run_step(kind, out, work / f"{name}.rerun.log")
     kill.resumed_from = resumed_from(work / f"{name}.rerun.log")
     kill.differences = compare(straight, out) if kill.rerun_exit == 0 else ["the rerun failed"]
     kill.states_left = sorted(str(p.relative_to(out)) for p in [*out.rglob(".*resume*"), *out.rglob(".*.staged-*")])
@@ -402,7 +443,7 @@ def run_harness(work: Path, plan: dict[str, tuple[str, ...]], seed: int = 0) -> 
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         started = time.perf_counter()
-        code, lines = run_step(kind, folder / RUN, folder / "straight.log")
+        code, lines, _ = run_step(kind, folder / RUN, folder / "straight.log")
         straight_seconds[name] = round(time.perf_counter() - started, 1)
         if code != 0:
             raise RuntimeError(f"{name}: the uninterrupted run failed ({code}); see {folder / 'straight.log'}")

@@ -41,7 +41,8 @@ FULL_PLAN = {
 
 def check(record: dict) -> None:
     for run in record["runs"]:
-        where = f"{run['kind']}, {run['signal']} at progress line {run['at_line']}"
+        where = (f"{run['kind']}, {run['signal']} at progress line {run['at_line']} "
+                 f"({run.get('late_reads', 0)} tries read too late)")
         assert run["exit_code"] == expected_exit(run["signal"]), (where, run.get("killed_log_tail"))
         assert run["complete_looking"] == [], where
         assert run["rerun_exit"] == 0, where
@@ -70,6 +71,23 @@ def test_a_fine_tuning_sent_sigterm_stops_with_its_state_and_resumes_bit_identic
     check(one_kill_record)
     run = one_kill_record["runs"][0]
     assert run["resumed_from"] >= 1
+
+
+def test_a_step_that_ran_past_the_kill_window_before_its_line_was_read_is_not_signalled(tmp_path):
+    """The harness pauses the step when it reads the kill line and signals it only inside the window: a reader that
+    lags (here: the 40th line read, the window ending at the 10th) leaves the step to finish; inside it, the step stops
+    at the line it had reached when paused."""
+    import signal
+
+    from kill_harness import kinds, prepare_inputs, run_step
+
+    prepare_inputs(tmp_path / "inputs", nli_only=True)
+    kind = kinds(tmp_path / "inputs")["fine-tuning"]
+    assert run_step(kind, tmp_path / "late", tmp_path / "late.log", 40, signal.SIGTERM, kill_by=10) == (0, 48, None)
+    code, _, sent_at = run_step(kind, tmp_path / "in", tmp_path / "in.log", 5, signal.SIGTERM, kill_by=33)
+    assert code == expected_exit("SIGTERM") and 5 <= sent_at <= 33
+    log = (tmp_path / "in.log").read_text()  # paused before or after its flag check for the step of that line
+    assert any(f"stopped on SIGTERM after step {step} of 48" in log for step in (sent_at, sent_at + 1)), log[-500:]
 
 
 @pytest.mark.kills
