@@ -3,10 +3,11 @@
 Each step kind is a command line of `python -m maskbench.steps.<track>.<step>` writing its outputs into one folder.
 For every kill the harness starts the step in its own process (progress lines every step:
 ``MASKBENCH_PROGRESS_SECONDS=0``), reads its log until the K-th training progress line (K drawn from a seeded
-generator among the first 70 % of the lines an uninterrupted run writes; an evaluation's: 60 %, before its last set), pauses
-it (SIGSTOP) and reads what it wrote meanwhile, sends SIGTERM (a time limit, a pre-emption: the step should save its
-state and exit 75) or SIGKILL (no warning: the last periodic state is all there is) if it is still inside that window
-(a tiny step can outrun a reader on a loaded machine; past it, the try is made again from an empty folder), and waits. Then it checks that nothing complete-looking is left (none of the kind's final files),
+generator among the first 70 % of the lines an uninterrupted run writes; an evaluation's: 60 %, before its last
+set), pauses it (SIGSTOP) and reads what it wrote meanwhile, sends SIGTERM (a time limit, a pre-emption: the step
+should save its state and exit 75) or SIGKILL (no warning: the last periodic state is all there is) if it is still
+inside that window (a tiny step can outrun a reader on a loaded machine; past it, the try is made again from an
+empty folder), and waits. Then it checks that nothing complete-looking is left (none of the kind's final files),
 runs the step again to the end, reads from its log the step it resumed from (``resuming from ... at step N``), and
 compares every output with an uninterrupted run's (``maskbench.tools.compare_results.compare_file``: tensors bit for
 bit, masks mask for mask, JSON and curves without their timing fields), and that no resume state is left.
