@@ -71,6 +71,9 @@ class Kind:
     # evaluation's: before its last set, as a SIGTERM during the last set lets the job end complete)
     window: float = 0.7
 
+    def is_progress(self, line: bytes) -> bool:
+        return self.progress.search(line.decode(errors="replace")) is not None
+
 
 @dataclass
 class Kill:
@@ -125,14 +128,14 @@ def run_step(kind: Kind, out: Path, log: Path, kill_at: int | None = None, signu
             while lines:
                 line = lines.pop(0)
                 sink.write(line + b"\n")
-                if kind.progress.search(line.decode(errors="replace")):
+                if kind.is_progress(line):
                     seen += 1
                     if kill_at is not None and seen == kill_at:
                         process.send_signal(signal.SIGSTOP)
                         partial = _read_what_is_there(pipe, partial)
                         *more, partial = partial.split(b"\n")
                         lines += more
-                        ahead = sum(bool(kind.progress.search(x.decode(errors="replace"))) for x in lines)
+                        ahead = sum(map(kind.is_progress, lines))
                         if kill_by is None or seen + ahead <= kill_by:
                             process.send_signal(signum)
                             sent_at = seen + ahead

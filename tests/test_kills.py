@@ -11,11 +11,12 @@ which ``python -m maskbench.tools.kill_record`` writes the reliability table of 
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import background
 import pytest
-from kill_harness import CHECKPOINT_EVERY, REPO, expected_exit, run_harness
+from kill_harness import CHECKPOINT_EVERY, REPO, expected_exit, kinds, prepare_inputs, run_harness, run_step
 
 # the full harness: kind -> the signals of its kills. Most kinds that resume mid-run get three kills (SIGTERM, SIGKILL,
 # SIGTERM); IMP (restarts its round), the matrix's FFW kinds and the evaluations (resume at a finished set, run or
@@ -77,10 +78,6 @@ def test_a_step_that_ran_past_the_kill_window_before_its_line_was_read_is_not_si
     """The harness pauses the step when it reads the kill line and signals it only inside the window: a reader that
     lags (here: the 40th line read, the window ending at the 10th) leaves the step to finish; inside it, the step stops
     at the line it had reached when paused."""
-    import signal
-
-    from kill_harness import kinds, prepare_inputs, run_step
-
     prepare_inputs(tmp_path / "inputs", nli_only=True)
     kind = kinds(tmp_path / "inputs")["fine-tuning"]
     assert run_step(kind, tmp_path / "late", tmp_path / "late.log", 40, signal.SIGTERM, kill_by=10) == (0, 48, None)
